@@ -1,0 +1,30 @@
+"""The one error type users see: it names where the problem is and what was expected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class GenError(Exception):
+    """A user-facing error (bad input, bad recipe, refused key...). The CLI prints it without a traceback.
+
+    `file`, `record` and `field` locate the problem; `expected` says what would have been accepted.
+    """
+
+    message: str
+    file: str | Path | None = None
+    record: str | None = None
+    field: str | None = None
+    expected: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ": ".join(str(part) for part in (self.file, self.record, self.field) if part not in (None, ""))
+        text = f"{where}: {self.message}" if where else self.message
+        if self.expected:
+            text += f" (expected {self.expected})"
+        return text
