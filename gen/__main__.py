@@ -1,0 +1,3 @@
+from gen.cli import main
+
+main()

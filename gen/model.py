@@ -1,0 +1,47 @@
+"""The canonical conversation every source adapter produces (SPEC §3.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+
+@dataclass(frozen=True)
+class Turn:
+    speaker: str
+    text: str
+    source_turn_id: str | None = None
+    image_caption: str | None = None
+
+    @property
+    def word_count(self) -> int:
+        return len(self.text.split())
+
+
+@dataclass(frozen=True)
+class Session:
+    """One sitting. Sources with absolute dates set `start`; relative sources (MSC, CC) set
+    `gap_before` instead: the time from the end of the previous session to the start of this one."""
+
+    turns: tuple[Turn, ...]
+    start: datetime | None = None
+    gap_before: timedelta | None = None
+    label: str = ""  # how the source names the session, for error messages (e.g. "session_3")
+
+    @property
+    def word_count(self) -> int:
+        return sum(turn.word_count for turn in self.turns)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    conversation_id: str  # source-prefixed, e.g. "locomo/conv-26"
+    speakers: tuple[str, str]
+    sessions: tuple[Session, ...]
+    personas: dict[str, list[str]] = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+    source_file: str = ""
+
+    @property
+    def word_count(self) -> int:
+        return sum(session.word_count for session in self.sessions)

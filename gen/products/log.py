@@ -1,0 +1,97 @@
+"""Time-stamped per-response logs (SPEC §3.5, config `log`), and their invariant checks (§3.3)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from itertools import groupby
+from typing import Iterator
+
+from gen.recipe import StrictModel
+from gen.timeline import Response, Timeline
+from gen.validation import Checks
+
+NAME = "log"
+DESCRIPTION = "one record per response with its simulated timestamp (SPEC §3.5)"
+
+
+class Options(StrictModel):
+    pass
+
+
+def record(conversation_id: str, response: Response) -> dict:
+    stamp = response.timestamp
+    year, week, _ = stamp.isocalendar()
+    return {
+        "conversation_id": conversation_id,
+        "response_index": response.response_index,
+        "session_index": response.session_index,
+        "turn_index": response.turn_index,
+        "source_turn_id": response.source_turn_id,
+        "speaker": response.speaker,
+        "text": response.text,
+        "timestamp": stamp.isoformat(timespec="seconds"),
+        "date": stamp.date().isoformat(),
+        "time": stamp.strftime("%H:%M:%S"),
+        "day_name": stamp.strftime("%A"),
+        "week": f"{year}-W{week:02d}",
+        "is_padding": response.is_padding,
+        "image_caption": response.image_caption,
+    }
+
+
+def records(timeline: Timeline) -> Iterator[dict]:
+    for response in timeline.responses:
+        yield record(timeline.conversation_id, response)
+
+
+def build(ctx, options: Options) -> Iterator[dict]:
+    for timeline in ctx.timelines:
+        yield from records(timeline)
+
+
+def validate(rows: list[dict], ctx, options: Options) -> Checks:
+    """Check the §3.3 invariants from the written records alone (parsing their strings back)."""
+    checks = Checks()
+    gap = timedelta(minutes=ctx.recipe.timeline.session_gap_minutes)
+    expected_counts = {t.conversation_id: len(t.responses) for t in ctx.timelines}
+    for conversation_id, group in groupby(rows, key=lambda row: row["conversation_id"]):
+        group = list(group)
+        checks.check("one record per response", len(group) == expected_counts.get(conversation_id),
+                     f"{conversation_id}: {len(group)} records, {expected_counts.get(conversation_id)} responses")
+        check_conversation(conversation_id, group, gap, checks)
+    return checks
+
+
+def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, checks: Checks) -> None:
+    stamps = [datetime.fromisoformat(row["timestamp"]) for row in group]
+    for position, (row, stamp) in enumerate(zip(group, stamps)):
+        where = f"{conversation_id} response {row['response_index']}"
+        checks.check("response_index is 0..n-1 in order", row["response_index"] == position, where)
+        checks.check("date, time, day_name and week agree with timestamp",
+                     (row["date"], row["time"], row["day_name"], row["week"]) ==
+                     (f"{stamp:%Y-%m-%d}", f"{stamp:%H:%M:%S}", f"{stamp:%A}", f"{stamp:%G-W%V}"), where)
+        if position == 0:
+            continue
+        previous, delta = group[position - 1], stamp - stamps[position - 1]
+        checks.check("timestamps never decrease", delta >= timedelta(0), where)
+        if row["session_index"] == previous["session_index"]:
+            checks.check("turn_index counts up within a session", row["turn_index"] == previous["turn_index"] + 1, where)
+            checks.check("gaps within a session stay below session_gap_minutes", delta < gap, f"{where}: {delta}")
+        else:
+            checks.check("sessions follow in order", row["session_index"] == previous["session_index"] + 1
+                         and row["turn_index"] == 0, where)
+            checks.check("gaps between sessions exceed session_gap_minutes", delta > gap, f"{where}: {delta}")
+    padding = [row["is_padding"] for row in group]
+    checks.check("padding responses come last", padding == sorted(padding), conversation_id)
+
+
+def features():
+    from datasets import Features, Value
+
+    return Features({
+        "conversation_id": Value("string"), "response_index": Value("int64"), "session_index": Value("int64"),
+        "turn_index": Value("int64"), "source_turn_id": Value("string"), "speaker": Value("string"),
+        "text": Value("string"), "timestamp": Value("string"), "date": Value("string"), "time": Value("string"),
+        "day_name": Value("string"), "week": Value("string"), "is_padding": Value("bool"),
+        "image_caption": Value("string"),
+    })

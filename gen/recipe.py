@@ -1,0 +1,225 @@
+"""Recipes: YAML validated with pydantic before anything runs (SPEC §2, issue 2).
+
+Unknown keys are rejected with their exact path and the nearest valid key. Product options are validated
+by each product's own `Options` model, so the recipe model does not need to know the products.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import types
+import typing
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from gen.errors import GenError
+
+FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
+SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc"]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceSpec(StrictModel):
+    format: SourceFormat
+    path: Path | None = None
+    hf: str | None = Field(None, description="owner/name of a Hugging Face dataset")
+    split: str | None = None
+    revision: str | None = None
+    limit: int | None = Field(None, ge=0)
+    ids: list[str] | None = None
+    longest: int | None = Field(None, ge=1)
+    min_sessions: int | None = Field(None, ge=1)
+    interval_phrases: dict[str, str] | None = Field(None, description="CC only: extra phrase → duration rows")
+    default_interval: str | None = Field(None, description="CC only: the phrase used when an episode has none")
+
+    @model_validator(mode="after")
+    def one_location(self) -> "SourceSpec":
+        if (self.path is None) == (self.hf is None):
+            raise ValueError("give exactly one of `path` (a local file) or `hf` (owner/name on the Hub)")
+        return self
+
+    @property
+    def origin(self) -> str:
+        return str(self.path) if self.path else f"hf:{self.hf}"
+
+
+class PaddingSpec(StrictModel):
+    mode: Literal["none", "donor", "file"] = "donor"
+    after_minutes: float = Field(60, ge=0)
+    target_words: int = Field(3000, ge=1)
+    path: Path | None = Field(None, description="mode file: a JSON list of {speaker, text}")
+
+    @model_validator(mode="after")
+    def file_needs_path(self) -> "PaddingSpec":
+        if self.mode == "file" and self.path is None:
+            raise ValueError("padding mode `file` needs `path`")
+        return self
+
+
+class TimelineSpec(StrictModel):
+    seconds_per_word: float = Field(0.46, gt=0)
+    session_gap_minutes: float = Field(20, gt=0)
+    now_offset_minutes: float = Field(50, ge=0)
+    padding: PaddingSpec = PaddingSpec()
+    anchor_start: datetime = Field(datetime(2023, 1, 2, 10, 0), description="session 1 start for MSC and CC")
+    shift_overlapping: bool = Field(False, description="move later sessions instead of failing on an overlap")
+
+
+class ProductEntry(BaseModel):
+    """`type` selects a registered product; every other key is that product's option."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class Recipe(StrictModel):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    seed: int = 0
+    split: str = Field("test", pattern=r"^[A-Za-z0-9_]+$")
+    sources: list[SourceSpec] = Field(min_length=1)
+    timeline: TimelineSpec = TimelineSpec()
+    products: list[ProductEntry] = Field(min_length=1)
+    output_dir: Path | None = None
+    templates_dir: Path | None = Field(None, description="templates here shadow the built-in ones")
+    llm: dict[str, Any] = {}
+    export: dict[str, Any] = {}
+
+    _file: Path = PrivateAttr(default=Path("recipe.yaml"))
+    _fingerprint: str = PrivateAttr(default="")
+    _product_options: list[BaseModel] = PrivateAttr(default_factory=list)
+
+    @property
+    def file(self) -> Path:
+        return self._file
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over what decides the data: run-only settings (output_dir, export) stay out."""
+        return self._fingerprint
+
+    def product_options(self) -> list[tuple[str, BaseModel]]:
+        return [(entry.type, options) for entry, options in zip(self.products, self._product_options)]
+
+
+RUN_ONLY_KEYS = {"output_dir", "export"}
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GenError("recipe file not found", file=path, expected="a YAML recipe") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise GenError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path,
+                       record=f"line {mark.line + 1}" if mark else None) from None
+    if not isinstance(data, dict):
+        raise GenError("the recipe is not a mapping", file=path, expected="keys name, sources, timeline, products")
+    recipe = validate_model(Recipe, data, path, prefix=())
+    recipe._file = path
+    recipe._product_options = validate_products(recipe, data, path)
+    recipe._fingerprint = fingerprint({k: v for k, v in recipe.model_dump(mode="json").items() if k not in RUN_ONLY_KEYS})
+    resolve_paths(recipe, path.parent)
+    return recipe
+
+
+def fingerprint(data: Any) -> str:
+    canonical = json.dumps({"format_version": FORMAT_VERSION, "recipe": data}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def validate_products(recipe: Recipe, data: dict, path: Path) -> list[BaseModel]:
+    from gen.products import REGISTRY  # products import the timeline, which imports this module
+
+    options = []
+    for index, entry in enumerate(recipe.products):
+        product = REGISTRY.get(entry.type)
+        if product is None:
+            near = difflib.get_close_matches(entry.type, REGISTRY, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise GenError(f"unknown product type {entry.type!r}{hint}", file=path, field=f"products[{index}].type",
+                           expected=f"one of {', '.join(REGISTRY)}")
+        raw = {k: v for k, v in data["products"][index].items() if k != "type"}
+        options.append(validate_model(product.Options, raw, path, prefix=("products", index)))
+    return options
+
+
+def resolve_paths(recipe: Recipe, base: Path) -> None:
+    """Relative paths in a recipe are relative to the recipe file's folder."""
+    def resolve(p: Path | None) -> Path | None:
+        return p if p is None or p.is_absolute() else (base / p).resolve()
+
+    for index, source in enumerate(recipe.sources):
+        source.path = resolve(source.path)
+        if source.path is not None and not source.path.exists():
+            raise GenError(f"file not found: {source.path}", file=recipe.file, field=f"sources[{index}].path",
+                           expected="a path relative to the recipe's folder, or absolute")
+    padding = recipe.timeline.padding
+    padding.path = resolve(padding.path)
+    if padding.path is not None and not padding.path.exists():
+        raise GenError(f"file not found: {padding.path}", file=recipe.file, field="timeline.padding.path")
+    recipe.templates_dir = resolve(recipe.templates_dir)
+    recipe.output_dir = resolve(recipe.output_dir)
+
+
+# --- error messages -------------------------------------------------------------------------------
+
+def validate_model(model: type[BaseModel], data: Any, file: Path, prefix: tuple) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = prefix + tuple(first["loc"])
+        raise GenError(describe(model, first, tuple(first["loc"])), file=file, field=dotted(loc) or "(top level)") from None
+
+
+def dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def describe(model: type[BaseModel], error: dict, loc: tuple) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        near = difflib.get_close_matches(key, valid_keys(model, loc[:-1]), n=1)
+        return f"unknown key {key!r}" + (f"; did you mean {near[0]!r}?" if near else "")
+    if kind == "missing":
+        return "required key is missing"
+    given = error.get("input")
+    shown = json.dumps(given, default=str)[:80] if not isinstance(given, dict) else "a mapping"
+    return f"{error['msg']}, got {shown}"
+
+
+def valid_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The field names of the model found at `loc` (walking through lists, dicts and optionals)."""
+    current: Any = model
+    for part in loc:
+        current = unwrap(current)
+        if isinstance(part, str) and isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(part)
+            if field is None:
+                return []
+            current = field.annotation
+        elif typing.get_origin(current) in (list, dict):
+            current = typing.get_args(current)[-1]
+    current = unwrap(current)
+    return list(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else []
+
+
+def unwrap(annotation: Any) -> Any:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next((a for a in typing.get_args(annotation) if a is not type(None)), annotation)
+    return annotation

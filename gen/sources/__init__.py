@@ -1,0 +1,74 @@
+"""Source adapters: files (or Hugging Face datasets) → canonical conversations (SPEC §3.1, §3.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from gen.errors import GenError
+from gen.model import Conversation
+from gen.recipe import SourceSpec
+from gen.sources import cc, locomo, msc
+from gen.sources._io import read_json, read_json_or_jsonl
+
+# format → (what a file must hold, how to read it, how to parse the records)
+Parser = Callable[[Any, Any, SourceSpec], Iterator[Conversation]]
+FORMATS: dict[str, tuple[str, Callable, Parser]] = {
+    "locomo": (locomo.EXPECTED_FILE, read_json, lambda data, origin, spec: locomo.parse(data, origin, Path(str(origin)).stem)),
+    "msc": ("ParlAI MSC session records as JSON lines", read_json_or_jsonl, lambda data, origin, spec: msc.parse(data, origin)),
+    "msc_self_instruct": ("MSC-Self-Instruct records as JSON lines", read_json_or_jsonl,
+                          lambda data, origin, spec: msc.parse_self_instruct(data, origin)),
+    "msc_personas": ('{"train": [{"Speaker 1": [...], "Speaker 2": [...]}, ...], ...}', read_json,
+                     lambda data, origin, spec: msc.parse_personas(data, origin)),
+    "cc": ("Conversation Chronicles episodes (JSON lines or a JSON list)", read_json_or_jsonl,
+           lambda data, origin, spec: cc.parse(data, origin, interval_phrases=spec.interval_phrases,
+                                               default_interval=spec.default_interval)),
+}
+
+
+def load_source(spec: SourceSpec) -> list[Conversation]:
+    """Every conversation of one source entry, before selection (the padding donor pool)."""
+    expected, read, parse = FORMATS[spec.format]
+    if spec.hf:
+        origin, data = f"hf:{spec.hf}", load_hub_records(spec)
+    else:
+        origin, data = spec.path, read(spec.path, expected)
+    conversations = list(parse(data, origin, spec))
+    seen: set[str] = set()
+    for conversation in conversations:
+        if conversation.conversation_id in seen:
+            raise GenError("duplicate conversation id", file=origin, record=conversation.conversation_id,
+                           expected="unique ids within a source")
+        seen.add(conversation.conversation_id)
+    return conversations
+
+
+def load_hub_records(spec: SourceSpec) -> list[dict]:
+    import datasets  # heavy import, only for Hub sources
+
+    try:
+        rows = datasets.load_dataset(spec.hf, split=spec.split or "train", revision=spec.revision)
+    except Exception as exc:  # the Hub library raises many types; the user needs the name and the reason
+        raise GenError(f"cannot load Hugging Face dataset: {type(exc).__name__}: {exc}", file=f"hf:{spec.hf}",
+                       field="hf", expected="a reachable dataset id (owner/name) with that split and revision") from None
+    return [dict(row) for row in rows]
+
+
+def select(conversations: Iterable[Conversation], spec: SourceSpec) -> list[Conversation]:
+    """Apply `ids`, then `min_sessions`, then `longest`, then `limit`; the source order is kept."""
+    chosen = list(conversations)
+    if spec.ids:
+        wanted = set(spec.ids)
+        chosen = [c for c in chosen if c.conversation_id in wanted or c.conversation_id.split("/", 1)[1] in wanted]
+        found = {c.conversation_id for c in chosen} | {c.conversation_id.split("/", 1)[1] for c in chosen}
+        if missing := sorted(wanted - found):
+            raise GenError(f"ids not found: {', '.join(missing)}", file=spec.origin, field="ids",
+                           expected="conversation ids present in the source")
+    if spec.min_sessions:
+        chosen = [c for c in chosen if len(c.sessions) >= spec.min_sessions]
+    if spec.longest:
+        keep = {id(c) for c in sorted(chosen, key=lambda c: -c.word_count)[: spec.longest]}
+        chosen = [c for c in chosen if id(c) in keep]
+    if spec.limit is not None:
+        chosen = chosen[: spec.limit]
+    return chosen

@@ -1,0 +1,67 @@
+"""Reading source files: JSON documents and JSON lines, with errors that name the file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gen.errors import GenError
+
+
+def read_json(path: Path, expected: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GenError("file not found", file=path, expected=expected) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GenError(f"not valid JSON ({exc.msg})", file=path, record=f"line {exc.lineno}, column {exc.colno}",
+                       expected=expected) from None
+
+
+def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
+    """A JSON list, a single JSON object, or JSON lines (one object per line; blank lines skipped)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GenError("file not found", file=path, expected=expected) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise GenError(f"not valid JSON ({exc.msg})", file=path, record=f"line {exc.lineno}, column {exc.colno}",
+                           expected=expected) from None
+        return list(data)
+    records = []
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise GenError(f"not valid JSON ({exc.msg})", file=path, record=f"line {line_number}",
+                           expected=expected) from None
+    if not records:
+        raise GenError("file holds no records", file=path, expected=expected)
+    return records
+
+
+def require_str(value: Any, *, file, record: str, field: str, expected: str = "a non-empty string") -> str:
+    if not isinstance(value, str) or not value.strip():
+        shown = "missing" if value is None else f"got {json.dumps(value)[:60]}"
+        raise GenError(shown, file=file, record=record, field=field, expected=expected)
+    return value
+
+
+def require_list(value: Any, *, file, record: str, field: str, expected: str) -> list:
+    if not isinstance(value, list):
+        shown = "missing" if value is None else f"got {type(value).__name__}"
+        raise GenError(shown, file=file, record=record, field=field, expected=expected)
+    return value

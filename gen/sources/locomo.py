@@ -1,0 +1,86 @@
+"""LoCoMo (SPEC §3.2): a list of samples, a single sample, or a bare `conversation` dict."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Iterable, Iterator
+
+from gen.errors import GenError
+from gen.model import Conversation, Session, Turn
+from gen.sources._io import require_list, require_str
+
+DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+SESSION_KEY = re.compile(r"^session_(\d+)$")
+EXPECTED_FILE = "a LoCoMo JSON file: a list of samples, one sample, or a bare conversation dict"
+
+
+def parse_date(text: Any, *, file, record: str, field: str) -> datetime:
+    value = require_str(text, file=file, record=record, field=field, expected='a date like "1:56 pm on 8 May, 2023"')
+    try:
+        return datetime.strptime(value.strip(), DATE_FORMAT)
+    except ValueError:
+        raise GenError(f"cannot parse date {value!r}", file=file, record=record, field=field,
+                       expected='a date like "1:56 pm on 8 May, 2023" (%I:%M %p on %d %B, %Y)') from None
+
+
+def as_samples(data: Any, default_id: str, file) -> list[dict]:
+    """Normalise the three accepted shapes to a list of {"sample_id", "conversation"} dicts."""
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict) and "conversation" in data:
+        return [data]
+    if isinstance(data, dict) and "speaker_a" in data:
+        return [{"sample_id": default_id, "conversation": data}]
+    raise GenError("unrecognised top-level value", file=file, expected=EXPECTED_FILE)
+
+
+def parse(data: Any, origin, default_id: str = "conversation") -> Iterator[Conversation]:
+    for position, sample in enumerate(as_samples(data, default_id, origin)):
+        if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
+            raise GenError("sample has no `conversation` object", file=origin, record=f"sample {position}",
+                           field="conversation", expected=EXPECTED_FILE)
+        sample_id = str(sample.get("sample_id") or f"{default_id}-{position}")
+        yield parse_conversation(sample["conversation"], sample_id, origin)
+
+
+def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversation:
+    speakers = tuple(require_str(conversation.get(key), file=origin, record=sample_id, field=key)
+                     for key in ("speaker_a", "speaker_b"))
+    numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.match(key)))
+    if not numbers:
+        raise GenError("no sessions", file=origin, record=sample_id, field="session_1",
+                       expected="keys session_N with a list of turns")
+    sessions = []
+    for number in numbers:  # a session_N_date_time without session_N is ignored (SPEC §3.2)
+        label = f"session_{number}"
+        record = f"{sample_id}, {label}"
+        start = parse_date(conversation.get(f"{label}_date_time"), file=origin, record=record,
+                           field=f"{label}_date_time")
+        raw_turns = require_list(conversation[label], file=origin, record=record, field=label,
+                                 expected="a list of turns")
+        if not raw_turns:
+            raise GenError("empty session", file=origin, record=record, field=label, expected="at least one turn")
+        turns = tuple(parse_turn(raw, speakers, origin, record, index) for index, raw in enumerate(raw_turns))
+        if sessions and start <= sessions[-1].start:
+            raise GenError(f"session starts {start:%Y-%m-%d %H:%M}, not after {sessions[-1].label} "
+                           f"({sessions[-1].start:%Y-%m-%d %H:%M})", file=origin, record=record,
+                           field=f"{label}_date_time", expected="sessions in chronological order")
+        sessions.append(Session(turns=turns, start=start, label=label))
+    return Conversation(conversation_id=f"locomo/{sample_id}", speakers=speakers, sessions=tuple(sessions),
+                        metadata={"source_format": "locomo", "sample_id": sample_id}, source_file=str(origin))
+
+
+def parse_turn(raw: Any, speakers: tuple[str, str], origin, record: str, index: int) -> Turn:
+    turn_id = raw.get("dia_id") if isinstance(raw, dict) else None
+    where = f"{record}, turn {turn_id or index + 1}"
+    if not isinstance(raw, dict):
+        raise GenError("turn is not an object", file=origin, record=where, expected="{speaker, text, dia_id}")
+    speaker = require_str(raw.get("speaker"), file=origin, record=where, field="speaker")
+    if speaker not in speakers:
+        raise GenError(f"speaker {speaker!r} is neither speaker_a nor speaker_b", file=origin, record=where,
+                       field="speaker", expected=" or ".join(repr(s) for s in speakers))
+    text = require_str(raw.get("text"), file=origin, record=where, field="text")
+    caption = raw.get("blip_caption")
+    return Turn(speaker=speaker, text=text, source_turn_id=turn_id,
+                image_caption=caption if isinstance(caption, str) else None)

@@ -1,0 +1,182 @@
+"""Canonical conversations → time-stamped responses, padding session, now/today/current session (SPEC §3.3, §3.4)."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from fractions import Fraction
+from pathlib import Path
+from typing import Sequence
+
+from gen.errors import GenError
+from gen.model import Conversation, Session, Turn
+from gen.recipe import PaddingSpec, TimelineSpec
+from gen.sources._io import read_json, require_list, require_str
+
+
+@dataclass(frozen=True)
+class Response:
+    response_index: int  # 0-based over the whole conversation, padding last
+    session_index: int  # 1-based
+    turn_index: int  # 0-based within the session
+    speaker: str
+    text: str
+    timestamp: datetime
+    is_padding: bool
+    source_turn_id: str | None = None
+    image_caption: str | None = None
+
+
+@dataclass(frozen=True)
+class Timeline:
+    conversation: Conversation
+    responses: tuple[Response, ...]
+    session_starts: tuple[datetime, ...]  # padding session included
+    num_real_sessions: int
+    now: datetime
+    padding_donors: tuple[str, ...] = ()
+
+    @property
+    def conversation_id(self) -> str:
+        return self.conversation.conversation_id
+
+    @property
+    def today(self) -> date:
+        return self.now.date()
+
+    @property
+    def current_session(self) -> int:
+        return len(self.session_starts) + 1
+
+    @property
+    def has_padding(self) -> bool:
+        return len(self.session_starts) > self.num_real_sessions
+
+
+def stamp_offsets(turns: Sequence[Turn], seconds_per_word: float) -> list[int]:
+    """Seconds from the session start to each response: floor(seconds_per_word × words so far, own included).
+    Exact arithmetic, so 0.46 × 50 is 23 and not 22.999…"""
+    rate = Fraction(str(seconds_per_word))
+    offsets, words = [], 0
+    for turn in turns:
+        words += turn.word_count
+        offsets.append(math.floor(rate * words))
+    return offsets
+
+
+def ceil_to_second(moment: datetime) -> datetime:
+    return moment if not moment.microsecond else moment.replace(microsecond=0) + timedelta(seconds=1)
+
+
+def build_timeline(conversation: Conversation, spec: TimelineSpec, donors: Sequence[Conversation] = (),
+                   seed: int = 0) -> Timeline:
+    sessions = list(conversation.sessions)
+    gap = timedelta(minutes=spec.session_gap_minutes)
+    starts: list[datetime] = []
+    stamped: list[list[datetime]] = []
+    for number, session in enumerate(sessions, start=1):
+        start = session_start(session, starts, stamped, spec)
+        if stamped and start - stamped[-1][-1] <= gap:
+            start = resolve_overlap(conversation, sessions, number, start, stamped[-1][-1], spec)
+        starts.append(start)
+        stamped.append([start + timedelta(seconds=s) for s in stamp_offsets(session.turns, spec.seconds_per_word)])
+
+    padding, donor_ids = padding_turns(conversation, spec.padding, donors, seed)
+    if padding:
+        last_start, last_response = starts[-1], stamped[-1][-1]
+        start = ceil_to_second(max(last_start + timedelta(minutes=spec.padding.after_minutes),
+                                   last_response + gap + timedelta(minutes=1)))
+        sessions.append(Session(turns=tuple(padding), start=start, label="padding"))
+        starts.append(start)
+        stamped.append([start + timedelta(seconds=s) for s in stamp_offsets(padding, spec.seconds_per_word)])
+
+    responses = []
+    for session_number, (session, stamps) in enumerate(zip(sessions, stamped), start=1):
+        is_padding = session_number > len(conversation.sessions)
+        for turn_index, (turn, stamp) in enumerate(zip(session.turns, stamps)):
+            responses.append(Response(
+                response_index=len(responses), session_index=session_number, turn_index=turn_index,
+                speaker=turn.speaker, text=turn.text, timestamp=stamp, is_padding=is_padding,
+                source_turn_id=None if is_padding else turn.source_turn_id,
+                image_caption=turn.image_caption))
+    now = responses[-1].timestamp + timedelta(minutes=spec.now_offset_minutes)
+    return Timeline(conversation=conversation, responses=tuple(responses), session_starts=tuple(starts),
+                    num_real_sessions=len(conversation.sessions), now=now, padding_donors=tuple(donor_ids))
+
+
+def session_start(session: Session, starts: list[datetime], stamped: list[list[datetime]],
+                  spec: TimelineSpec) -> datetime:
+    if session.start is not None:
+        return session.start
+    if not starts:
+        return spec.anchor_start.replace(microsecond=0)
+    return ceil_to_second(stamped[-1][-1] + (session.gap_before or timedelta(0)))
+
+
+def resolve_overlap(conversation: Conversation, sessions: list[Session], number: int, start: datetime,
+                    previous_end: datetime, spec: TimelineSpec) -> datetime:
+    if spec.shift_overlapping:
+        return previous_end + timedelta(minutes=spec.session_gap_minutes + 1)
+    previous, current = sessions[number - 2], sessions[number - 1]
+    raise GenError(
+        f"{previous.label or f'session {number - 1}'} ends at {previous_end:%Y-%m-%d %H:%M:%S}, which is not more than "
+        f"{spec.session_gap_minutes:g} minutes before {current.label or f'session {number}'} starts at {start:%Y-%m-%d %H:%M:%S}",
+        file=conversation.source_file, record=conversation.conversation_id, field="session start",
+        expected="sessions separated by more than timeline.session_gap_minutes, or timeline.shift_overlapping: true")
+
+
+def padding_turns(conversation: Conversation, spec: PaddingSpec, donors: Sequence[Conversation],
+                  seed: int) -> tuple[list[Turn], list[str]]:
+    if spec.mode == "none":
+        return [], []
+    if spec.mode == "file":
+        return file_padding(spec.path, conversation.speakers), []
+    return donor_padding(conversation, spec.target_words, donors, seed)
+
+
+def donor_padding(conversation: Conversation, target_words: int, donors: Sequence[Conversation],
+                  seed: int) -> tuple[list[Turn], list[str]]:
+    """Consecutive sessions of a donor chosen by seed (wrapping round, then the next donor) until the target."""
+    candidates = sorted((d for d in donors if d.conversation_id != conversation.conversation_id and d.sessions),
+                        key=lambda d: d.conversation_id)
+    if not candidates:
+        raise GenError("padding mode `donor` needs another conversation from the same source, and there is none",
+                       file=conversation.source_file, record=conversation.conversation_id, field="timeline.padding.mode",
+                       expected="a source with two or more conversations, or padding mode `none` or `file`")
+    rng = random.Random(f"{seed}/{conversation.conversation_id}")
+    first = rng.randrange(len(candidates))
+    turns: list[Turn] = []
+    used: list[str] = []
+    for donor in candidates[first:] + candidates[:first]:
+        begin = rng.randrange(len(donor.sessions))
+        rename = dict(zip(donor.speakers, conversation.speakers))
+        used.append(donor.conversation_id)
+        for session in donor.sessions[begin:] + donor.sessions[:begin]:
+            turns.extend(Turn(speaker=rename.get(t.speaker, t.speaker), text=t.text) for t in session.turns)
+            if sum(t.word_count for t in turns) >= target_words:
+                return turns, used
+    return turns, used
+
+
+def file_padding(path: Path, speakers: tuple[str, str]) -> list[Turn]:
+    """A JSON list of {speaker, text}; its speakers, in order of appearance, become the conversation's two."""
+    raw = require_list(read_json(path, "a JSON list of {speaker, text}"), file=path, record="top level",
+                       field="(list)", expected="a JSON list of {speaker, text}")
+    names: list[str] = []
+    turns = []
+    for index, item in enumerate(raw):
+        where = f"turn {index + 1}"
+        item = item if isinstance(item, dict) else {}
+        name = require_str(item.get("speaker"), file=path, record=where, field="speaker")
+        text = require_str(item.get("text"), file=path, record=where, field="text")
+        if name not in names:
+            names.append(name)
+        if len(names) > 2:
+            raise GenError(f"a third speaker {name!r}", file=path, record=where, field="speaker",
+                           expected="a dialogue between two speakers")
+        turns.append(Turn(speaker=speakers[names.index(name)], text=text))
+    if not turns:
+        raise GenError("no turns", file=path, expected="a JSON list of {speaker, text}")
+    return turns

@@ -1,0 +1,1 @@
+"""Test doubles shared by the test suites (e.g. the fake OpenAI-compatible server)."""

@@ -1,0 +1,530 @@
+"""A fake OpenAI-compatible server for tests: real HTTP on 127.0.0.1, scripted replies, injectable faults.
+
+The real ``openai`` client (and therefore ``gen.llm``) talks to it over HTTP, so tests exercise the
+whole stack without a network. Typical use::
+
+    from tests.fakes.openai_server import FakeOpenAI, Reply, FaultMix
+
+    def script(req):                      # called once per POST /v1/chat/completions
+        if "summarize" in req.last_user:
+            return {"summary": ["..."]}   # dict/list -> JSON text as the assistant content
+        return "plain text answer"        # str -> the assistant content, finish_reason "stop"
+
+    with FakeOpenAI(script, delay=0.0) as server:
+        endpoint = {"model": "fake", "base_url": server.base_url}
+        ...  # run code that calls the LLM
+        assert server.count == 3          # chat requests received
+        server.requests[0].messages       # what was sent, in arrival order
+
+Pytest users can import the ``fake_openai`` fixture (``from tests.fakes.openai_server import fake_openai``
+in a conftest.py) and set ``fake_openai.script = ...`` inside the test.
+
+Script return values
+    ``str``             assistant content, ``finish_reason="stop"``
+    ``dict`` / ``list``  ``json.dumps(value)`` as the content
+    ``Reply``           full control: status, headers, delay, finish_reason, usage, hang, raw body
+    ``None``            the default reply (``"ok"``)
+
+Faults (``Reply`` constructors): ``Reply.rate_limited(retry_after_s)`` (429 with ``retry-after-ms`` and
+``Retry-After``), ``Reply.server_error()`` (500), ``Reply.slow(seconds)`` (answers after a delay, e.g. past the
+client's timeout), ``Reply.malformed()`` (content that is not JSON), ``Reply.truncated(text)``
+(``finish_reason="length"``), ``Reply.error(status, message)``, ``Reply(hang=True)`` (never answers until the
+server stops). ``FaultMix(script, rate_limit=0.2, ...)`` wraps a script and injects faults at given rates,
+decided deterministically from (request body, attempt number, seed) so a test is repeatable regardless of
+timing.
+
+Usage fields: ``prompt_tokens`` = whitespace-separated words over all message contents, ``completion_tokens``
+= words of the reply content (override with ``Reply(usage={...})``).
+
+Each request is recorded (``server.requests``: arrival index, body hash ``key``, ``attempt`` = how many
+earlier requests had the identical body, status, finish_reason, injected ``fault``, ``delivered`` = the full
+reply was written to a live connection). The ``Authorization`` header is not kept in the log; the bearer
+token the client sent is available as ``request.api_key`` for tests that check key handling.
+
+The server runs its own asyncio loop in a daemon thread and stops (cancelling slow and hanging replies) when
+the ``with`` block ends. An exception raised by a script is answered with a 500 and re-raised when the
+``with`` block exits, so a broken script fails the test loudly.
+
+Run standalone (used by bench/bench_llm.py so the server's CPU is not the client's)::
+
+    python tests/fakes/openai_server.py --delay 0.05      # prints the base_url, serves until stdin closes
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["FakeOpenAI", "FakeRequest", "Reply", "FaultMix", "fake_openai", "count_words"]
+
+
+def count_words(text: str | None) -> int:
+    return len((text or "").split())
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass
+class FakeRequest:
+    """One chat-completions request as the script sees it (and as it is kept in ``server.requests``)."""
+
+    index: int
+    body: dict
+    headers: dict[str, str]
+    key: str
+    attempt: int
+    api_key: str | None = None
+    # filled in once the reply is decided / sent
+    status: int | None = None
+    finish_reason: str | None = None
+    content: str | None = None
+    fault: str | None = None
+    delivered: bool = False
+    started: float = 0.0
+    finished: float | None = None
+
+    @property
+    def model(self) -> str:
+        return self.body.get("model", "")
+
+    @property
+    def messages(self) -> list[dict]:
+        return self.body.get("messages", [])
+
+    @property
+    def last_user(self) -> str:
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return _text(message.get("content"))
+        return ""
+
+    @property
+    def system(self) -> str | None:
+        for message in self.messages:
+            if message.get("role") in ("system", "developer"):
+                return _text(message.get("content"))
+        return None
+
+    @property
+    def response_format(self) -> dict | None:
+        return self.body.get("response_format")
+
+    @property
+    def is_correction(self) -> bool:
+        """True when the conversation already holds an assistant turn (e.g. a correction round)."""
+        return any(message.get("role") == "assistant" for message in self.messages)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+@dataclass
+class Reply:
+    """A scripted reply. Defaults: 200, ``finish_reason="stop"``, the server's default delay."""
+
+    content: str | None = "ok"
+    finish_reason: str = "stop"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float | None = None
+    hang: bool = False
+    error_message: str | None = None
+    usage: dict | None = None
+    raw_body: bytes | None = None
+    fault: str | None = None
+
+    @classmethod
+    def text(cls, content: str, **kw) -> "Reply":
+        return cls(content=content, **kw)
+
+    @classmethod
+    def json(cls, value: Any, **kw) -> "Reply":
+        return cls(content=json.dumps(value), **kw)
+
+    @classmethod
+    def rate_limited(cls, retry_after_s: float = 0.05, *, header: str = "both") -> "Reply":
+        """429. ``header``: "ms" (``retry-after-ms``), "s" (``Retry-After``, whole seconds), "both" or "none"."""
+        headers = {}
+        if header in ("ms", "both"):
+            headers["retry-after-ms"] = str(int(retry_after_s * 1000))
+        if header in ("s", "both"):
+            headers["retry-after"] = str(max(0, round(retry_after_s)))
+        return cls(status=429, headers=headers, error_message="Rate limit reached (fake)", fault="rate_limit")
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> "Reply":
+        return cls(status=status, error_message="The server had an error (fake)", fault="server_error")
+
+    @classmethod
+    def error(cls, status: int, message: str = "error (fake)") -> "Reply":
+        return cls(status=status, error_message=message, fault=f"http_{status}")
+
+    @classmethod
+    def slow(cls, seconds: float, content: str = "ok") -> "Reply":
+        return cls(content=content, delay=seconds, fault="slow")
+
+    @classmethod
+    def malformed(cls, content: str = '{"answer": "unterminated') -> "Reply":
+        return cls(content=content, fault="malformed")
+
+    @classmethod
+    def truncated(cls, content: str = '{"answer": "cut off mid-') -> "Reply":
+        return cls(content=content, finish_reason="length", fault="truncated")
+
+
+Script = Callable[[FakeRequest], Any]
+
+
+def _default_script(request: FakeRequest) -> str:
+    return "ok"
+
+
+class FaultMix:
+    """Wrap a script and inject faults at the given rates (fractions of requests, summing to <= 1).
+
+    The fault for a request is a pure function of (seed, request body hash, attempt number), so the same
+    test always sees the same faults, and a retried request (attempt + 1) draws again.
+    ``timeout`` replies are delayed by ``timeout_delay`` seconds (set it above the client's timeout).
+    ``malformed`` replaces the content with text that is not JSON; ``truncated`` cuts the content and sets
+    ``finish_reason="length"``.
+    """
+
+    def __init__(
+        self,
+        script: Script | None = None,
+        *,
+        rate_limit: float = 0.0,
+        server_error: float = 0.0,
+        timeout: float = 0.0,
+        malformed: float = 0.0,
+        truncated: float = 0.0,
+        seed: int = 0,
+        retry_after_s: float = 0.02,
+        timeout_delay: float = 5.0,
+    ) -> None:
+        self.script = script or _default_script
+        self.rates = [
+            ("rate_limit", rate_limit),
+            ("server_error", server_error),
+            ("timeout", timeout),
+            ("malformed", malformed),
+            ("truncated", truncated),
+        ]
+        if sum(rate for _, rate in self.rates) > 1.0 + 1e-9:
+            raise ValueError("fault rates sum to more than 1")
+        self.seed = seed
+        self.retry_after_s = retry_after_s
+        self.timeout_delay = timeout_delay
+
+    def fault_for(self, key: str, attempt: int) -> str | None:
+        digest = hashlib.sha256(f"{self.seed}:{key}:{attempt}".encode()).digest()
+        u = int.from_bytes(digest[:8], "big") / 2**64
+        edge = 0.0
+        for name, rate in self.rates:
+            edge += rate
+            if u < edge:
+                return name
+        return None
+
+    def __call__(self, request: FakeRequest) -> Any:
+        fault = self.fault_for(request.key, request.attempt)
+        if fault == "rate_limit":
+            return Reply.rate_limited(self.retry_after_s)
+        if fault == "server_error":
+            return Reply.server_error()
+        base = _as_reply(self.script(request))
+        if fault == "timeout":
+            base.delay = self.timeout_delay
+            base.fault = "timeout"
+        elif fault == "malformed" and base.status == 200:
+            base.content = "Sure! Here it is: {" + (base.content or "")[: max(1, len(base.content or "") // 2)]
+            base.fault = "malformed"
+        elif fault == "truncated" and base.status == 200:
+            base.content = (base.content or "")[: max(1, len(base.content or "") // 2)]
+            base.finish_reason = "length"
+            base.fault = "truncated"
+        return base
+
+
+def _as_reply(value: Any) -> Reply:
+    if value is None:
+        return Reply()
+    if isinstance(value, Reply):
+        return value
+    if isinstance(value, str):
+        return Reply(content=value)
+    if isinstance(value, (dict, list)):
+        return Reply(content=json.dumps(value))
+    raise TypeError(f"a fake-server script returned {type(value).__name__}; expected str, dict, list, Reply or None")
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error",
+            502: "Bad Gateway", 503: "Service Unavailable"}
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 429: "rate_limit_error"}
+
+
+class FakeOpenAI:
+    """The server. ``with FakeOpenAI(script, delay=0.0) as server: server.base_url``."""
+
+    def __init__(self, script: Script | None = None, *, delay: float = 0.0, model_ids: tuple[str, ...] = ("fake-model",)) -> None:
+        self.script: Script = script or _default_script
+        self.delay = delay
+        self.model_ids = model_ids
+        self.requests: list[FakeRequest] = []
+        self.http_requests = 0  # every HTTP request, any path
+        self.script_errors: list[BaseException] = []
+        self.port: int | None = None
+        self._seen: dict[str, int] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._handlers: set[asyncio.Task] = set()
+        self._start_error: BaseException | None = None
+
+    # -- public -------------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def count(self) -> int:
+        """Chat-completion requests received (whatever their outcome)."""
+        return len(self.requests)
+
+    @property
+    def ok_count(self) -> int:
+        """200 replies fully written to a live connection."""
+        return sum(1 for r in self.requests if r.delivered and r.status == 200)
+
+    def delivered_keys(self) -> list[str]:
+        """Body hashes of the 200 replies delivered, in order (a repeated key = a repeated successful call)."""
+        return [r.key for r in self.requests if r.delivered and r.status == 200]
+
+    def start(self) -> "FakeOpenAI":
+        self._thread = threading.Thread(target=self._run, name="fake-openai", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("fake OpenAI server did not start")
+        if self._start_error:
+            raise self._start_error
+        return self
+
+    def stop(self) -> None:
+        if self._loop and self._stop and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:
+                pass
+        if self._thread:
+            self._thread.join(10)
+            self._thread = None
+
+    def __enter__(self) -> "FakeOpenAI":
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stop()
+        if exc_type is None and self.script_errors:
+            raise AssertionError("the fake server's script raised") from self.script_errors[0]
+
+    # -- server -------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._serve())
+        except BaseException as exc:  # pragma: no cover - surfaced through start()
+            self._start_error = exc
+            self._ready.set()
+        finally:
+            loop.close()
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=512)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            server.close()
+            for task in list(self._handlers):
+                task.cancel()
+            if self._handlers:
+                await asyncio.wait(list(self._handlers), timeout=5)
+            await server.wait_closed()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._handlers.add(task)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    break
+                lines = head.decode("latin-1").split("\r\n")
+                try:
+                    method, target, version = lines[0].split(" ", 2)
+                except ValueError:
+                    break
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if line:
+                        name, _, value = line.partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                try:
+                    if headers.get("transfer-encoding", "").lower() == "chunked":
+                        body = await self._read_chunked(reader)
+                    else:
+                        length = int(headers.get("content-length") or 0)
+                        body = await reader.readexactly(length) if length else b""
+                except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+                    break
+                self.http_requests += 1
+                keep_open = await self._dispatch(method, target.split("?", 1)[0], headers, body, reader, writer)
+                if not keep_open or headers.get("connection", "").lower() == "close" or version != "HTTP/1.1":
+                    break
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._handlers.discard(task)
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    @staticmethod
+    async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+        chunks = []
+        while True:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                await reader.readline()
+                return b"".join(chunks)
+            chunks.append(await reader.readexactly(size))
+            await reader.readline()
+
+    async def _send(self, writer, reader, status: int, payload: bytes, headers: dict[str, str] | None = None) -> bool:
+        if writer.transport.is_closing() or reader.at_eof():
+            return False
+        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json",
+                f"content-length: {len(payload)}", "x-request-id: req_fake"]
+        head += [f"{name}: {value}" for name, value in (headers or {}).items()]
+        try:
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+            await writer.drain()
+        except (ConnectionError, RuntimeError):
+            return False
+        return True
+
+    async def _dispatch(self, method, path, headers, body, reader, writer) -> bool:
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            data = [{"id": model, "object": "model", "created": 0, "owned_by": "fake"} for model in self.model_ids]
+            return await self._send(writer, reader, 200, json.dumps({"object": "list", "data": data}).encode())
+        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+            payload = json.dumps({"error": {"message": f"no route {method} {path}", "type": "not_found_error"}})
+            return await self._send(writer, reader, 404, payload.encode())
+        try:
+            request_body = json.loads(body or b"{}")
+        except json.JSONDecodeError:
+            payload = json.dumps({"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
+            return await self._send(writer, reader, 400, payload.encode())
+
+        key = hashlib.sha256(_canonical(request_body).encode()).hexdigest()
+        attempt = self._seen.get(key, 0)
+        self._seen[key] = attempt + 1
+        auth = headers.get("authorization", "")
+        safe_headers = {k: v for k, v in headers.items() if k not in ("authorization", "api-key")}
+        request = FakeRequest(index=len(self.requests), body=request_body, headers=safe_headers, key=key, attempt=attempt,
+                              api_key=auth[7:] if auth.lower().startswith("bearer ") else None, started=time.monotonic())
+        self.requests.append(request)
+        try:
+            reply = _as_reply(self.script(request))
+        except Exception as exc:  # noqa: BLE001 - reported at the end of the with-block
+            self.script_errors.append(exc)
+            reply = Reply(status=500, error_message=f"fake server script raised {type(exc).__name__}")
+        request.status, request.fault = reply.status, reply.fault
+        request.finish_reason = reply.finish_reason if reply.status == 200 else None
+        request.content = reply.content if reply.status == 200 else None
+
+        if reply.hang:
+            await self._stop.wait()
+            return False
+        delay = self.delay if reply.delay is None else reply.delay
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if reply.raw_body is not None:
+            payload = reply.raw_body
+        elif reply.status == 200:
+            usage = {
+                "prompt_tokens": sum(count_words(_text(m.get("content"))) for m in request.messages),
+                "completion_tokens": count_words(reply.content),
+            }
+            usage.update(reply.usage or {})
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            payload = json.dumps({
+                "id": f"chatcmpl-fake-{request.index}",
+                "object": "chat.completion",
+                "created": 1700000000,
+                "model": request.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
+                             "finish_reason": reply.finish_reason, "logprobs": None}],
+                "usage": usage,
+            }).encode()
+        else:
+            payload = json.dumps({"error": {"message": reply.error_message or "error (fake)",
+                                            "type": _ERROR_TYPES.get(reply.status, "server_error"),
+                                            "code": None, "param": None}}).encode()
+        request.delivered = await self._send(writer, reader, reply.status, payload, reply.headers)
+        request.finished = time.monotonic()
+        return request.delivered
+
+
+try:  # the pytest fixture, for suites that want it: `from tests.fakes.openai_server import fake_openai`
+    import pytest
+
+    @pytest.fixture
+    def fake_openai():
+        """A running FakeOpenAI with the default script; set ``fake_openai.script`` in the test."""
+        with FakeOpenAI() as server:
+            yield server
+except ImportError:  # pragma: no cover
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible server (serves until stdin closes).")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each chat reply")
+    parser.add_argument("--content", default="ok", help="assistant content of every reply")
+    args = parser.parse_args(argv)
+    with FakeOpenAI(lambda request: args.content, delay=args.delay) as server:
+        print(server.base_url, flush=True)
+        try:
+            sys.stdin.read()
+        except KeyboardInterrupt:
+            pass
+        print(f"served {server.count} chat requests", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
