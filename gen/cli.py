@@ -13,7 +13,7 @@ from gen.errors import GenError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Build evaluation datasets for long-term-memory dialogue agents from multi-session corpora.")
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 STATE = {"debug": False}
 
 

@@ -1,0 +1,72 @@
+"""Shared test helpers: write small fixture files, call the CLI in-process, find the real corpora."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def shared_data() -> Path | None:
+    value = os.environ.get("GEN_SHARED_DATA")
+    return Path(value) if value and Path(value).is_dir() else None
+
+
+def require_shared(relative: str) -> Path:
+    """The path of a real corpus file under GEN_SHARED_DATA, or skip the test saying why."""
+    base = shared_data()
+    if base is None:
+        pytest.skip("GEN_SHARED_DATA is not set to the shared data folder (.ci/run sets it to ../shared/data)")
+    path = base / relative
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    return path
+
+
+def write_json(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def write_recipe(path: Path, recipe: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
+    """Run `gen ARGS` in this process; returns (exit code, stdout, stderr)."""
+    from gen.cli import main
+
+    argv = sys.argv
+    sys.argv = ["gen", *map(str, args)]
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = argv
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def locomo_sample(sample_id: str, speakers=("Ann", "Bob"), sessions=None) -> dict:
+    """A LoCoMo-layout sample; `sessions` is a list of (date_time string, [texts]) with speakers alternating."""
+    conversation = {"speaker_a": speakers[0], "speaker_b": speakers[1]}
+    for number, (when, texts) in enumerate(sessions or [], start=1):
+        conversation[f"session_{number}_date_time"] = when
+        conversation[f"session_{number}"] = [
+            {"speaker": speakers[i % 2], "dia_id": f"D{number}:{i + 1}", "text": text} for i, text in enumerate(texts)]
+    return {"sample_id": sample_id, "conversation": conversation}

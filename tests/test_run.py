@@ -1,0 +1,107 @@
+"""End to end: the quickstart builds, loads with datasets offline, and a failed run leaves the old output."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from gen.recipe import load_recipe
+from gen.runner import run
+from gen.validation import Checks
+from tests.conftest import REPO, read_jsonl, run_cli, write_json, write_recipe
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=out)
+
+
+def test_quickstart_writes_the_documented_layout(quickstart):
+    names = sorted(p.relative_to(quickstart).as_posix() for p in quickstart.rglob("*") if p.is_file())
+    assert {"README.md", "run.json", "recipe.yaml", "rejects.jsonl", "log/test.jsonl",
+            "conversations/test.jsonl"} <= set(names)
+    assert not [p for p in quickstart.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def test_quickstart_log_matches_the_sample_turn_for_turn(quickstart):
+    sample = json.loads((REPO / "gen" / "data" / "sample_locomo.json").read_text())
+    rows = read_jsonl(quickstart / "log" / "test.jsonl")
+    for entry in sample:
+        conversation = entry["conversation"]
+        turns = [t for n in range(1, 50) for t in conversation.get(f"session_{n}", [])]
+        mine = [r for r in rows if r["conversation_id"] == f"locomo/{entry['sample_id']}"]
+        real = [r for r in mine if not r["is_padding"]]
+        assert [(r["source_turn_id"], r["speaker"], r["text"]) for r in real] == \
+               [(t["dia_id"], t["speaker"], t["text"]) for t in turns]
+        assert [r["response_index"] for r in mine] == list(range(len(mine)))
+        assert sum(len(r["text"].split()) for r in mine if r["is_padding"]) >= 800  # the recipe's target_words
+
+
+def test_run_report_has_fingerprint_versions_counts_and_validation(quickstart):
+    report = json.loads((quickstart / "run.json").read_text())
+    assert len(report["recipe"]["fingerprint"]) == 64
+    assert report["packages"]["gen"] and report["packages"]["datasets"]
+    assert report["configs"]["log"]["records"] == len(read_jsonl(quickstart / "log" / "test.jsonl"))
+    assert all(result["passed"] for result in report["validation"].values())
+    assert (quickstart / "recipe.yaml").read_bytes() == (REPO / "recipes" / "quickstart.yaml").read_bytes()
+
+
+def test_datasets_loads_every_config_offline(quickstart, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import datasets
+
+    for config in ("log", "conversations"):
+        loaded = datasets.load_dataset(str(quickstart), config, split="test")
+        rows = read_jsonl(quickstart / config / "test.jsonl")
+        assert loaded.num_rows == len(rows)
+        assert loaded[0]["conversation_id"] == rows[0]["conversation_id"]
+
+
+def test_fingerprint_ignores_output_dir_but_not_the_timeline(tmp_path):
+    sample = write_json(tmp_path / "s.json", json.loads((REPO / "gen" / "data" / "sample_locomo.json").read_text()))
+    base = {"name": "f", "sources": [{"format": "locomo", "path": str(sample)}], "products": [{"type": "log"}]}
+    first = load_recipe(write_recipe(tmp_path / "a.yaml", base)).fingerprint
+    moved = load_recipe(write_recipe(tmp_path / "b.yaml", {**base, "output_dir": "elsewhere"})).fingerprint
+    slower = load_recipe(write_recipe(tmp_path / "c.yaml", {**base, "timeline": {"seconds_per_word": 0.5}})).fingerprint
+    assert first == moved != slower
+
+
+def make_recipe(tmp_path, source: str) -> str:
+    return write_recipe(tmp_path / "r.yaml", {
+        "name": "atomic", "sources": [{"format": "locomo", "path": source}],
+        "timeline": {"padding": {"mode": "none"}}, "products": [{"type": "log"}]})
+
+
+def test_a_failed_run_leaves_the_previous_output_intact(tmp_path, capsys):
+    sample = json.loads((REPO / "gen" / "data" / "sample_locomo.json").read_text())
+    write_json(tmp_path / "good.json", sample)
+    assert run_cli(["run", make_recipe(tmp_path, "good.json"), "--output-dir", tmp_path / "out"], capsys)[0] == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "out" / "atomic").rglob("*") if p.is_file()}
+
+    sample[1]["conversation"]["session_2"][3]["text"] = "   "
+    write_json(tmp_path / "good.json", sample)
+    code, _, err = run_cli(["run", make_recipe(tmp_path, "good.json"), "--output-dir", tmp_path / "out"], capsys)
+    assert code == 2 and "sample-2, session_2, turn D2:4: text" in err
+    after = {p: p.read_bytes() for p in (tmp_path / "out" / "atomic").rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(os.listdir(tmp_path / "out")) == ["atomic"]
+
+
+def test_a_run_that_fails_validation_is_kept_aside_and_not_published(tmp_path, capsys, monkeypatch):
+    write_json(tmp_path / "good.json", json.loads((REPO / "gen" / "data" / "sample_locomo.json").read_text()))
+
+    def failing(rows, ctx, options):
+        checks = Checks()
+        checks.check("always fails", False, "forced by the test")
+        return checks
+
+    monkeypatch.setattr("gen.products.log.validate", failing)
+    code, _, err = run_cli(["run", make_recipe(tmp_path, "good.json"), "--output-dir", tmp_path / "out"], capsys)
+    assert code == 2 and "validation failed for log" in err
+    assert not (tmp_path / "out" / "atomic").exists()
+    kept = json.loads((tmp_path / "out" / ".atomic.failed" / "run.json").read_text())
+    assert kept["validation"]["log"]["checks"]["always fails"]["examples"] == ["forced by the test"]
