@@ -12,10 +12,10 @@ class Turn:
     text: str
     source_turn_id: str | None = None
     image_caption: str | None = None
+    word_count: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def word_count(self) -> int:
-        return len(self.text.split())
+    def __post_init__(self) -> None:  # counted once: timestamps, padding and selection all need it
+        object.__setattr__(self, "word_count", len(self.text.split()))
 
 
 @dataclass(frozen=True)

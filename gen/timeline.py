@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -16,7 +15,7 @@ from gen.recipe import PaddingSpec, TimelineSpec
 from gen.sources._io import read_json, require_list, require_str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Response:
     response_index: int  # 0-based over the whole conversation, padding last
     session_index: int  # 1-based
@@ -59,10 +58,11 @@ def stamp_offsets(turns: Sequence[Turn], seconds_per_word: float) -> list[int]:
     """Seconds from the session start to each response: floor(seconds_per_word × words so far, own included).
     Exact arithmetic, so 0.46 × 50 is 23 and not 22.999…"""
     rate = Fraction(str(seconds_per_word))
+    numerator, denominator = rate.numerator, rate.denominator
     offsets, words = [], 0
     for turn in turns:
         words += turn.word_count
-        offsets.append(math.floor(rate * words))
+        offsets.append(numerator * words // denominator)
     return offsets
 
 
@@ -149,13 +149,15 @@ def donor_padding(conversation: Conversation, target_words: int, donors: Sequenc
     first = rng.randrange(len(candidates))
     turns: list[Turn] = []
     used: list[str] = []
+    words = 0
     for donor in candidates[first:] + candidates[:first]:
         begin = rng.randrange(len(donor.sessions))
         rename = dict(zip(donor.speakers, conversation.speakers))
         used.append(donor.conversation_id)
         for session in donor.sessions[begin:] + donor.sessions[:begin]:
             turns.extend(Turn(speaker=rename.get(t.speaker, t.speaker), text=t.text) for t in session.turns)
-            if sum(t.word_count for t in turns) >= target_words:
+            words += session.word_count
+            if words >= target_words:
                 return turns, used
     return turns, used
 
