@@ -117,3 +117,16 @@ def test_conversation_chronicles_layout_sample_log(tmp_path, capsys):
     assert [r["timestamp"] for r in rows] == expected
     assert [r["speaker"] for r in rows] == [s for o in ordinals for s in episode[f"{o}_session_speakers"]]
     assert out["conversations"]["cc/msc-episode-30"]["num_sessions"] == 5
+
+
+def test_msc_persona_pairs_file(tmp_path):
+    from gen.recipe import SourceSpec
+    from gen.sources import load_source
+
+    path = require_shared("msc/locomo_msc_personas_all.sample.json")
+    raw = json.loads(path.read_text())
+    conversations = load_source(SourceSpec(format="msc_personas", path=path))
+    assert len(conversations) == sum(len(pairs) for pairs in raw.values())
+    first = conversations[0]
+    assert first.conversation_id == "msc-personas/train-0"
+    assert first.personas["Speaker 1"] == raw["train"][0]["Speaker 1"]

@@ -101,3 +101,11 @@ def test_shipped_recipes_are_valid_apart_from_user_data_paths():
             load_recipe(path)
         except GenError as error:  # recipes for the real corpora point at data the user downloads
             assert error.field and error.field.endswith(".path"), f"{path.name}: {error}"
+
+
+def test_cli_limit_caps_conversations_per_source(folder, capsys):
+    recipe = write_recipe(folder / "r.yaml", recipe_dict(timeline={"padding": {"mode": "none"}}))
+    code, _, err = run_cli(["run", recipe, "--output-dir", folder / "out", "--limit", "1"], capsys)
+    assert code == 0, err
+    rows = (folder / "out" / "t" / "conversations" / "test.jsonl").read_text().splitlines()
+    assert len(rows) == 1 and '"locomo/c1"' in rows[0]

@@ -165,3 +165,20 @@ def test_selection_applies_ids_min_sessions_longest_and_limit(tmp_path):
     assert len(select(pool, SourceSpec(format="locomo", path="x", limit=4))) == 4
     with pytest.raises(GenError, match="ids not found: nope"):
         select(pool, SourceSpec(format="locomo", path="x", ids=["nope"]))
+
+
+def test_hf_sources_go_through_datasets_load_dataset(tmp_path, monkeypatch):
+    """`hf:` accepts anything datasets.load_dataset does; a local folder of JSON lines exercises the same path."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = tmp_path / "cc_dataset"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text("\n".join(json.dumps(cc_episode(dataID=f"episode-{i}")) for i in range(3)))
+    conversations = load_source(SourceSpec(format="cc", hf=str(folder), split="train"))
+    assert [c.conversation_id for c in conversations] == ["cc/episode-0", "cc/episode-1", "cc/episode-2"]
+
+
+def test_hf_source_that_cannot_load_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(GenError) as error:
+        load_source(SourceSpec(format="cc", hf=str(tmp_path / "nothing-here"), split="train"))
+    assert error.value.file == f"hf:{tmp_path / 'nothing-here'}" and error.value.field == "hf"
