@@ -1,0 +1,197 @@
+"""Persistent content-addressed cache of LLM replies (SQLite, WAL, one writer thread).
+
+Key: sha256 of the canonical JSON of {endpoint base_url, the request body (model, rendered messages, every
+sampling parameter, response format), sample index} — see :func:`cache_key`. Editing one template changes
+the rendered messages of exactly the calls that use it, so exactly those miss.
+
+Only good replies are stored: never errors, never truncated (``finish_reason: length``) replies. A row
+holds the reply text, finish reason, token usage and the request's model — no request headers, so no API
+key can reach the file.
+
+Writes go through one writer thread that commits whatever is queued in one transaction (group commit);
+with WAL and ``synchronous=NORMAL`` a committed row survives the process being killed, so an interrupted
+run resumes with every reply it had stored. Reads use their own connection and never wait on the writer.
+Default location: ``$GEN_CACHE_DIR/llm.sqlite`` or ``~/.cache/gen/llm.sqlite`` (:func:`gen.llm.config.default_cache_path`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from gen.errors import GenError
+from gen.llm.config import canonical_json
+
+__all__ = ["Cache", "CachedReply", "cache_key", "KEY_VERSION"]
+
+KEY_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    finish_reason TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    model TEXT,
+    created REAL
+) WITHOUT ROWID;
+"""
+
+
+def cache_key(base_url: str, body: dict[str, Any], sample: int) -> str:
+    """sha256 of canonical JSON of the endpoint URL, the full request body and the sample index."""
+    material = {"v": KEY_VERSION, "base_url": base_url.rstrip("/"), "body": body, "sample": sample}
+    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    text: str
+    finish_reason: str | None
+    input_tokens: int
+    output_tokens: int
+    model: str | None = None
+
+
+_STOP = object()
+
+
+class Cache:
+    """``Cache(path)``: ``get_many(keys)``, ``get(key)``, ``put(key, reply)``, ``flush()``, ``close()``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            init = self._connect()
+            init.execute("PRAGMA journal_mode=WAL")
+            init.executescript(_SCHEMA)
+            init.commit()
+            init.close()
+            self._reader = self._connect(check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise GenError(f"cannot open the LLM cache: {exc}", file=str(self.path),
+                           expected="a writable folder (set GEN_CACHE_DIR or the run's cache_dir)") from None
+        self._read_lock = threading.Lock()
+        self._queue: queue.Queue = queue.Queue()
+        self._error: BaseException | None = None
+        self._pending = 0
+        self._pending_lock = threading.Condition()
+        self.writes = 0
+        self._writer = threading.Thread(target=self._write_loop, name="gen-llm-cache-writer", daemon=True)
+        self._writer.start()
+        self._closed = False
+
+    def _connect(self, check_same_thread: bool = True) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=check_same_thread, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def get_many(self, keys: Iterable[str]) -> dict[str, CachedReply]:
+        found: dict[str, CachedReply] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._read_lock:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._reader.execute(
+                    f"SELECT key, text, finish_reason, input_tokens, output_tokens, model FROM replies WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for key, text, finish, tin, tout, model in rows:
+                    found[key] = CachedReply(text, finish, tin or 0, tout or 0, model)
+        return found
+
+    def get(self, key: str) -> CachedReply | None:
+        return self.get_many([key]).get(key)
+
+    def __len__(self) -> int:
+        with self._read_lock:
+            return self._reader.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+    # -- writes --------------------------------------------------------------------------------------
+    def put(self, key: str, reply: CachedReply) -> None:
+        """Queue a reply for the writer thread (which commits it within milliseconds)."""
+        if self._error is not None:
+            self._raise_write_error()
+        if self._closed:
+            raise RuntimeError("cache is closed")
+        with self._pending_lock:
+            self._pending += 1
+        self._queue.put((key, reply))
+
+    def flush(self, timeout: float = 60.0) -> None:
+        """Wait until everything queued is committed."""
+        deadline = time.monotonic() + timeout
+        with self._pending_lock:
+            while self._pending and self._error is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._pending_lock.wait(remaining)
+        if self._error is not None:
+            self._raise_write_error()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._queue.put(_STOP)
+            self._writer.join(30)
+            with self._read_lock:
+                self._reader.close()
+
+    def _raise_write_error(self) -> None:
+        raise GenError(f"cannot write the LLM cache: {self._error}", file=str(self.path),
+                       expected="free disk space and a writable cache folder")
+
+    def _write_loop(self) -> None:
+        conn = None
+        try:
+            conn = self._connect()
+            while True:
+                item = self._queue.get()
+                batch = [item]
+                while True:  # group commit: take whatever else is already queued
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                rows = [
+                    (key, r.text, r.finish_reason, r.input_tokens, r.output_tokens, r.model, time.time())
+                    for entry in batch
+                    if entry is not _STOP
+                    for key, r in [entry]
+                ]
+                if rows:
+                    conn.execute("BEGIN")
+                    conn.executemany("INSERT OR REPLACE INTO replies VALUES (?,?,?,?,?,?,?)", rows)
+                    conn.execute("COMMIT")
+                    self.writes += len(rows)
+                with self._pending_lock:
+                    self._pending -= len(rows)
+                    self._pending_lock.notify_all()
+                if any(entry is _STOP for entry in batch):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - reported to the engine through put()/flush()
+            self._error = exc
+            with self._pending_lock:
+                self._pending_lock.notify_all()
+        finally:
+            if conn is not None:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass

@@ -1,0 +1,187 @@
+"""The recipe's ``llm:`` section (named endpoints) and the run settings that override its limits.
+
+Recipe YAML::
+
+    llm:
+      main:
+        model: gpt-4o-mini
+        base_url: https://api.openai.com/v1     # any OpenAI-compatible server (vLLM, Ollama, llama.cpp)
+        api_key_env: OPENAI_API_KEY             # the NAME of the variable; null for a server without keys
+        temperature: 0.7
+        max_tokens: 800
+        seed: 1234
+        max_concurrency: 16
+        requests_per_minute: 500
+        price: {input_per_million: 0.15, output_per_million: 0.60}
+
+Fields split in two groups:
+
+* data fields — ``base_url``, ``model``, the sampling parameters (``temperature``, ``top_p``, ``max_tokens``,
+  ``seed``, ``extra_params``) and ``structured_output``: they change what the model returns, so they enter
+  the cache key and :func:`data_fingerprint`;
+* run fields — ``api_key_env``, ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``,
+  ``timeout_s``, ``max_retries``, ``price``: they never enter any hash, and :class:`RunSettings` (command-line
+  overrides) may replace the limits.
+
+The API key itself is never part of a config: it is read from the environment when the first request is
+sent, so planning and fully cached runs need no key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Price",
+    "EndpointConfig",
+    "RunSettings",
+    "data_params",
+    "data_fingerprint",
+    "canonical_json",
+    "default_cache_path",
+    "apply_settings",
+]
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept. Hash inputs always go through this."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1_000_000
+
+
+class EndpointConfig(BaseModel):
+    """One named endpoint of the recipe's ``llm:`` section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # --- data: enters the cache key -------------------------------------------------------------
+    model: str = Field(min_length=1)
+    base_url: str = "https://api.openai.com/v1"
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, gt=0)
+    seed: int | None = None
+    extra_params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="other request parameters sent as-is (e.g. top_k, presence_penalty, stop); they enter the cache key",
+    )
+    structured_output: Literal["json_schema", "json_object", "off"] = Field(
+        default="json_schema",
+        description="what the endpoint supports for parsed outputs: response_format json_schema, json_object, "
+        "or off (JSON is parsed out of plain text)",
+    )
+
+    # --- run: never hashed ----------------------------------------------------------------------
+    api_key_env: str | None = "OPENAI_API_KEY"
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=6, ge=0, le=100)
+    price: Price | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("base_url must be an http(s) URL such as https://api.openai.com/v1")
+        if parts.username or parts.password:
+            raise ValueError("base_url must not contain credentials; put the key in the variable named by api_key_env")
+        if parts.query or parts.fragment:
+            raise ValueError("base_url must not have a query string or fragment")
+        return value.rstrip("/")
+
+    @field_validator("extra_params")
+    @classmethod
+    def _check_extra(cls, value: dict[str, Any]) -> dict[str, Any]:
+        reserved = {"model", "messages", "response_format", "stream", "n", "temperature", "top_p", "max_tokens", "seed"}
+        clash = sorted(reserved & set(value))
+        if clash:
+            raise ValueError(f"extra_params may not set {', '.join(clash)} (use the endpoint's own fields)")
+        try:
+            canonical_json(value)
+        except (TypeError, ValueError):
+            raise ValueError("extra_params must be plain JSON values") from None
+        return value
+
+
+def data_params(endpoint: EndpointConfig) -> dict[str, Any]:
+    """The part of an endpoint config that affects the data (cache keys, run fingerprints)."""
+    return {
+        "base_url": endpoint.base_url,
+        "model": endpoint.model,
+        "temperature": endpoint.temperature,
+        "top_p": endpoint.top_p,
+        "max_tokens": endpoint.max_tokens,
+        "seed": endpoint.seed,
+        "extra_params": endpoint.extra_params,
+        "structured_output": endpoint.structured_output,
+    }
+
+
+def data_fingerprint(endpoint: EndpointConfig) -> str:
+    """A short hash of :func:`data_params`: equal fingerprints mean the endpoint produces the same data."""
+    return hashlib.sha256(canonical_json(data_params(endpoint)).encode()).hexdigest()[:16]
+
+
+def default_cache_path() -> Path:
+    """``$GEN_CACHE_DIR/llm.sqlite``, else ``$XDG_CACHE_HOME/gen/llm.sqlite``, else ``~/.cache/gen/llm.sqlite``."""
+    folder = os.environ.get("GEN_CACHE_DIR")
+    if folder:
+        return Path(folder).expanduser() / "llm.sqlite"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "gen" / "llm.sqlite"
+
+
+class RunSettings(BaseModel):
+    """Command-line settings for one run. None of them changes the data, so none enters any hash.
+
+    Limits given here replace the ones of every endpoint. ``cache_dir`` holds ``llm.sqlite`` (default:
+    :func:`default_cache_path`). ``offline`` makes the first cache miss an error (reproducible CI).
+    ``progress``: ``auto`` (live display on a terminal, plain lines otherwise), ``live``, ``plain`` or ``off``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0, le=100)
+    cache_dir: Path | None = None
+    offline: bool = False
+    progress: Literal["auto", "live", "plain", "off"] = "auto"
+    progress_interval_s: float = Field(default=10.0, gt=0)
+
+    def cache_path(self) -> Path:
+        return Path(self.cache_dir).expanduser() / "llm.sqlite" if self.cache_dir else default_cache_path()
+
+
+def apply_settings(endpoint: EndpointConfig, settings: RunSettings) -> EndpointConfig:
+    """The endpoint with the run's limit overrides applied (data fields are never touched)."""
+    overrides = {
+        name: getattr(settings, name)
+        for name in ("max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries")
+        if getattr(settings, name) is not None
+    }
+    return endpoint.model_copy(update=overrides) if overrides else endpoint

@@ -1,0 +1,153 @@
+"""Progress of a step: a rich live display on a terminal, plain periodic lines otherwise (both on stderr).
+
+Shown per step: rows done / total, served from cache, rejected, requests per minute and tokens per minute
+(over the last minute). The engine updates :class:`StepCounters`; a reporter only reads them.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TextIO
+
+__all__ = ["StepCounters", "make_reporter", "NullReporter", "PlainReporter", "LiveReporter"]
+
+
+@dataclass
+class StepCounters:
+    step: str
+    total: int
+    done: int = 0
+    cached: int = 0
+    rejected: int = 0
+    requests: int = 0
+    tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    _window: deque = field(default_factory=deque, repr=False)  # (time, requests, tokens)
+
+    def note_request(self, tokens: int) -> None:
+        self.requests += 1
+        self.tokens += tokens
+        now = time.monotonic()
+        self._window.append((now, tokens))
+        while self._window and now - self._window[0][0] > 60:
+            self._window.popleft()
+
+    def rates(self) -> tuple[float, float]:
+        """(requests/min, tokens/min) over the last minute (or since the step started, if shorter)."""
+        now = time.monotonic()
+        window = list(self._window)
+        recent = [(t, n) for t, n in window if now - t <= 60]
+        span = max(1.0, min(60.0, now - self.started))
+        return len(recent) * 60 / span, sum(n for _, n in recent) * 60 / span
+
+    def line(self) -> str:
+        rpm, tpm = self.rates()
+        elapsed = time.monotonic() - self.started
+        return (
+            f"[llm] {self.step}: {self.done}/{self.total} done, {self.cached} cached, {self.rejected} rejected, "
+            f"{rpm:.0f} req/min, {tpm:.0f} tok/min, {elapsed:.0f}s"
+        )
+
+
+class NullReporter:
+    def start(self, counters: StepCounters) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+    def stop(self, summary: str = "") -> None:
+        pass
+
+
+class PlainReporter(NullReporter):
+    """One line at the start, every ``interval`` seconds, and at the end."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.counters: StepCounters | None = None
+        self._last = 0.0
+
+    def start(self, counters: StepCounters) -> None:
+        self.counters = counters
+        self._last = time.monotonic()
+        self._emit(f"[llm] {counters.step}: {counters.total} items")
+
+    def tick(self) -> None:
+        if self.counters and time.monotonic() - self._last >= self.interval:
+            self._last = time.monotonic()
+            self._emit(self.counters.line())
+
+    def stop(self, summary: str = "") -> None:
+        if self.counters:
+            self._emit(self.counters.line())
+            self.counters = None
+        if summary:
+            self._emit(summary)
+
+    def _emit(self, text: str) -> None:
+        try:
+            print(text, file=self.stream, flush=True)
+        except (OSError, ValueError):
+            pass
+
+
+class LiveReporter(NullReporter):
+    """A rich progress bar with the step's counters, refreshed by rich's own thread."""
+
+    def __init__(self) -> None:
+        self._progress = None
+        self._task = None
+        self.counters: StepCounters | None = None
+        self._lock = threading.Lock()
+
+    def start(self, counters: StepCounters) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.counters = counters
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            refresh_per_second=4,
+            transient=False,
+        )
+        self._task = self._progress.add_task(counters.step, total=counters.total, detail="")
+        self._progress.start()
+        self.tick()
+
+    def tick(self) -> None:
+        counters, progress = self.counters, self._progress
+        if counters is None or progress is None:
+            return
+        rpm, tpm = counters.rates()
+        detail = f"cached {counters.cached} · rejected {counters.rejected} · {rpm:.0f} req/min · {tpm:.0f} tok/min"
+        progress.update(self._task, completed=counters.done, detail=detail)
+
+    def stop(self, summary: str = "") -> None:
+        if self._progress is not None:
+            self.tick()
+            self._progress.stop()
+            if summary:
+                self._progress.console.print(summary, markup=False, highlight=False)
+        self._progress = None
+        self.counters = None
+
+
+def make_reporter(mode: str = "auto", interval: float = 10.0, stream: TextIO | None = None):
+    """``auto``: live on a terminal, plain lines otherwise; ``live``; ``plain``; ``off``."""
+    if mode == "off":
+        return NullReporter()
+    stream = stream or sys.stderr
+    if mode == "live" or (mode == "auto" and getattr(stream, "isatty", lambda: False)()):
+        return LiveReporter()
+    return PlainReporter(stream, interval)

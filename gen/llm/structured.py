@@ -1,0 +1,124 @@
+"""Parsers for model replies, JSON extraction, ``response_format`` and the correction-round message.
+
+A task's ``parser`` is one of:
+
+* ``None`` — the reply text is the value;
+* a pydantic model class — JSON is taken out of the reply (a bare object, a fenced block or the first
+  JSON value in the text) and validated; the endpoint is asked for that JSON schema through
+  ``response_format`` when it supports it (``structured_output: json_schema``), for JSON mode with
+  ``json_object``, and nothing with ``off``;
+* a function ``text -> value`` — raise ``ValueError`` (or ``TypeError``/``KeyError``/``IndexError``) with a
+  message the model can act on; that message is shown to the model in the correction round.
+  ``extract_json(text)`` is available to such functions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from gen.templating import render
+
+__all__ = ["ParseFailure", "extract_json", "parse_reply", "response_format_for", "correction_message", "schema_of"]
+
+Parser = type[BaseModel] | Callable[[str], Any] | None
+
+CORRECTION_TEMPLATE = "llm/correction.j2"
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+
+
+class ParseFailure(ValueError):
+    """The reply could not be turned into a value; the message says why (shown to the model)."""
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in a reply: the whole text, a fenced block, or the first ``{...}``/``[...]`` in it."""
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    for block in _FENCE.findall(text):
+        try:
+            return json.loads(block.strip())
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    for index, char in enumerate(text):
+        if char in "{[":
+            try:
+                value, _ = decoder.raw_decode(text, index)
+            except ValueError:
+                continue
+            if isinstance(value, (dict, list)):
+                return value
+    raise ParseFailure("the reply contains no valid JSON value")
+
+
+def _is_model(parser: Any) -> bool:
+    return isinstance(parser, type) and issubclass(parser, BaseModel)
+
+
+def schema_of(parser: Parser) -> dict | None:
+    return parser.model_json_schema() if _is_model(parser) else None
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:8]:
+        where = ".".join(str(p) for p in error.get("loc", ())) or "(root)"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    more = exc.error_count() - len(parts)
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "JSON does not match the schema: " + "; ".join(parts)
+
+
+def parse_reply(parser: Parser, text: str) -> Any:
+    """The parsed value, or :class:`ParseFailure` with a reason."""
+    if parser is None:
+        return text
+    if _is_model(parser):
+        data = extract_json(text)
+        try:
+            return parser.model_validate(data)
+        except ValidationError as exc:
+            raise ParseFailure(_describe_validation(exc)) from None
+    try:
+        return parser(text)
+    except ParseFailure:
+        raise
+    except ValidationError as exc:
+        raise ParseFailure(_describe_validation(exc)) from None
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise ParseFailure(f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc) or "invalid reply") from None
+
+
+def _schema_name(parser: type[BaseModel]) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", parser.__name__)[:64] or "output"
+
+
+def response_format_for(parser: Parser, mode: str) -> dict | None:
+    """The ``response_format`` request field for a parser on an endpoint with ``structured_output: mode``."""
+    if not _is_model(parser) or mode == "off":
+        return None
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": _schema_name(parser), "schema": parser.model_json_schema(), "strict": False},
+    }
+
+
+def correction_message(parser: Parser, error: str, template: str = CORRECTION_TEMPLATE) -> str:
+    """The user message of the correction round (rendered from ``templates/llm/correction.j2``)."""
+    schema = schema_of(parser)
+    return render(
+        template,
+        error=error,
+        expects_json=schema is not None,
+        schema=json.dumps(schema, indent=2, sort_keys=True) if schema is not None else "",
+    )
