@@ -1,23 +1,351 @@
-"""The dataset card README.md: a YAML header listing configs and data files, then a body from templates/card/."""
+"""The dataset card README.md: one renderer for the run folder (JSONL files) and the Hub export (parquet).
+
+A card is a YAML header (configs and data files so `datasets.load_dataset(folder_or_repo, config)` works,
+the license derived from the sources, tags...) and a body rendered from templates/card/README.md.j2.
+Facts about sources and methods (licenses, citations) come from templates/card/facts.yaml; this module
+only gathers and shapes data for the template, the wording is in the templates.
+"""
 
 from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 import yaml
 
 from gen import templating
 
+FACTS = "card/facts.yaml"
+OWNED_KEYS = ("configs", "dataset_info", "license")  # always gen's: they must describe the files next to the card
+BUNDLED_DATA = Path(__file__).resolve().parent / "data"
+RETRIEVAL_CONFIGS = ("time_queries", "ambiguous_time_queries", "time_content_questions")  # scored by F2
+SIZE_CATEGORIES = ((10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"),
+                   (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"))
+
+
+# --- header ---------------------------------------------------------------------------------------
 
 def front_matter(configs: dict[str, dict], split: str, extra: dict | None = None) -> str:
     """`configs:` entries that let `datasets.load_dataset(folder, config)` find each config's files."""
     header = dict(extra or {})
-    header["configs"] = [{"config_name": name, "data_files": [{"split": split, "path": info["path"]}]}
-                         for name, info in configs.items()]
-    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n"
+    header["configs"] = config_entries({name: info["path"] for name, info in configs.items()}, split)
+    return dump_header(header)
 
 
-def render_card(report: dict, templates_dir: str | None = None) -> str:
+def config_entries(data_files: dict[str, str], split: str) -> list[dict]:
+    entries = []
+    for position, (name, path) in enumerate(data_files.items()):
+        entry = {"config_name": name, "data_files": [{"split": split, "path": path}]}
+        if position == 0:
+            entry["default"] = True  # load_dataset(repo) without a config name, and the viewer's first tab
+        entries.append(entry)
+    return entries
+
+
+def dump_header(header: dict) -> str:
+    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
+
+
+def split_card(text: str) -> tuple[dict, str]:
+    """(metadata, body) of a README.md; a card without a YAML header has empty metadata."""
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 3)
+        if end != -1:
+            data = yaml.safe_load(text[4:end + 1]) or {}
+            if not isinstance(data, dict):
+                raise ValueError("the card's YAML header is not a mapping")
+            return data, text[end + 5:]
+    return {}, text
+
+
+def read_card_metadata(path: Path | None) -> dict:
+    """The metadata of an existing card; a missing or unreadable one counts as empty (it is regenerated)."""
+    if path is None or not Path(path).is_file():
+        return {}
+    try:
+        return split_card(Path(path).read_text(encoding="utf-8"))[0]
+    except (ValueError, yaml.YAMLError, UnicodeDecodeError):
+        return {}
+
+
+def combine(low: dict, high: dict) -> dict:
+    """Two existing cards' metadata: `high` wins for single values, lists are united (`high`'s entries first)."""
+    out = dict(low)
+    for key, value in high.items():
+        if isinstance(value, list) and isinstance(out.get(key), list):
+            out[key] = value + [item for item in out[key] if item not in value]
+        else:
+            out[key] = value
+    return out
+
+
+def merge_metadata(existing: dict, generated: dict) -> dict:
+    """Existing metadata (a card someone may have edited) updated with gen's: keys gen owns are replaced,
+    lists are united (existing entries first), other keys already set keep their value, new keys are added."""
+    merged = dict(existing)
+    for key, value in generated.items():
+        if key in OWNED_KEYS or key not in merged or merged[key] in (None, "", []):
+            merged[key] = value
+        elif isinstance(value, list) and isinstance(merged[key], list):
+            merged[key] = merged[key] + [item for item in value if item not in merged[key]]
+    # keep the keys that locate the data at the end, where a reader expects them
+    return {**{k: v for k, v in merged.items() if k not in ("configs", "dataset_info")},
+            **{k: merged[k] for k in ("configs", "dataset_info") if k in merged}}
+
+
+# --- facts ----------------------------------------------------------------------------------------
+
+def load_facts(templates_dir: str | None = None) -> dict:
+    text, filename = templating.template_source(FACTS, templates_dir)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        from gen.errors import GenError
+
+        raise GenError(f"not valid YAML: {exc}", file=filename) from None
+
+
+def source_facts(source: dict, facts: dict) -> dict:
+    """The facts entry for one of run.json's sources: bundled files first, then the source format."""
+    origin = str(source.get("origin", ""))
+    bundled = not origin.startswith("hf:") and Path(origin).resolve().parent == BUNDLED_DATA
+    for key, entry in facts["sources"].items():
+        if entry.get("bundled") if bundled else source.get("format") in entry.get("match", []):
+            return {"id": key, **entry}
+    return {"id": "unknown", **facts["unknown_source"]}
+
+
+def licenses(sources: list[dict]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for source in sources:
+        facts = source["facts"]
+        seen.setdefault(facts["license"], {"id": facts["license"], "name": facts["license_name"],
+                                           "url": facts.get("license_url"), "sources": []})
+        seen[facts["license"]]["sources"].append(facts["name"])
+    return list(seen.values())
+
+
+# --- body data ------------------------------------------------------------------------------------
+
+def feature_type(feature: Any) -> str:
+    """A short readable type: string, int64, list[int64], {speaker: string, text: string}..."""
+    if isinstance(feature, dict):
+        return "{" + ", ".join(f"{k}: {feature_type(v)}" for k, v in feature.items()) + "}"
+    if isinstance(feature, (list, tuple)):
+        return f"list[{feature_type(feature[0])}]"
+    inner = getattr(feature, "feature", None)
+    if inner is not None:
+        return f"list[{feature_type(inner)}]"
+    dtype = getattr(feature, "dtype", None)
+    return str(dtype) if dtype else type(feature).__name__
+
+
+def config_fields(name: str) -> list[dict]:
+    from gen.products import REGISTRY
+
+    product = REGISTRY.get(name)
+    if product is None or not hasattr(product, "features"):
+        return []
+    return [{"name": field, "type": feature_type(feature)} for field, feature in product.features().items()]
+
+
+def summary_tables(summary: Any) -> list[dict]:
+    """A product's summary(rows) as tables {title, key, columns, rows, total}: a dict of dicts is one table whose
+    rows are the outer keys, a dict of numbers a two-column table, loose numbers one table; a `total` dict whose
+    keys are a table's columns becomes that table's last row."""
+    if not isinstance(summary, dict) or not summary:
+        return []
+    if all(isinstance(v, dict) and v and all(is_scalar(x) for x in v.values()) for v in summary.values()):
+        return [grid(None, "name", summary)]
+    tables, scalars, totals = [], {}, {}
+    for key, value in summary.items():
+        if is_scalar(value):
+            scalars[key] = value
+        elif isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            tables.append(grid(key, key.removeprefix("by_"), value))
+        elif isinstance(value, dict) and key in ("total", "totals"):
+            totals = value
+        elif isinstance(value, dict):
+            tables.append(pairs(key, key.removeprefix("by_"), value))
+        else:
+            scalars[key] = json.dumps(value, ensure_ascii=False)
+    target = next((t for t in tables if t["title"] and set(totals) <= set(t["columns"])), None)
+    if totals and target is not None:
+        target["total"] = [totals.get(column, "") for column in target["columns"]]
+    elif totals:
+        tables.append(pairs("total", "count", totals))
+    if scalars:
+        tables.insert(0, pairs(None, "count", scalars))
+    return tables
+
+
+def pairs(title: str | None, key: str, values: dict) -> dict:
+    counts = all(isinstance(v, int) and not isinstance(v, bool) for v in values.values())
+    return {"title": title, "key": key, "columns": ["count" if counts else "value"], "total": None,
+            "rows": [[k, v if is_scalar(v) else json.dumps(v, ensure_ascii=False)] for k, v in values.items()]}
+
+
+def grid(title: str | None, key: str, rows: dict) -> dict:
+    columns = list(dict.fromkeys(column for value in rows.values() for column in value))
+    return {"title": title, "key": key, "columns": columns, "total": None,
+            "rows": [[name, *[value.get(column, "") for column in columns]] for name, value in rows.items()]}
+
+
+def is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def read_rows(path: Path) -> Iterable[dict]:
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def provenance(folder: Path | None, configs: dict) -> list[dict]:
+    """Per config, the models and prompt ids its records name (fields `model`, `prompt_id`, `*_prompt_id`,
+    `prompt_ids`), counted over the records: what actually made the data, whatever the recipe says."""
+    out = []
+    if folder is None:
+        return out
+    for name, info in configs.items():
+        models, prompts = Counter(), Counter()
+        for row in read_rows(Path(folder) / info["path"]):
+            if isinstance(row.get("model"), str):
+                models[row["model"]] += 1
+            for key, value in row.items():
+                if key == "prompt_ids" and isinstance(value, dict):
+                    prompts.update(f"{k}: {v}" for k, v in value.items())
+                elif (key == "prompt_id" or key.endswith("_prompt_id")) and isinstance(value, str):
+                    prompts[value if key == "prompt_id" else f"{key.removesuffix('_prompt_id')}: {value}"] += 1
+        if models or prompts:
+            out.append({"config": name, "models": sorted(models.items()), "prompts": sorted(prompts.items())})
+    return out
+
+
+def endpoints(recipe: dict) -> list[dict]:
+    """The recipe's named LLM endpoints: model and server (no key is ever in a recipe; credentials in a URL are
+    dropped anyway)."""
+    out = []
+    llm = recipe.get("llm") if isinstance(recipe, dict) else None
+    for name, endpoint in (llm or {}).items():
+        if not isinstance(endpoint, dict):
+            continue
+        url = urlsplit(str(endpoint.get("base_url") or "https://api.openai.com/v1"))
+        server = f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
+        sampling = {k: endpoint[k] for k in ("temperature", "top_p", "max_tokens", "seed") if k in endpoint}
+        out.append({"name": name, "model": endpoint.get("model", "?"), "server": server, "sampling": sampling})
+    return out
+
+
+def reject_stats(folder: Path | None, configs: dict) -> dict:
+    counts: Counter = Counter()
+    reasons: dict[str, Counter] = {}
+    for row in read_rows(Path(folder) / "rejects.jsonl") if folder else ():
+        product = str(row.get("product") or row.get("config") or row.get("step") or "?")
+        reason = str(row.get("reason") or "?").split(":")[0].strip()[:100]
+        counts[product] += 1
+        reasons.setdefault(product, Counter())[reason] += 1
+    by_product = []
+    for product, count in counts.most_common():
+        kept = configs.get(product, {}).get("records")
+        rate = count / (count + kept) if isinstance(kept, int) and count + kept else None
+        by_product.append({"product": product, "count": count, "rate": rate,
+                           "reasons": reasons[product].most_common()})
+    return {"total": sum(counts.values()), "by_product": by_product}
+
+
+# --- the card -------------------------------------------------------------------------------------
+
+def card_data(report: dict, templates_dir: str | None = None, *, folder: Path | None = None,
+              data_format: str = "jsonl", data_files: dict[str, str] | None = None, repo_id: str | None = None,
+              files: list[dict] | None = None) -> dict:
+    """Everything the template shows, gathered from the run report, the run folder and the facts."""
+    facts = load_facts(templates_dir)
     configs = report["configs"]
-    header = front_matter({name: {"path": info["path"]} for name, info in configs.items()}, report["split"],
-                          {"pretty_name": report["recipe"]["name"]})
-    body = templating.render("card/README.md.j2", templates_dir, report=report)
-    return header + "\n" + body
+    data_files = data_files or {name: info["path"] for name, info in configs.items()}
+    recipe_text = (Path(folder) / "recipe.yaml").read_text(encoding="utf-8") if folder and \
+        (Path(folder) / "recipe.yaml").is_file() else None
+    try:
+        recipe = yaml.safe_load(recipe_text) if recipe_text else {}
+    except yaml.YAMLError:
+        recipe = {}
+    sources = [{**source, "facts": source_facts(source, facts)} for source in report.get("sources", [])]
+    methods = {name: {"id": key, **method} for key, method in facts["methods"].items() for name in method["configs"]}
+    config_list = []
+    for name, info in configs.items():
+        validation = report.get("validation", {}).get(name, {})
+        config_list.append({
+            "name": name, "records": info["records"], "description": info.get("description", ""),
+            "data_files": data_files[name], "fields": config_fields(name), "method": methods.get(name),
+            "summary": summary_tables(info.get("summary")),
+            "validation": {"passed": validation.get("passed"), "checks": [
+                {"name": check, **result} for check, result in validation.get("checks", {}).items()]},
+        })
+    used_methods = list({m["id"]: m for m in (c["method"] for c in config_list) if m}.values())
+    retrieval = [name for name in RETRIEVAL_CONFIGS if name in configs]
+    citations = [s["facts"].get("citation") for s in sources] + [m.get("citation") for m in used_methods]
+    return {
+        "name": report["recipe"]["name"], "gen_version": report.get("packages", {}).get("gen", "?"),
+        "packages": report.get("packages", {}), "fingerprint": report["recipe"].get("fingerprint", ""),
+        "seed": report["recipe"].get("seed"), "split": report["split"], "format": data_format,
+        "on_hub": repo_id is not None,
+        "target": repo_id or (f"outputs/{report['recipe']['name']}" if data_format == "jsonl" else "path/to/this/folder"),
+        "configs": config_list, "config_names": list(configs), "sources": sources, "licenses": licenses(sources),
+        "methods": used_methods, "recipe_text": recipe_text, "endpoints": endpoints(recipe),
+        "provenance": provenance(folder, configs), "rejects": reject_stats(folder, configs),
+        "files": files or [], "timings": report.get("timings_s", {}),
+        "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),
+        "citations": list(dict.fromkeys(c.strip() for c in citations if c)),
+        "scoring": {"retrieval": retrieval,
+                    "group_field": "reference_kind" if retrieval[:1] == ["time_content_questions"] else "test"},
+    }
+
+
+def card_metadata(data: dict, templates_dir: str | None = None, dataset_info: list[dict] | None = None) -> dict:
+    """The header gen generates: names, license (from the sources), language, tags, size, configs."""
+    facts = load_facts(templates_dir)["metadata"]
+    names = data["config_names"]
+    ids = [entry["id"] for entry in data["licenses"]]
+    largest = max((c["records"] for c in data["configs"]), default=0)
+    header: dict[str, Any] = {
+        "pretty_name": data["name"],
+        "license": ids[0] if len(ids) == 1 else ids,
+        "language": sorted({lang for s in data["sources"] for lang in s["facts"].get("language") or []}),
+        "tags": list(dict.fromkeys([*facts["tags"], *[t for n in names for t in facts["config_tags"].get(n, [])]])),
+        "task_categories": list(dict.fromkeys(t for n in names for t in facts["task_categories"].get(n, []))),
+        "size_categories": [next((label for limit, label in SIZE_CATEGORIES if largest < limit), "n>1T")],
+        "configs": config_entries({c["name"]: c["data_files"] for c in data["configs"]}, data["split"]),
+    }
+    if dataset_info:
+        header["dataset_info"] = dataset_info
+    return {k: v for k, v in header.items() if v not in ([], None)}
+
+
+def render_card(report: dict, templates_dir: str | None = None, *, folder: Path | None = None,
+                previous: Path | None = None, data_format: str = "jsonl", data_files: dict[str, str] | None = None,
+                dataset_info: list[dict] | None = None, repo_id: str | None = None, files: list[dict] | None = None,
+                existing: Iterable[dict] = (), overrides: dict | None = None) -> str:
+    """The whole README.md.
+
+    folder: the run folder (recipe.yaml, rejects.jsonl and data files feed the provenance sections);
+    previous: an earlier card at the destination, whose metadata is kept (merge_metadata);
+    data_format / data_files / dataset_info / repo_id / files: what the export changes (parquet on the Hub);
+    existing: more metadata to merge, above `previous` (e.g. the card already on the Hub);
+    overrides: metadata that wins over everything gen derives (the recipe's export.hub.card)."""
+    data = card_data(report, templates_dir, folder=folder, data_format=data_format, data_files=data_files,
+                     repo_id=repo_id, files=files)
+    base: dict = {}
+    for metadata in [read_card_metadata(previous), *existing]:
+        base = combine(base, metadata)
+    generated = card_metadata(data, templates_dir, dataset_info)
+    header = merge_metadata(base, generated)
+    header.update(overrides or {})
+    data["license_overridden"] = header.get("license") != generated.get("license")
+    body = templating.render("card/README.md.j2", templates_dir, card=data, metadata=header)
+    return dump_header(header) + "\n" + body

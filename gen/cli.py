@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from gen.errors import GenError
+from gen.export.cli import push
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Build evaluation datasets for long-term-memory dialogue agents from multi-session corpora.")
@@ -71,6 +72,9 @@ def products() -> None:
     width = max(len(name) for name in REGISTRY)
     for name, module in REGISTRY.items():
         typer.echo(f"{name.ljust(width)}  {module.DESCRIPTION}")
+
+
+app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/cli.py
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from gen.errors import GenError
+from gen.export.spec import ExportSpec
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
 SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc"]
@@ -91,7 +92,7 @@ class Recipe(StrictModel):
     output_dir: Path | None = None
     templates_dir: Path | None = Field(None, description="templates here shadow the built-in ones")
     llm: dict[str, Any] = {}
-    export: dict[str, Any] = {}
+    export: ExportSpec = Field(ExportSpec(), description="export: {hub: {repo_id: ...}} pushes the run at the end")
 
     _file: Path = PrivateAttr(default=Path("recipe.yaml"))
     _fingerprint: str = PrivateAttr(default="")

@@ -92,11 +92,15 @@ def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None
         (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
         write_jsonl(folder.path / "rejects.jsonl", ctx.services.get("rejects", []))
         write_json(folder.path / "run.json", report)
-        (folder.path / "README.md").write_text(render_card(report, ctx.templates_dir), encoding="utf-8")
+        (folder.path / "README.md").write_text(render_card(report, ctx.templates_dir, folder=folder.path,
+                                                           previous=final / "README.md"), encoding="utf-8")
         if failed:
             folder.keep_failed_at = final.parent / f".{final.name}.failed"
             raise GenError(f"validation failed for {', '.join(failed)}; nothing was published. The records and "
                            f"run.json are kept for inspection in {folder.keep_failed_at}", file=recipe.file)
+    if recipe.export.hub is not None:  # `export: {hub: ...}`: publish the run just written (gen/export/hub.py)
+        from gen.export.hub import push_after_run
+        push_after_run(final, recipe.export.hub, ctx.templates_dir, say)
     return final
 
 

@@ -1,0 +1,273 @@
+"""Run folder → export folder: what `gen push` commits (SPEC §10).
+
+    README.md                                         the card (gen/card.py), configs pointing at the parquet
+    data/<config>/<split>-00000-of-0000N.parquet      the records, typed by the product's features()
+    recipe.yaml  run.json  [rejects.jsonl]            how it was made (rejects only when there are some)
+
+Every config gets an explicit schema: the product module's `features()`, written into the parquet files (with
+the `huggingface` schema metadata datasets reads back) and into the card's `dataset_info`. Nothing is inferred
+from the rows; a record that does not fit its schema is an error naming the file, line and field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from gen.errors import GenError
+from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
+
+ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
+EXTRA_FILES = ("recipe.yaml", "run.json", "rejects.jsonl")
+
+
+@dataclass
+class ExportFile:
+    path: str  # posix path inside the export folder (= path in the repo)
+    size: int
+    rows: int | None = None
+
+    @property
+    def size_text(self) -> str:
+        return human_size(self.size)
+
+
+@dataclass
+class Export:
+    """An export folder on disk and what the card needs to be (re)written for a given target."""
+
+    folder: Path
+    run_dir: Path
+    report: dict
+    data_files: dict[str, str]
+    dataset_info: list[dict]
+    files: list[ExportFile] = field(default_factory=list)  # everything except README.md
+    templates_dir: str | None = None
+    card: str = ""
+
+    def write_card(self, repo_id: str | None = None, existing: Iterable[dict] = (), overrides: dict | None = None) -> str:
+        """Render README.md for `repo_id`, merging `existing` card metadata (e.g. the card already on the Hub)."""
+        from gen.card import render_card
+
+        self.card = render_card(self.report, self.templates_dir, folder=self.run_dir, previous=self.run_dir / "README.md",
+                                data_format="parquet", data_files=self.data_files, dataset_info=self.dataset_info,
+                                repo_id=repo_id, files=self.files, existing=existing, overrides=overrides)
+        (self.folder / "README.md").write_text(self.card, encoding="utf-8")
+        return self.card
+
+    @property
+    def all_files(self) -> list[ExportFile]:
+        readme = self.folder / "README.md"
+        return [ExportFile("README.md", readme.stat().st_size)] + self.files if readme.exists() else list(self.files)
+
+
+def human_size(size: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"
+
+
+# --- reading the run folder -----------------------------------------------------------------------
+
+def read_run(run_dir: Path) -> dict:
+    """run.json of a finished, validated run whose data files are all there."""
+    run_dir = Path(run_dir)
+    report_path = run_dir / "run.json"
+    if not run_dir.is_dir():
+        raise GenError("no such folder", file=run_dir, expected="a run folder written by `gen run` (outputs/<name>)")
+    if not report_path.is_file():
+        raise GenError("not a run folder: run.json is missing", file=run_dir,
+                       expected="a folder written by `gen run` (outputs/<name>)")
+    try:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        configs, split = report["configs"], report["split"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise GenError(f"run.json is not a gen run report ({exc})", file=report_path) from None
+    failed = [name for name, result in report.get("validation", {}).items() if not result.get("passed")]
+    if failed:
+        raise GenError(f"validation failed for {', '.join(failed)}; a failed run is never published",
+                       file=report_path, field="validation")
+    if not configs:
+        raise GenError("the run has no configs", file=report_path, field="configs")
+    for name, info in configs.items():
+        if not (run_dir / info["path"]).is_file():
+            raise GenError(f"the data file of config {name} is missing", file=run_dir / info["path"])
+    if not isinstance(split, str) or not split:
+        raise GenError("run.json has no split name", file=report_path, field="split")
+    return report
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
+            if not isinstance(row, dict):
+                raise GenError("a record is not a JSON object", file=path, record=f"line {number}")
+            rows.append(row)
+    return rows
+
+
+def product_features(name: str, where: Path):
+    from gen.products import REGISTRY
+
+    product = REGISTRY.get(name)
+    if product is None:
+        raise GenError(f"config {name!r} was made by a product this gen does not know", file=where,
+                       expected=f"one of {', '.join(REGISTRY)}")
+    if not hasattr(product, "features"):
+        raise GenError(f"product {name!r} has no features(); the exporter needs an explicit schema", file=where)
+    return product.features()
+
+
+# --- records → typed tables -----------------------------------------------------------------------
+
+def check_record(value: Any, feature: Any, where: str, path: Path, line: int, top: bool = False) -> None:
+    """Fields must be exactly the schema's at the top level; nested objects may omit keys (stored as null) but
+    never carry keys the schema lacks (pyarrow would drop them silently)."""
+    from datasets import LargeList, List
+
+    if isinstance(feature, dict) and isinstance(value, dict):
+        extra = [key for key in value if key not in feature]
+        missing = [key for key in feature if key not in value] if top else []
+        if extra or missing:
+            detail = "; ".join(part for part in (f"not in the schema: {', '.join(extra)}" if extra else "",
+                                                 f"missing: {', '.join(missing)}" if missing else "") if part)
+            raise GenError(f"the record's fields differ from the product's features() ({detail})", file=path,
+                           record=f"line {line}", field=where or None, expected=f"fields {', '.join(feature)}")
+        for key, sub in feature.items():
+            if key in value:
+                check_record(value[key], sub, f"{where}.{key}" if where else key, path, line)
+    elif isinstance(feature, (List, LargeList, list)) and isinstance(value, list):
+        inner = feature[0] if isinstance(feature, list) else feature.feature
+        for position, item in enumerate(value):
+            check_record(item, inner, f"{where}[{position}]", path, line)
+
+
+def to_table(rows: list[dict], features, path: Path):
+    import pyarrow as pa
+
+    schema = features.arrow_schema
+    for number, row in enumerate(rows, start=1):
+        check_record(row, dict(features), "", path, number, top=True)
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
+        raise locate_type_error(rows, features, path) or GenError(f"records do not fit the schema: {exc}", file=path)
+
+
+def locate_type_error(rows: list[dict], features, path: Path) -> GenError | None:
+    import pyarrow as pa
+
+    from gen.card import feature_type
+
+    for name in features:
+        arrow_type = features.arrow_schema.field(name).type
+        for number, row in enumerate(rows, start=1):
+            try:
+                pa.array([row.get(name)], type=arrow_type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+                shown = json.dumps(row.get(name), ensure_ascii=False)
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                return GenError(f"value {shown} does not fit the declared type", file=path, record=f"line {number}",
+                                field=name, expected=f"{feature_type(features[name])} (the product's features())")
+    return None
+
+
+def shards(table, max_bytes: int) -> list:
+    """Contiguous slices of about equal row counts, each at most max_bytes in memory (one slice when it fits)."""
+    count = max(1, math.ceil(table.nbytes / max_bytes))
+    if table.num_rows == 0:
+        return [table]
+    per_shard = math.ceil(table.num_rows / count)
+    return [table.slice(start, per_shard) for start in range(0, table.num_rows, per_shard)]
+
+
+# --- the export -----------------------------------------------------------------------------------
+
+def build_export(run_dir: Path, dest: Path, max_shard_size: str | int = DEFAULT_MAX_SHARD_SIZE,
+                 templates_dir: str | None = None, repo_id: str | None = None,
+                 existing: Iterable[dict] = (), overrides: dict | None = None) -> Export:
+    """Write the export of `run_dir` into `dest` (which must not exist, or be empty, or be an earlier export)."""
+    import pyarrow.parquet as pq
+
+    run_dir, dest = Path(run_dir).resolve(), Path(dest).resolve()
+    report = read_run(run_dir)
+    try:
+        max_bytes = parse_size(max_shard_size)
+    except ValueError as exc:
+        raise GenError(str(exc), field="max_shard_size") from None
+    prepare_dest(dest, run_dir)
+    split = report["split"]
+    export = Export(dest, run_dir, report, data_files={}, dataset_info=[], templates_dir=templates_dir)
+    for name, info in report["configs"].items():
+        source = run_dir / info["path"]
+        features = product_features(name, source)
+        rows = read_jsonl(source)
+        if len(rows) != info["records"]:
+            raise GenError(f"run.json counts {info['records']} records for {name}, the file holds {len(rows)}",
+                           file=source, expected="the run folder as `gen run` wrote it")
+        table = to_table(rows, features, source)
+        pieces = shards(table, max_bytes)
+        download_size = 0
+        for index, piece in enumerate(pieces):
+            relative = f"data/{name}/{split}-{index:05d}-of-{len(pieces):05d}.parquet"
+            (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(piece, dest / relative, row_group_size=ROW_GROUP_ROWS)
+            size = (dest / relative).stat().st_size
+            download_size += size
+            export.files.append(ExportFile(relative, size, piece.num_rows))
+        export.data_files[name] = f"data/{name}/{split}-*"
+        export.dataset_info.append({
+            "config_name": name, "features": features._to_yaml_list(),
+            "splits": [{"name": split, "num_bytes": table.nbytes, "num_examples": table.num_rows}],
+            "download_size": download_size, "dataset_size": table.nbytes})
+    copy_extras(run_dir, dest, export)
+    export.write_card(repo_id, existing, overrides)
+    return export
+
+
+def prepare_dest(dest: Path, run_dir: Path) -> None:
+    if dest == run_dir or run_dir.is_relative_to(dest) or dest.is_relative_to(run_dir):
+        raise GenError("the export folder must be outside the run folder (and not contain it)", file=dest)
+    if dest.exists():
+        entries = {p.name for p in dest.iterdir()}
+        if entries and not ({"README.md", "data", "run.json"} <= entries):
+            raise GenError("the export folder exists and is not an earlier export; not overwriting it", file=dest,
+                           expected="a new or empty folder")
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+
+
+def copy_extras(run_dir: Path, dest: Path, export: Export) -> None:
+    for name in EXTRA_FILES:
+        source = run_dir / name
+        if not source.is_file() or (name == "rejects.jsonl" and source.stat().st_size == 0):
+            continue
+        if name == "run.json":
+            (dest / name).write_text(json.dumps(public_report(export.report), indent=2, ensure_ascii=False) + "\n",
+                                     encoding="utf-8")
+        else:
+            shutil.copyfile(source, dest / name)
+        export.files.append(ExportFile(name, (dest / name).stat().st_size))
+
+
+def public_report(report: dict) -> dict:
+    """run.json as published: local source paths (which name the user's folders) reduced to their file names."""
+    public = json.loads(json.dumps(report))
+    for source in public.get("sources", []):
+        origin = str(source.get("origin", ""))
+        if origin and not origin.startswith("hf:"):
+            source["origin"] = Path(origin).name
+    return public

@@ -1,0 +1,270 @@
+"""`gen push`: a run folder → one commit on the Hugging Face Hub (SPEC §10).
+
+Order, so that nothing reaches the Hub unless everything before it worked:
+  1. build the export folder locally (data errors stop here, before any network access);
+  2. the token: only what huggingface_hub finds itself (HF_TOKEN, or the login file of `hf auth login`);
+     gen never reads it into its own output, never passes it on the command line and never writes it;
+  3. whoami: the token is accepted, may write, and the repo's namespace is the user's or one of their orgs;
+  4. create_repo(exist_ok=True) (private unless asked otherwise), then repo_info: visibility, head commit,
+     files, and the card metadata already there (merged into the new card);
+  5. one create_commit with every file, and deletions of stale files under data/ (a shard count that shrank),
+     against the head commit seen in step 4, so a concurrent change fails the push instead of being mixed in.
+Every Hub error becomes one GenError line that says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from gen.errors import GenError
+from gen.export.folder import Export, build_export, human_size
+from gen.export.spec import ExportSpec, HubTarget
+
+Say = Callable[[str], None]
+DATA_PREFIX = "data/"
+TOKEN_HELP = "set HF_TOKEN to a token with write access (https://huggingface.co/settings/tokens) or run `hf auth login`"
+
+
+@dataclass
+class PushResult:
+    repo_url: str
+    commit_url: str | None
+    pr_url: str | None
+    private: bool | None
+    files: int
+    deleted: list[str]
+
+
+def endpoint() -> str:
+    """HF_ENDPOINT at call time (a mirror, or a test's local fake), else huggingface_hub's default."""
+    from huggingface_hub import constants
+
+    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+
+
+def repo_url(repo_id: str) -> str:
+    return f"{endpoint()}/datasets/{repo_id}"
+
+
+def token_source() -> str | None:
+    """Where huggingface_hub will take the token from, without reading or showing it."""
+    from huggingface_hub import constants
+
+    if os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"):
+        return "HF_TOKEN"
+    if os.environ.get("HF_OIDC_RESOURCE"):
+        return "the OIDC exchange (HF_OIDC_RESOURCE)"
+    return "the Hub login (`hf auth login`)" if Path(constants.HF_TOKEN_PATH).is_file() else None
+
+
+def recipe_target(run_dir: Path) -> HubTarget | None:
+    """export.hub of the recipe copy in the run folder, if it has one (the defaults for `gen push`)."""
+    path = Path(run_dir) / "recipe.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        return ExportSpec.model_validate((data or {}).get("export") or {}).hub if isinstance(data, dict) else None
+    except Exception as exc:  # noqa: BLE001 - a broken copy only loses the defaults; say why
+        raise GenError(f"the recipe's export section is not valid: {exc}", file=path, field="export.hub") from None
+
+
+def default_message(report: dict) -> str:
+    recipe = report["recipe"]
+    return f"Upload {recipe['name']} (gen {report.get('packages', {}).get('gen', '?')}, " \
+           f"recipe {recipe.get('fingerprint', '')[:12]})"
+
+
+def commit_description(report: dict) -> str:
+    lines = [f"- {name}: {info['records']:,} records ({report['split']})" for name, info in report["configs"].items()]
+    return "Published with `gen push`.\n\n" + "\n".join(lines) + \
+        f"\n\nRecipe fingerprint: {report['recipe'].get('fingerprint', '')}"
+
+
+# --- the plan (dry run) ---------------------------------------------------------------------------
+
+def describe_plan(export: Export, target: HubTarget, message: str) -> str:
+    """What a push would send, for --dry-run: target, settings, every file with its size, then the card."""
+    files = export.all_files
+    width = max(len(f.path) for f in files)
+    source = token_source()
+    branch = target.revision or "main"
+    lines = [
+        "Dry run: nothing was sent to the Hub.",
+        "",
+        f"  target      {repo_url(target.repo_id)}  (dataset repo {target.repo_id})",
+        f"  branch      {branch}" + ("  (created from main if it does not exist)" if target.revision else ""),
+        f"  commit      {'a pull request against ' + branch if target.create_pr else 'one new commit on ' + branch}",
+        f"  message     {message}",
+        "  visibility  " + ("private when the repo is created; an existing public repo needs --public"
+                            if target.private else "public when the repo is created"),
+        "  token       " + (f"from {source} (never shown)" if source else f"none found: {TOKEN_HELP}"),
+        "",
+        f"Files in the commit ({len(files)}, {human_size(sum(f.size for f in files))}):",
+    ]
+    for file in files:
+        rows = f"{file.rows:>10,} records" if file.rows is not None else ""
+        lines.append(f"  {file.path.ljust(width)}  {file.size_text:>9}  {rows}".rstrip())
+    lines += [
+        "",
+        "Files already in the repo under data/ that are not listed are deleted in the same commit; other files",
+        "in the repo are left alone. The card's metadata is merged with the card already in the repo, if any:",
+        "its keys are kept, except configs, dataset_info and license, which describe these files.",
+        "",
+        "----- README.md -----",
+        export.card.rstrip("\n"),
+        "----- end of README.md -----",
+    ]
+    return "\n".join(lines)
+
+
+# --- the push -------------------------------------------------------------------------------------
+
+def push(run_dir: Path, target: HubTarget, *, dry_run: bool = False, export_dir: Path | None = None,
+         message: str | None = None, templates_dir: str | None = None, out: Say = print,
+         say: Say = lambda _: None) -> PushResult | None:
+    """Build the export of `run_dir` and publish it to `target` as one commit (or only describe it)."""
+    with tempfile.TemporaryDirectory(prefix="gen-push-") as scratch:
+        folder = Path(export_dir) if export_dir else Path(scratch) / "export"
+        export = build_export(run_dir, folder, target.max_shard_size, templates_dir=templates_dir,
+                              repo_id=target.repo_id, overrides=target.card)
+        message = message or target.commit_message or default_message(export.report)
+        if dry_run:
+            out(describe_plan(export, target, message))
+            return None
+        return publish(export, target, message, out, say)
+
+
+def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say) -> PushResult:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants
+    from huggingface_hub.errors import RevisionNotFoundError
+
+    if constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        raise GenError("HF_HUB_OFFLINE is set, so the Hub cannot be reached; unset it to push "
+                       "(or use --dry-run to see what would be sent)")
+    source = token_source()
+    if source is None:
+        raise GenError(f"no Hugging Face token found: {TOKEN_HELP}")
+    api = HfApi(endpoint=endpoint())
+    repo_id = target.repo_id
+    with hub_errors("checking the token", repo_id, source):
+        identity = api.whoami()
+    check_namespace(identity, repo_id, source)
+
+    say(f"pushing to {repo_url(repo_id)} as {identity.get('name')}")
+    with hub_errors("creating the repo", repo_id, source):
+        api.create_repo(repo_id, repo_type="dataset", private=target.private, exist_ok=True)
+    with hub_errors("reading the repo", repo_id, source):
+        try:
+            info = api.repo_info(repo_id, repo_type="dataset", revision=target.revision)
+        except RevisionNotFoundError:
+            say(f"branch {target.revision} does not exist; creating it from main")
+            api.create_branch(repo_id, repo_type="dataset", branch=target.revision)
+            info = api.repo_info(repo_id, repo_type="dataset", revision=target.revision)
+    if info.private is False and target.private:
+        raise GenError(f"{repo_id} already exists and is public, and this push asked for a private repo; "
+                       "pass --public (or set export.hub.private: false) to publish to it", field="repo_id")
+    if info.private and not target.private:
+        say(f"note: {repo_id} already exists and is private; it stays private (change that in its settings)")
+
+    existing = info.card_data.to_dict() if getattr(info, "card_data", None) else {}
+    export.write_card(repo_id, existing=[existing] if existing else [], overrides=target.card)
+    files = export.all_files
+    new_paths = {file.path for file in files}
+    stale = sorted(s.rfilename for s in (info.siblings or [])
+                   if s.rfilename.startswith(DATA_PREFIX) and s.rfilename not in new_paths)
+    operations = [CommitOperationAdd(path_in_repo=file.path, path_or_fileobj=str(export.folder / file.path))
+                  for file in files] + [CommitOperationDelete(path_in_repo=path) for path in stale]
+    say(f"committing {len(files)} files ({human_size(sum(f.size for f in files))})"
+        + (f" and deleting {len(stale)} stale data files" if stale else ""))
+    with hub_errors("committing", repo_id, source):
+        commit = api.create_commit(repo_id, operations, repo_type="dataset", commit_message=message,
+                                   commit_description=commit_description(export.report), revision=target.revision,
+                                   create_pr=target.create_pr,
+                                   parent_commit=None if target.create_pr else getattr(info, "sha", None))
+    result = PushResult(repo_url(repo_id), commit.commit_url, commit.pr_url, info.private, len(files), stale)
+    visibility = "private" if info.private else "public"
+    if commit.pr_url:
+        out(f"opened a pull request on {result.repo_url} ({visibility}): {commit.pr_url}")
+    else:
+        out(f"pushed {len(files)} files to {result.repo_url} ({visibility}) in one commit: {commit.commit_url}")
+    return result
+
+
+def check_namespace(identity: dict, repo_id: str, source: str) -> None:
+    name = identity.get("name") or "?"
+    orgs = [org.get("name") for org in identity.get("orgs") or [] if isinstance(org, dict)]
+    role = ((identity.get("auth") or {}).get("accessToken") or {}).get("role")
+    if role == "read":
+        raise GenError(f"the token from {source} is read-only; pushing needs write access: {TOKEN_HELP}")
+    owner, _, repo_name = repo_id.partition("/")
+    if owner != name and owner not in orgs:
+        mine = f" (organizations: {', '.join(orgs)})" if orgs else ""
+        raise GenError(f"{repo_id} belongs to {owner!r}, and the token from {source} is for {name!r}{mine}; "
+                       f"push to a repo you own, e.g. {name}/{repo_name}", field="repo_id")
+
+
+class hub_errors:
+    """`with hub_errors(step, repo_id, source):` turns huggingface_hub / network errors into one clear GenError."""
+
+    def __init__(self, step: str, repo_id: str, source: str) -> None:
+        self.step, self.repo_id, self.source = step, repo_id, source
+
+    def __enter__(self) -> "hub_errors":
+        return self
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if error is None or isinstance(error, GenError):
+            return False
+        raise translate(error, self.step, self.repo_id, self.source) from None
+
+
+def translate(error: BaseException, step: str, repo_id: str, source: str) -> GenError:
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError, OfflineModeIsEnabled
+
+    if isinstance(error, LocalTokenNotFoundError):
+        return GenError(f"no Hugging Face token found: {TOKEN_HELP}")
+    if isinstance(error, OfflineModeIsEnabled):
+        return GenError("HF_HUB_OFFLINE is set, so the Hub cannot be reached; unset it to push")
+    nothing = "" if step == "checking the token" else "; nothing was committed"
+    if isinstance(error, HfHubHTTPError) and error.response is not None:
+        status = error.response.status_code
+        server = (getattr(error, "server_message", None) or "").strip().splitlines()
+        detail = f" (the Hub said: {server[0][:200]})" if server else ""
+        if status == 401:
+            return GenError(f"the Hub refused the token from {source} while {step} (401 Unauthorized): it is "
+                            f"invalid, expired or revoked{nothing}; {TOKEN_HELP}")
+        if status == 403:
+            return GenError(f"the token from {source} may not write to {repo_id} (403 Forbidden while {step})"
+                            f"{detail}{nothing}; push to a repo you own, or use a token with write access to it")
+        if status == 429:
+            wait = error.response.headers.get("Retry-After")
+            when = f"after {wait} seconds" if wait and wait.isdigit() else "later"
+            return GenError(f"the Hub's rate limit was reached while {step} (429 Too Many Requests){detail}"
+                            f"{nothing}; try again {when}: `gen push` is safe to repeat")
+        if status in (409, 412) and step == "committing":
+            return GenError(f"{repo_id} changed while pushing (someone else committed){detail}; nothing was "
+                            "committed; run `gen push` again")
+        if status == 404:
+            return GenError(f"{repo_id} was not found while {step} (404){detail}{nothing}; check the repo id, "
+                            "and that the token can see it")
+        return GenError(f"the Hub answered {status} while {step}{detail}{nothing}")
+    if isinstance(error, OSError) or type(error).__module__.startswith(("httpx", "httpcore")):
+        return GenError(f"cannot reach the Hub at {endpoint()} while {step} ({type(error).__name__}: {error})"
+                        f"{nothing}")
+    return GenError(f"{step} failed: {type(error).__name__}: {error}{nothing}")
+
+
+# --- `export: {hub: ...}` at the end of `gen run` ---------------------------------------------------
+
+def push_after_run(run_dir: Path, target: HubTarget, templates_dir: str | None, say: Say) -> None:
+    """The hook gen/runner.py calls once the run folder is in place. A failure keeps the run and says how to retry."""
+    try:
+        push(run_dir, target, templates_dir=templates_dir, out=say, say=say)
+    except GenError as exc:
+        raise GenError(f"the run was written to {run_dir}, but publishing it failed: {exc}. Fix that and run "
+                       f"`gen push {run_dir}`") from None

@@ -1,0 +1,318 @@
+"""The export folder `gen push` commits: parquet per config with explicit features, loadable offline, and the card."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gen.card import render_card, split_card
+from gen.errors import GenError
+from gen.export.folder import build_export
+from gen.recipe import load_recipe
+from gen.runner import run
+from tests.conftest import REPO, locomo_sample, read_jsonl, write_json, write_recipe
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory) -> Path:
+    """The run folder of `gen run recipes/quickstart.yaml --output-dir <tmp>`."""
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
+
+
+@pytest.fixture(scope="module")
+def exported(quickstart, tmp_path_factory):
+    return build_export(quickstart, tmp_path_factory.mktemp("export") / "quickstart")
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def configs_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())["configs"]
+
+
+def with_nulls(value, feature):
+    """A JSONL value as the schema stores it: keys a nested object omits come back as null."""
+    if isinstance(feature, dict):
+        return {key: with_nulls(value.get(key), sub) if value is not None else None for key, sub in feature.items()}
+    inner = getattr(feature, "feature", None)
+    if inner is not None and isinstance(value, list):
+        return [with_nulls(item, inner) for item in value]
+    return value
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def relative_files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+# --- layout and loading ---------------------------------------------------------------------------
+
+def test_export_layout_is_parquet_per_config_plus_card_recipe_and_report(quickstart, exported):
+    configs = configs_of(quickstart)
+    assert set(configs) >= {"log", "conversations"}
+    expected = {"README.md", "recipe.yaml", "run.json"} | {f"data/{name}/test-00000-of-00001.parquet" for name in configs}
+    assert relative_files(exported.folder) == expected  # rejects.jsonl is empty in the quickstart, so left out
+    assert (exported.folder / "recipe.yaml").read_bytes() == (REPO / "recipes" / "quickstart.yaml").read_bytes()
+
+
+def test_every_config_loads_offline_with_the_jsonl_rows_and_the_declared_features(quickstart, exported, offline,
+                                                                                     tmp_path):
+    import datasets
+
+    from gen.products import REGISTRY
+
+    for name in configs_of(quickstart):
+        features = REGISTRY[name].features()
+        loaded = datasets.load_dataset(str(exported.folder), name, split="test", cache_dir=str(tmp_path / "cache"))
+        rows = read_jsonl(quickstart / name / "test.jsonl")
+        assert loaded.features == features, name
+        assert loaded.to_list() == [with_nulls(row, dict(features)) for row in rows], name
+
+
+def test_dates_stay_strings_in_the_export(quickstart, exported, offline, tmp_path):
+    import datasets
+
+    log = datasets.load_dataset(str(exported.folder), "log", split="test", cache_dir=str(tmp_path / "cache"))
+    first = read_jsonl(quickstart / "log" / "test.jsonl")[0]
+    assert (log[0]["timestamp"], log[0]["date"]) == (first["timestamp"], first["date"])
+    conversations = datasets.load_dataset(str(exported.folder), "conversations", split="test",
+                                          cache_dir=str(tmp_path / "cache"))
+    assert conversations[0]["session_starts"][0] == "2024-03-22T16:12:00"  # sample-1, session 1: 4:12 pm 22 Mar 2024
+
+
+def test_a_config_above_the_shard_size_is_split_into_ordered_shards(quickstart, tmp_path, offline):
+    import datasets
+    import pyarrow.parquet as pq
+
+    export = build_export(quickstart, tmp_path / "export", max_shard_size="30kB")
+    shards = sorted(p for p in relative_files(export.folder) if p.startswith("data/log/"))
+    count = len(shards)
+    assert count > 1
+    assert shards == [f"data/log/test-{i:05d}-of-{count:05d}.parquet" for i in range(count)]
+    tables = [pq.read_table(export.folder / shard) for shard in shards]
+    sizes = [t.num_rows for t in tables]
+    assert max(sizes) - min(sizes) <= 1 or sizes[:-1] == [sizes[0]] * (count - 1)
+    whole = sum(t.nbytes for t in tables)
+    assert count == math.ceil(whole / 30_000)
+    loaded = datasets.load_dataset(str(export.folder), "log", split="test", cache_dir=str(tmp_path / "cache"))
+    assert loaded["response_index"] == [r["response_index"] for r in read_jsonl(quickstart / "log" / "test.jsonl")]
+
+
+# --- the card -------------------------------------------------------------------------------------
+
+def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, exported):
+    from datasets import Features
+
+    from gen.products import REGISTRY
+
+    header, body = split_card((exported.folder / "README.md").read_text())
+    configs = configs_of(quickstart)
+    assert [c["config_name"] for c in header["configs"]] == list(configs)
+    assert header["configs"][0]["default"] is True
+    for entry in header["configs"]:
+        assert entry["data_files"] == [{"split": "test", "path": f"data/{entry['config_name']}/test-*"}]
+    for info in header["dataset_info"]:
+        name = info["config_name"]
+        assert Features._from_yaml_list(info["features"]) == REGISTRY[name].features()
+        assert info["splits"] == [{"name": "test", "num_bytes": info["dataset_size"],
+                                   "num_examples": configs[name]["records"]}]
+    assert header["license"] == "mit"  # the quickstart reads gen's own bundled sample, not LoCoMo
+    assert header["pretty_name"] == "quickstart"
+    for name, info in configs.items():
+        assert f"### `{name}`" in body and f"{info['records']:,}" in body
+    assert 'load_dataset("outputs/quickstart", "log", split="test")' not in body  # the export names no local path
+
+
+def test_run_folder_card_points_at_the_jsonl_and_has_no_dataset_info(quickstart):
+    """datasets' JSON loader infers types first and casts after, so declaring features for the JSONL would turn
+    "2024-03-22" into "2024-03-22 00:00:00": the run folder's card leaves the types to the parquet export."""
+    header, body = split_card((quickstart / "README.md").read_text())
+    assert "dataset_info" not in header
+    assert {c["config_name"]: c["data_files"][0]["path"] for c in header["configs"]} == \
+           {name: f"{name}/test.jsonl" for name in configs_of(quickstart)}
+    assert "JSON lines" in body
+
+
+def report_for(sources: list[dict], configs: dict | None = None) -> dict:
+    return {"recipe": {"name": "mix", "fingerprint": "f" * 64, "seed": 1}, "packages": {"gen": "0.1.0"},
+            "split": "test", "sources": sources,
+            "configs": configs or {"log": {"records": 3, "path": "log/test.jsonl", "description": "responses"}},
+            "validation": {"log": {"passed": True, "checks": {"a check": {"checked": 3, "failed": 0}}}}}
+
+
+def test_license_and_citations_come_from_the_sources():
+    report = report_for([
+        {"format": "locomo", "origin": "/data/locomo10.json", "origin_name": "locomo10.json", "loaded": 10, "selected": 10},
+        {"format": "cc", "origin": "hf:jihyoung/ConversationChronicles", "origin_name": "x", "loaded": 5, "selected": 5},
+        {"format": "msc", "origin": "/data/msc/session_3/test.txt", "origin_name": "test.txt", "loaded": 2, "selected": 2},
+    ])
+    header, body = split_card(render_card(report))
+    body = flat(body)
+    assert header["license"] == ["cc-by-nc-4.0", "cc-by-4.0", "unknown"]
+    assert "CC BY-NC 4.0" in body and "CC BY 4.0" in body and "ParlAI code is MIT" in body
+    assert "non-commercial term of any source applies to the whole" in body
+    assert "Maharana" in body and "Jang, Jihyoung" in body and "Beyond Goldfish Memory" in body
+
+
+def test_a_locomo_layout_run_is_cc_by_nc(tmp_path):
+    sample = locomo_sample("conv-1", sessions=[("1:56 pm on 8 May, 2023", ["hello there", "hi"]),
+                                               ("2:00 pm on 9 May, 2023", ["again", "yes again"])])
+    source = write_json(tmp_path / "locomo10.json", [sample])
+    recipe = write_recipe(tmp_path / "r.yaml", {"name": "nc", "sources": [{"format": "locomo", "path": str(source)}],
+                                                "timeline": {"padding": {"mode": "none"}}, "products": [{"type": "log"}]})
+    folder = run(load_recipe(recipe), output_dir=tmp_path / "out")
+    header, body = split_card((folder / "README.md").read_text())
+    assert header["license"] == "cc-by-nc-4.0"
+    assert "LoCoMo" in body and "padding session (taken from another conversation)" not in flat(body)
+
+
+def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
+    folder = tmp_path / "run"
+    write_json(folder / "run.json", {})
+    (folder / "time_content_questions").mkdir()
+    rows = [{"question_id": "a", "model": "gpt-x", "prompt_id": "p111"},
+            {"question_id": "b", "model": "gpt-x", "prompt_id": "p111"},
+            {"question_id": "c", "model": "gpt-y", "prompt_id": "p222"}]
+    (folder / "time_content_questions" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rejects = [{"product": "time_content_questions", "item_id": "x", "reason": "copies the anchor: overlap 0.9"},
+               {"product": "time_content_questions", "item_id": "y", "reason": "copies the anchor: overlap 0.8"}]
+    (folder / "rejects.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rejects))
+    (folder / "recipe.yaml").write_text(yaml.safe_dump({"name": "mix", "llm": {"main": {
+        "model": "gpt-x", "base_url": "https://llm.example.org/v1", "temperature": 0.2}}}))
+    summary = {"by_test": {"date": {"base_questions": 2, "variants": 2}, "session": {"base_questions": 1,
+                                                                                     "variants": 1}},
+               "total": {"base_questions": 3, "variants": 3}}
+    report = report_for([], {"time_content_questions": {"records": 3, "path": "time_content_questions/test.jsonl",
+                                                        "description": "questions", "summary": summary}})
+    report["validation"] = {}
+    card = render_card(report, folder=folder)
+    assert "| date | 2 | 2 |" in card and "| session | 1 | 1 |" in card and "| **total** | **3** | **3** |" in card
+    assert "`gpt-x` (2 records)" in card and "`gpt-y` (1 records)" in card and "`p111`" in card and "`p222`" in card
+    assert "model `gpt-x` at `https://llm.example.org/v1` (temperature 0.2)" in card
+    assert "2 items were given up on" in card and "40.0% of attempted items" in card  # 2 of 2 + 3
+    assert "copies the anchor (2)" in card
+    assert "per `reference_kind`" in card  # how to score a time+content config
+
+
+def test_card_metadata_is_merged_into_an_existing_card():
+    report = report_for([{"format": "cc", "origin": "hf:x/y", "origin_name": "y", "loaded": 1, "selected": 1}])
+    old = {"pretty_name": "My title", "tags": ["mine"], "license": "apache-2.0", "annotations_creators": ["machine"],
+           "configs": [{"config_name": "gone", "data_files": "gone/*"}]}
+    header, body = split_card(render_card(report, existing=[old]))
+    assert header["pretty_name"] == "My title" and header["annotations_creators"] == ["machine"]
+    assert header["tags"][0] == "mine" and "long-term-memory" in header["tags"]
+    assert header["license"] == "cc-by-4.0"  # the license follows the sources, whatever the old card said
+    assert [c["config_name"] for c in header["configs"]] == ["log"]
+    header, body = split_card(render_card(report, existing=[old], overrides={"license": "other"}))
+    assert header["license"] == "other" and "set the license field of this card to `other`" in body
+
+
+def test_rerunning_keeps_metadata_added_to_the_run_folder_card(tmp_path):
+    recipe = load_recipe(REPO / "recipes" / "quickstart.yaml")
+    folder = run(recipe, output_dir=tmp_path)
+    header, body = split_card((folder / "README.md").read_text())
+    header["tags"] = ["my-tag"]
+    (folder / "README.md").write_text("---\n" + yaml.safe_dump(header) + "---\n" + body)
+    header, _ = split_card((run(recipe, output_dir=tmp_path) / "README.md").read_text())
+    assert header["tags"][0] == "my-tag" and "dialogue" in header["tags"]
+
+
+def test_the_scoring_recipe_in_the_card_runs(quickstart, exported, offline, tmp_path, capsys):
+    """The card's scoring code, run on the export: a perfect retriever scores 1, an empty one 0."""
+    import datasets
+
+    if "time_queries" not in configs_of(quickstart):
+        pytest.skip("this quickstart recipe builds no time_queries config")
+    _, body = split_card(exported.card)
+    code = body.split("## Scoring", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace('"path/to/this/folder"', repr(str(exported.folder)))
+    code = code.replace('split="test")', f'split="test", cache_dir={str(tmp_path / "cache")!r})')
+    rows = read_jsonl(quickstart / "time_queries" / "test.jsonl")
+    gold = {r["question_id"]: r["relevant_response_indices"] for r in rows}
+    one_test = {r["question_id"]: r["relevant_response_indices"] for r in rows if r["test"] == "session"}
+    share = 1 / len({r["test"] for r in rows})  # tests weigh the same, however many questions each has
+    for predictions, expected in ((gold, "recall 1.000  F2 1.000"), ({}, "recall 0.000  F2 0.000"),
+                                  (one_test, f"recall {share:.3f}  F2 {share:.3f}")):
+        exec(code.replace("predictions = {}", f"predictions = {predictions!r}"), {"datasets": datasets})
+        assert capsys.readouterr().out.strip() == expected
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+def copy_run(quickstart: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / "run"
+    shutil.copytree(quickstart, target)
+    return target
+
+
+def test_a_record_with_a_field_outside_the_schema_names_file_line_and_field(quickstart, tmp_path):
+    folder = copy_run(quickstart, tmp_path)
+    rows = read_jsonl(folder / "conversations" / "test.jsonl")
+    rows[1]["mood"] = "happy"
+    (folder / "conversations" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(GenError) as caught:
+        build_export(folder, tmp_path / "export")
+    message = str(caught.value)
+    assert "conversations/test.jsonl" in message and "line 2" in message and "not in the schema: mood" in message
+
+
+def test_a_value_of_the_wrong_type_names_the_field(quickstart, tmp_path):
+    folder = copy_run(quickstart, tmp_path)
+    rows = read_jsonl(folder / "log" / "test.jsonl")
+    rows[4]["session_index"] = "one"
+    (folder / "log" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(GenError) as caught:
+        build_export(folder, tmp_path / "export")
+    assert "line 5: session_index" in str(caught.value) and "int64" in str(caught.value)
+
+
+def test_a_failed_or_incomplete_run_is_not_exported(quickstart, tmp_path):
+    folder = copy_run(quickstart, tmp_path)
+    report = json.loads((folder / "run.json").read_text())
+    report["validation"]["log"]["passed"] = False
+    write_json(folder / "run.json", report)
+    with pytest.raises(GenError, match="validation failed for log"):
+        build_export(folder, tmp_path / "export")
+    with pytest.raises(GenError, match="run.json is missing"):
+        build_export(quickstart / "log", tmp_path / "export")
+
+
+def test_the_export_never_overwrites_an_unrelated_folder(quickstart, tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(GenError, match="not an earlier export"):
+        build_export(quickstart, precious)
+    with pytest.raises(GenError, match="outside the run folder"):
+        build_export(quickstart, quickstart / "export")
+    assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_the_recipe_export_section_is_checked(tmp_path):
+    base = {"name": "x", "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+            "products": [{"type": "log"}]}
+    recipe = load_recipe(write_recipe(tmp_path / "ok.yaml", {**base, "export": {"hub": {"repo_id": "me/x"}}}))
+    assert recipe.export.hub.repo_id == "me/x" and recipe.export.hub.private is True
+    cases = [({"hub": {"repo_id": "me/x", "token": "hf_abc"}}, "never holds a Hub token"),
+             ({"hub": {"repo_id": "me/x", "max_shard_size": "lots"}}, "not a size"),
+             ({"hub": {"repo_id": "me/x", "card": {"configs": []}}}, "written by gen"),
+             ({"hub": {"repo_id": "no-slash"}}, "export.hub.repo_id"),
+             ({"hubb": {}}, "did you mean 'hub'")]
+    for index, (export, expected) in enumerate(cases):
+        with pytest.raises(GenError) as caught:
+            load_recipe(write_recipe(tmp_path / f"bad{index}.yaml", {**base, "export": export}))
+        assert expected in str(caught.value)
+        assert "hf_abc" not in str(caught.value)
