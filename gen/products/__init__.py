@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gen.model import Conversation
-from gen.products import conversations, log
+from gen.products import ambiguous_time_queries, conversations, log, time_queries
 from gen.recipe import Recipe
 from gen.timeline import Timeline
 
 REGISTRY = {module.NAME: module for module in (
     log,
     conversations,
+    time_queries,
+    ambiguous_time_queries,
 )}
 
 ALWAYS_BUILT = ("conversations",)  # every dataset carries its conversations' metadata (now, current session)

@@ -1,0 +1,232 @@
+"""Validators of the time-query products (SPEC §4, §5): an independent path to every relevant set.
+
+Nothing here uses the generator's window code (time_windows.py). Each conversation is read back as its
+`log` records (the strings a consumer sees: timestamp, date, session_index, is_padding); `now` is the last
+timestamp plus the recipe's now_offset_minutes. Each test's window is then applied to those strings with
+plain comparisons, and the windows every test should have produced are listed again from the same strings,
+so a missing or extra base question is caught as well as a wrong relevant set.
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections import Counter, defaultdict
+from datetime import date, datetime, timedelta
+
+from gen.products import log as log_product
+from gen.validation import Checks
+
+SPAN_TESTS = ("session_span", "date_span")
+
+
+class LogView:
+    """One conversation's log records, reduced to what the windows need."""
+
+    def __init__(self, records: list[dict], now_offset_minutes: float):
+        self.index = [r["response_index"] for r in records]
+        self.session = [r["session_index"] for r in records]
+        self.date = [r["date"] for r in records]  # "2023-05-08"
+        self.stamp = [r["timestamp"] for r in records]  # "2023-05-08T13:56:04", compares as a string
+        self.padding = [r["is_padding"] for r in records]
+        self.padding_indices = {i for i, p in zip(self.index, self.padding) if p}
+        last = max(datetime.fromisoformat(s) for s in self.stamp)
+        self.now = last + timedelta(minutes=now_offset_minutes)
+        self.now_text = self.now.isoformat(timespec="seconds")
+        self.today = self.now.date()
+        self.current_session = max(self.session) + 1
+        self.real_sessions = sorted({s for s, p in zip(self.session, self.padding) if not p})
+        self.real_dates = sorted({d for d, p in zip(self.date, self.padding) if not p})
+        self.real_months = sorted({d[:7] for d in self.real_dates})
+        # per response: whole days and calendar months before today, from its date string
+        self.days_ago = [(self.today - date.fromisoformat(d)).days for d in self.date]
+        self.months_ago = [self.months_before_today(d[:7]) for d in self.date]
+        self.first_date_of_session: dict[int, str] = {}
+        for s, d in zip(self.session, self.date):
+            self.first_date_of_session.setdefault(s, d)
+
+    def select(self, keep) -> list[int]:
+        return [i for i, s, d, t in zip(self.index, self.session, self.date, self.stamp) if keep(s, d, t)]
+
+    def select_days_ago(self, keep) -> list[int]:
+        return [i for i, n in zip(self.index, self.days_ago) if keep(n)]
+
+    def days_before_today(self, day: str) -> int:
+        return (self.today - date.fromisoformat(day)).days
+
+    def months_before_today(self, month: str) -> int:
+        year, number = map(int, month.split("-"))
+        return (self.today.year - year) * 12 + (self.today.month - number)
+
+    def window(self, test: str, p: dict) -> list[int]:
+        """The responses a question asks about, from the relative quantity the question states."""
+        if test == "session":
+            return self.select(lambda s, d, t: s == p["session"])
+        if test == "session_span":
+            return self.select(lambda s, d, t: p["first_session"] <= s <= p["last_session"])
+        if test == "rel_session":
+            return self.select(lambda s, d, t: s == self.current_session - p["sessions_ago"])
+        if test == "dates":
+            return self.select(lambda s, d, t: d == p["date"])
+        if test == "date_span":
+            return self.select(lambda s, d, t: p["first_date"] <= d <= p["last_date"])
+        if test == "month":
+            return self.select(lambda s, d, t: d[:7] == p["month"])
+        if test == "rel_day":
+            return self.select_days_ago(lambda n: n == p["days_ago"])
+        if test == "rel_month":
+            return [i for i, m in zip(self.index, self.months_ago) if m == p["months_ago"]]
+        if test == "day_span":
+            return self.select_days_ago(lambda n: 0 <= n <= p["days"])
+        if test == "last_day":
+            if not 1 <= p["days_ago"] <= 7:
+                return []
+            return self.select_days_ago(lambda n: n == p["days_ago"])
+        if test == "earlier_today":
+            return [i for i, n, t in zip(self.index, self.days_ago, self.stamp) if n == 0 and t < self.now_text]
+        raise ValueError(f"unknown test {test!r}")
+
+    def has_real(self, indices: list[int]) -> bool:
+        return any(i not in self.padding_indices for i in indices)
+
+    def expected(self, test: str, span_length: int, day_spans: list[int]) -> list[dict]:
+        """The params of every base question the test defines for this conversation (before dropping empty
+        or padding-only windows)."""
+        if test == "session":
+            return [{"session": k} for k in self.real_sessions]
+        if test == "session_span":
+            runs = [self.real_sessions[i:i + span_length] for i in range(len(self.real_sessions) - span_length + 1)]
+            return [{"first_session": run[0], "last_session": run[-1]} for run in runs]
+        if test == "rel_session":
+            return [{"session": k, "sessions_ago": self.current_session - k} for k in self.real_sessions]
+        if test == "dates":
+            return [{"date": d} for d in self.real_dates]
+        if test == "date_span":
+            out = []
+            for i in range(len(self.real_sessions) - span_length + 1):
+                first = self.first_date_of_session[self.real_sessions[i]]
+                last = self.first_date_of_session[self.real_sessions[i + span_length - 1]]
+                if first != last and {"first_date": first, "last_date": last} not in out:
+                    out.append({"first_date": first, "last_date": last})
+            return out
+        if test == "month":
+            return [{"month": m} for m in self.real_months]
+        if test == "rel_day":
+            return [{"date": d, "days_ago": self.days_before_today(d)} for d in self.real_dates]
+        if test == "rel_month":
+            return [{"month": m, "months_ago": self.months_before_today(m)} for m in self.real_months]
+        if test == "day_span":
+            return [{"days": n, "first_date": (self.today - timedelta(days=n)).isoformat(),
+                     "last_date": self.today.isoformat()} for n in day_spans]
+        if test == "last_day":
+            out = []
+            for d in self.real_dates:
+                back = self.days_before_today(d)
+                if 1 <= back <= 7:
+                    out.append({"weekday": calendar.day_name[date.fromisoformat(d).weekday()], "date": d,
+                                "days_ago": back})
+            return out
+        if test == "earlier_today":
+            return [{"date": self.today.isoformat()}] if self.today.isoformat() in self.real_dates else []
+        raise ValueError(f"unknown test {test!r}")
+
+
+def key(test: str, params: dict) -> tuple:
+    return test, tuple(sorted(params.items()))
+
+
+def names_mentioned(test: str, params: dict) -> list[str]:
+    """Words a time expression of this test must contain: month and weekday names it refers to by name."""
+    def month_name(iso: str) -> str:
+        return calendar.month_name[int(iso[5:7])]
+
+    if test == "dates":
+        return [month_name(params["date"])]
+    if test in ("date_span",):
+        return [month_name(params["first_date"]), month_name(params["last_date"])]
+    if test == "month":
+        return [month_name(params["month"] + "-01")]
+    if test == "last_day":
+        return [params["weekday"]]
+    return []
+
+
+def check_rows(rows: list[dict], ctx, options, checks: Checks, product: str) -> dict[str, list[dict]]:
+    """Checks both products share; returns the rows grouped by conversation id."""
+    offset = ctx.recipe.timeline.now_offset_minutes
+    by_conversation: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_conversation[row["conversation_id"]].append(row)
+    timelines = {t.conversation_id: t for t in ctx.timelines}
+    ids = Counter(row["question_id"] for row in rows)
+    checks.check("question_id is unique", len(ids) == len(rows),
+                 ", ".join(i for i, n in ids.most_common(3) if n > 1))
+    for conversation_id in sorted(set(by_conversation) | set(timelines)):
+        group = by_conversation.get(conversation_id, [])
+        timeline = timelines.get(conversation_id)
+        if not checks.check("conversation exists", timeline is not None, conversation_id):
+            continue
+        view = LogView(list(log_product.records(timeline)), offset)
+        speakers = timeline.conversation.speakers
+        check_conversation(view, group, options, checks, conversation_id, speakers, product)
+    return by_conversation
+
+
+def check_conversation(view: LogView, rows: list[dict], options, checks: Checks, conversation_id: str,
+                       speakers: tuple[str, str], product: str) -> None:
+    windows: dict[str, list[int]] = {}
+    groups: dict[str, tuple] = {}
+    for row in rows:
+        test, params, where = row["test"], row["params"], f"{conversation_id} {row['question_id']}"
+        k = key(test, params)
+        if k not in windows:
+            windows[k] = view.window(test, params)
+        indices = row["relevant_response_indices"]
+        checks.check("relevant set equals the window recomputed from the log", indices == windows[k],
+                     f"{where} {test} {params}: {len(indices)} given, {len(windows[k])} recomputed")
+        checks.check("num_relevant is the number of relevant responses", row["num_relevant"] == len(indices), where)
+        checks.check("relevant set is not empty and not only padding", bool(indices) and view.has_real(indices),
+                     where)
+        checks.check("now and current_session agree with the log",
+                     (row["now"], row["current_session"]) == (view.now_text, view.current_session), where)
+        checks.check("test is one the options ask for", test in options.tests, where)
+        expression = row["time_expression"]
+        lowered = expression.lower()
+        checks.check("time expression names its month or weekday",
+                     all(name.lower() in lowered for name in names_mentioned(test, params)), f"{where}: {expression!r}")
+        signature = (test, k, tuple(indices))
+        checks.check("the variants of a base question share test, params and relevant set",
+                     groups.setdefault(row["group_id"], signature) == signature, where)
+
+    present: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        present[row["test"]].add(key(row["test"], row["params"]))
+    for test in options.tests:
+        expected = set()
+        for params in view.expected(test, options.span_length, options.day_spans):
+            k = key(test, params)
+            window = windows[k] if k in windows else view.window(test, params)
+            if window and view.has_real(window):
+                expected.add(k)
+        missing, extra = expected - present[test], present[test] - expected
+        checks.check(f"base questions are exactly the windows the test defines ({product})",
+                     not missing and not extra,
+                     f"{conversation_id} {test}: missing {sorted(map(str, missing))[:2]}, unexpected {sorted(map(str, extra))[:2]}")
+    group_count = Counter(row["group_id"] for row in rows)
+    if options.max_variants_per_group:
+        checks.check("at most max_variants_per_group variants per base question",
+                     max(group_count.values(), default=0) <= options.max_variants_per_group, conversation_id)
+
+
+def summary(rows: list[dict]) -> dict:
+    """Per test: base questions (groups), variants (records) and conversations with at least one question."""
+    from gen.products.time_windows import TESTS
+
+    tests: dict[str, dict] = {}
+    for test in TESTS:
+        chosen = [row for row in rows if row["test"] == test]
+        if chosen:
+            tests[test] = {"base_questions": len({row["group_id"] for row in chosen}), "variants": len(chosen),
+                           "conversations": len({row["conversation_id"] for row in chosen})}
+    return {"by_test": tests,
+            "total": {"base_questions": len({row["group_id"] for row in rows}), "variants": len(rows),
+                      "conversations": len({row["conversation_id"] for row in rows})}}

@@ -1,0 +1,199 @@
+"""The base questions of the time-query products (SPEC §4): which windows each test asks about, from a Timeline.
+
+This is the generator's side. Each test enumerates its windows from the timeline's `Response` objects and
+collects the response indices that fall inside. The validators recompute every window separately, from the
+`log` records' timestamp strings (gen/products/time_checks.py).
+
+Shared by `time_queries` and `ambiguous_time_queries`, so the two products have the same base questions
+and the same `group_id`s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Iterator, Literal
+
+from pydantic import Field, field_validator
+
+from gen.recipe import StrictModel
+from gen.timeline import Response, Timeline
+
+TESTS = ("session", "session_span", "rel_session", "dates", "date_span", "month", "rel_day", "rel_month",
+         "day_span", "last_day", "earlier_today")
+Test = Literal["session", "session_span", "rel_session", "dates", "date_span", "month", "rel_day", "rel_month",
+               "day_span", "last_day", "earlier_today"]
+NumeralStyle = Literal["digits", "words"]
+
+
+class WindowOptions(StrictModel):
+    """Options shared by both time-query products (their base questions must match)."""
+
+    tests: list[Test] = Field(default_factory=lambda: list(TESTS), min_length=1,
+                              description="which of the 11 tests to build")
+    span_length: int = Field(3, ge=2, description="L: sessions per run for session_span and date_span")
+    day_spans: list[int] = Field(default_factory=lambda: [3, 7], min_length=1,
+                                 description="N for day_span: dates with 0 <= (today - date).days <= N")
+    numeral_styles: list[NumeralStyle] = Field(default_factory=lambda: ["digits", "words"], min_length=1)
+    max_variants_per_group: int | None = Field(None, ge=1, description="keep at most this many wordings per "
+                                               "base question (a seeded sample); default all")
+
+    @field_validator("day_spans")
+    @classmethod
+    def positive_spans(cls, value: list[int]) -> list[int]:
+        if any(n < 1 for n in value):
+            raise ValueError("every day span must be at least 1")
+        return list(dict.fromkeys(value))
+
+    @field_validator("tests", "numeral_styles")
+    @classmethod
+    def no_repeats(cls, value: list) -> list:
+        return list(dict.fromkeys(value))
+
+
+@dataclass(frozen=True)
+class BaseQuestion:
+    """One window of one test: every wording of it shares `group_id` and the relevant responses."""
+
+    conversation_id: str
+    test: str
+    params: dict  # JSON-ready: ints and ISO date strings
+    relevant: tuple[int, ...]  # response indices, sorted
+
+    @property
+    def group_id(self) -> str:
+        return group_id(self.conversation_id, self.test, self.params)
+
+
+def group_id(conversation_id: str, test: str, params: dict) -> str:
+    key = json.dumps([conversation_id, test, params], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def month_key(day: date) -> str:
+    return f"{day.year:04d}-{day.month:02d}"
+
+
+def months_between(earlier: date, later: date) -> int:
+    return (later.year * 12 + later.month) - (earlier.year * 12 + earlier.month)
+
+
+class Windows:
+    """A timeline indexed by session, date and month, to select responses quickly."""
+
+    def __init__(self, timeline: Timeline):
+        self.timeline = timeline
+        self.by_session: dict[int, list[Response]] = {}
+        self.by_date: dict[date, list[Response]] = {}
+        for response in timeline.responses:
+            self.by_session.setdefault(response.session_index, []).append(response)
+            self.by_date.setdefault(response.timestamp.date(), []).append(response)
+        self.real_sessions = sorted(s for s, rs in self.by_session.items() if not all(r.is_padding for r in rs))
+        self.real_dates = sorted(d for d, rs in self.by_date.items() if any(not r.is_padding for r in rs))
+        self.real_months = sorted({month_key(d) for d in self.real_dates})
+        self.today = timeline.today
+        self.now = timeline.now
+        self.current_session = timeline.current_session
+
+    def session_date(self, session: int) -> date:
+        """The date a session is 'on': the date of its first response."""
+        return self.by_session[session][0].timestamp.date()
+
+    def sessions(self, first: int, last: int) -> list[Response]:
+        return [r for s in range(first, last + 1) for r in self.by_session.get(s, ())]
+
+    def dates(self, first: date, last: date) -> list[Response]:
+        return [r for d, rs in sorted(self.by_date.items()) if first <= d <= last for r in rs]
+
+    def month(self, key: str) -> list[Response]:
+        return [r for d, rs in sorted(self.by_date.items()) if month_key(d) == key for r in rs]
+
+
+def base_questions(timeline: Timeline, options: WindowOptions) -> Iterator[BaseQuestion]:
+    """Every base question of the chosen tests for one conversation, tests in the order given."""
+    windows = Windows(timeline)
+    for test in options.tests:
+        for params, responses in ENUMERATORS[test](windows, options):
+            if responses and not all(r.is_padding for r in responses):
+                yield BaseQuestion(timeline.conversation_id, test, params,
+                                   tuple(sorted(r.response_index for r in responses)))
+
+
+def enumerate_session(w: Windows, options: WindowOptions):
+    for k in w.real_sessions:
+        yield {"session": k}, w.by_session[k]
+
+
+def enumerate_session_span(w: Windows, options: WindowOptions):
+    length = options.span_length
+    for i in range(len(w.real_sessions) - length + 1):
+        first, last = w.real_sessions[i], w.real_sessions[i + length - 1]
+        yield {"first_session": first, "last_session": last}, w.sessions(first, last)
+
+
+def enumerate_rel_session(w: Windows, options: WindowOptions):
+    for k in w.real_sessions:
+        yield {"session": k, "sessions_ago": w.current_session - k}, w.by_session[k]
+
+
+def enumerate_dates(w: Windows, options: WindowOptions):
+    for day in w.real_dates:
+        yield {"date": day.isoformat()}, w.by_date[day]
+
+
+def enumerate_date_span(w: Windows, options: WindowOptions):
+    """Runs of L consecutive real sessions, as date ranges. Runs that give the same range (or a single date,
+    which the `dates` test already asks about) are not repeated."""
+    length, seen = options.span_length, set()
+    for i in range(len(w.real_sessions) - length + 1):
+        first = w.session_date(w.real_sessions[i])
+        last = w.session_date(w.real_sessions[i + length - 1])
+        if first == last or (first, last) in seen:
+            continue
+        seen.add((first, last))
+        yield {"first_date": first.isoformat(), "last_date": last.isoformat()}, w.dates(first, last)
+
+
+def enumerate_month(w: Windows, options: WindowOptions):
+    for key in w.real_months:
+        yield {"month": key}, w.month(key)
+
+
+def enumerate_rel_day(w: Windows, options: WindowOptions):
+    for day in w.real_dates:
+        yield {"date": day.isoformat(), "days_ago": (w.today - day).days}, w.by_date[day]
+
+
+def enumerate_rel_month(w: Windows, options: WindowOptions):
+    for key in w.real_months:
+        year, month = map(int, key.split("-"))
+        yield {"month": key, "months_ago": months_between(date(year, month, 1), w.today)}, w.month(key)
+
+
+def enumerate_day_span(w: Windows, options: WindowOptions):
+    for n in options.day_spans:
+        first = w.today - timedelta(days=n)
+        yield {"days": n, "first_date": first.isoformat(), "last_date": w.today.isoformat()}, w.dates(first, w.today)
+
+
+def enumerate_last_day(w: Windows, options: WindowOptions):
+    for back in range(1, 8):
+        day = w.today - timedelta(days=back)
+        if day in w.real_dates:
+            yield {"weekday": f"{day:%A}", "date": day.isoformat(), "days_ago": back}, w.by_date[day]
+
+
+def enumerate_earlier_today(w: Windows, options: WindowOptions):
+    if w.today in w.real_dates:
+        yield {"date": w.today.isoformat()}, [r for r in w.by_date[w.today] if r.timestamp < w.now]
+
+
+ENUMERATORS = {
+    "session": enumerate_session, "session_span": enumerate_session_span, "rel_session": enumerate_rel_session,
+    "dates": enumerate_dates, "date_span": enumerate_date_span, "month": enumerate_month,
+    "rel_day": enumerate_rel_day, "rel_month": enumerate_rel_month, "day_span": enumerate_day_span,
+    "last_day": enumerate_last_day, "earlier_today": enumerate_earlier_today,
+}
+assert set(ENUMERATORS) == set(TESTS)
