@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
+from gen.llm.config import EndpointConfig, data_params
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
 SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc"]
@@ -91,7 +92,7 @@ class Recipe(StrictModel):
     products: list[ProductEntry] = Field(min_length=1)
     output_dir: Path | None = None
     templates_dir: Path | None = Field(None, description="templates here shadow the built-in ones")
-    llm: dict[str, Any] = {}
+    llm: dict[str, EndpointConfig] = Field({}, description="named LLM endpoints that products refer to")
     export: ExportSpec = Field(ExportSpec(), description="export: {hub: {repo_id: ...}} pushes the run at the end")
 
     _file: Path = PrivateAttr(default=Path("recipe.yaml"))
@@ -129,9 +130,16 @@ def load_recipe(path: str | Path) -> Recipe:
     recipe = validate_model(Recipe, data, path, prefix=())
     recipe._file = path
     recipe._product_options = validate_products(recipe, data, path)
-    recipe._fingerprint = fingerprint({k: v for k, v in recipe.model_dump(mode="json").items() if k not in RUN_ONLY_KEYS})
+    recipe._fingerprint = fingerprint(data_affecting(recipe))
     resolve_paths(recipe, path.parent)
     return recipe
+
+
+def data_affecting(recipe: Recipe) -> dict:
+    """The recipe without run-only settings; endpoints reduced to what changes their replies."""
+    data = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in RUN_ONLY_KEYS}
+    data["llm"] = {name: data_params(endpoint) for name, endpoint in recipe.llm.items()}
+    return data
 
 
 def fingerprint(data: Any) -> str:

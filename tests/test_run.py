@@ -105,3 +105,16 @@ def test_a_run_that_fails_validation_is_kept_aside_and_not_published(tmp_path, c
     assert not (tmp_path / "out" / "atomic").exists()
     kept = json.loads((tmp_path / "out" / ".atomic.failed" / "run.json").read_text())
     assert kept["validation"]["log"]["checks"]["always fails"]["examples"] == ["forced by the test"]
+
+
+def test_fingerprint_ignores_llm_run_limits_but_not_the_model(tmp_path):
+    sample = write_json(tmp_path / "s.json", json.loads((REPO / "gen" / "data" / "sample_locomo.json").read_text()))
+    base = {"name": "f", "sources": [{"format": "locomo", "path": str(sample)}], "products": [{"type": "log"}],
+            "llm": {"main": {"model": "m1", "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 4}}}
+    first = load_recipe(write_recipe(tmp_path / "a.yaml", base)).fingerprint
+    faster = json.loads(json.dumps(base))
+    faster["llm"]["main"].update(max_concurrency=64, requests_per_minute=1000)
+    other_model = json.loads(json.dumps(base))
+    other_model["llm"]["main"]["model"] = "m2"
+    assert load_recipe(write_recipe(tmp_path / "b.yaml", faster)).fingerprint == first
+    assert load_recipe(write_recipe(tmp_path / "c.yaml", other_model)).fingerprint != first
