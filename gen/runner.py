@@ -90,7 +90,7 @@ def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None
             build_product(name, options, ctx, folder.path, report, say)
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
-        write_jsonl(folder.path / "rejects.jsonl", ctx.services.get("rejects", []))
+        write_jsonl(folder.path / "rejects.jsonl", ctx.rejects)
         write_json(folder.path / "run.json", report)
         (folder.path / "README.md").write_text(render_card(report, ctx.templates_dir, folder=folder.path,
                                                            previous=final / "README.md"), encoding="utf-8")

@@ -37,8 +37,22 @@ class BuildContext:
     recipe: Recipe
     conversations: list[Conversation]  # every selected conversation, persona-only ones included
     timelines: list[Timeline]  # the conversations that have sessions, stamped
-    services: dict[str, Any] = field(default_factory=dict)  # e.g. the LLM engine, created on first use
+    services: dict[str, Any] = field(default_factory=dict)  # "llm_settings", and the engine once created
+    rejects: list[dict] = field(default_factory=list)  # items a product gave up on, written to rejects.jsonl
 
     @property
     def templates_dir(self) -> str | None:
         return str(self.recipe.templates_dir) if self.recipe.templates_dir else None
+
+    def llm(self):
+        """The run's one LLM engine (shared limits, cache and accounting), created on first use."""
+        if "llm" not in self.services:
+            from gen.llm.config import RunSettings
+            from gen.llm.engine import Engine
+
+            self.services["llm"] = Engine(self.recipe.llm, self.services.get("llm_settings") or RunSettings())
+        return self.services["llm"]
+
+    def reject(self, product: str, item_id: str, reason: str, raw_text: str | None = None, **details) -> None:
+        self.rejects.append({"product": product, "item_id": item_id, "reason": reason, "raw_text": raw_text,
+                             **details})
