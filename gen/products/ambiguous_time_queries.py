@@ -17,7 +17,7 @@ from pydantic import Field
 from gen.errors import GenError
 from gen.products import time_checks
 from gen.products.time_phrases import SLOT, Wordings
-from gen.products.time_queries import GROUPS_SERVICE, Yearless, params_feature, pick, question_id, reject
+from gen.products.time_queries import GROUPS_SERVICE, Yearless, params_feature, pick, question_id
 from gen.products.time_windows import WindowOptions, base_questions
 from gen.validation import Checks
 
@@ -61,8 +61,8 @@ def build(ctx, options: Options) -> Iterator[dict]:
                 signature = tuple(turn["text"] for turn in dialogue)
                 qid = question_id(NAME, base.conversation_id, base.test, base.params, f"{frame}#{number}", phrase, style)
                 if signature in seen:
-                    reject(ctx, NAME, qid, "duplicate dialogue in the conversation", " / ".join(signature),
-                           base.conversation_id)
+                    ctx.reject(NAME, qid, "duplicate dialogue in the conversation", " / ".join(signature),
+                               conversation_id=base.conversation_id)
                     continue
                 seen.add(signature)
                 yield {

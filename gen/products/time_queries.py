@@ -57,15 +57,6 @@ def pick(variants: list, limit: int | None, seed: int, product: str, group: str)
     return [variants[i] for i in chosen]
 
 
-def reject(ctx, product: str, item_id: str, reason: str, text: str, conversation_id: str) -> None:
-    """Record a dropped variant in rejects.jsonl (through ctx.reject where the context offers it)."""
-    if hasattr(ctx, "reject"):
-        ctx.reject(product, item_id, reason, text, conversation_id=conversation_id)
-    else:
-        ctx.services.setdefault("rejects", []).append({"product": product, "item_id": item_id, "reason": reason,
-                                                       "raw_text": text, "conversation_id": conversation_id})
-
-
 def build(ctx, options: Options) -> Iterator[dict]:
     wordings = Wordings(ctx.templates_dir, options.numeral_styles)
     groups = ctx.services.setdefault(GROUPS_SERVICE, {})
@@ -83,7 +74,8 @@ def build(ctx, options: Options) -> Iterator[dict]:
                 qid = question_id(NAME, base.conversation_id, base.test, base.params, frame.replace(SLOT, "{time}"),
                                   phrase, style)
                 if text in seen:
-                    reject(ctx, NAME, qid, "duplicate question text in the conversation", text, base.conversation_id)
+                    ctx.reject(NAME, qid, "duplicate question text in the conversation", text,
+                               conversation_id=base.conversation_id)
                     continue
                 seen.add(text)
                 yield {
