@@ -31,6 +31,7 @@ from gen.llm.config import canonical_json
 __all__ = ["Cache", "CachedReply", "cache_key", "KEY_VERSION"]
 
 KEY_VERSION = 1
+GROUP_COMMIT_S = 0.02  # a reply is committed at most this long after it arrived
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -163,6 +164,8 @@ class Cache:
             conn = self._connect()
             while True:
                 item = self._queue.get()
+                if item is not _STOP:
+                    time.sleep(GROUP_COMMIT_S)  # let more replies arrive: one transaction for many rows
                 batch = [item]
                 while True:  # group commit: take whatever else is already queued
                     try:

@@ -75,7 +75,6 @@ __all__ = ["Engine", "build_request"]
 log = logging.getLogger("gen.llm")
 
 REDACTED = "[redacted]"
-CONNECTIONS_PER_CLIENT = 8
 
 
 def build_request(endpoint: EndpointConfig, messages: list[dict], response_format: dict | None, sample: int) -> dict:
@@ -171,8 +170,7 @@ class _Endpoint:
     def __init__(self, name: str, config: EndpointConfig) -> None:
         self.name = name
         self.config = config
-        self.clients: list = []
-        self.turn = 0
+        self.client = None
         self.slots: Slots | None = None
         self.rpm: TokenBucket | None = None
         self.tpm: TokenBucket | None = None
@@ -691,13 +689,8 @@ class Engine:
         return f"http_{status}", message, retry_after, None
 
     def _client(self, ep: _Endpoint):
-        """The next of the endpoint's openai clients (round robin), created on first use.
-
-        Connections are spread over several clients of at most ``CONNECTIONS_PER_CLIENT`` connections each:
-        the HTTP pool scans all its connections on every request, so one pool of many connections costs
-        noticeably more CPU per call than a few small ones.
-        """
-        if not ep.clients:
+        """The endpoint's openai client, created on first use (so plans and cached runs need no key)."""
+        if ep.client is None:
             import httpx2
             from openai import AsyncOpenAI, DefaultAsyncHttpx2Client
 
@@ -711,31 +704,26 @@ class Engine:
             else:
                 key = "no-key"
             limit = ep.config.max_concurrency
-            shards = max(1, math.ceil(limit / CONNECTIONS_PER_CLIENT))
-            ep.clients = [
-                AsyncOpenAI(
-                    api_key=key,
-                    base_url=ep.config.base_url,
-                    max_retries=0,  # the engine retries, with shared backoff and rate limits
+            ep.client = AsyncOpenAI(
+                api_key=key,
+                base_url=ep.config.base_url,
+                max_retries=0,  # the engine retries, with shared backoff and rate limits
+                timeout=ep.config.timeout_s,
+                http_client=DefaultAsyncHttpx2Client(
+                    limits=httpx2.Limits(max_connections=limit, max_keepalive_connections=limit),
                     timeout=ep.config.timeout_s,
-                    http_client=DefaultAsyncHttpx2Client(
-                        limits=httpx2.Limits(max_connections=limit, max_keepalive_connections=limit),
-                        timeout=ep.config.timeout_s,
-                    ),
-                )
-                for _ in range(shards)
-            ]
-        ep.turn += 1
-        return ep.clients[ep.turn % len(ep.clients)]
+                ),
+            )
+        return ep.client
 
     async def _close_clients(self) -> None:
         for ep in self._endpoints.values():
-            for client in ep.clients:
+            if ep.client is not None:
                 try:
-                    await client.close()
+                    await ep.client.close()
                 except Exception:  # noqa: BLE001 - closing is best effort
                     pass
-            ep.clients = []
+                ep.client = None
 
     # -- bookkeeping ----------------------------------------------------------------------------------
     def _remember_secret(self, env: str | None) -> None:

@@ -377,6 +377,7 @@ class FakeOpenAI:
             while True:
                 try:
                     head = await reader.readuntil(b"\r\n\r\n")
+                    arrived = time.monotonic()
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     break
                 lines = head.decode("latin-1").split("\r\n")
@@ -398,7 +399,7 @@ class FakeOpenAI:
                 except (asyncio.IncompleteReadError, ConnectionError, ValueError):
                     break
                 self.http_requests += 1
-                keep_open = await self._dispatch(method, target.split("?", 1)[0], headers, body, reader, writer)
+                keep_open = await self._dispatch(method, target.split("?", 1)[0], headers, body, reader, writer, arrived)
                 if not keep_open or headers.get("connection", "").lower() == "close" or version != "HTTP/1.1":
                     break
         except asyncio.CancelledError:
@@ -434,7 +435,7 @@ class FakeOpenAI:
             return False
         return True
 
-    async def _dispatch(self, method, path, headers, body, reader, writer) -> bool:
+    async def _dispatch(self, method, path, headers, body, reader, writer, arrived: float) -> bool:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             data = [{"id": model, "object": "model", "created": 0, "owned_by": "fake"} for model in self.model_ids]
             return await self._send(writer, reader, 200, json.dumps({"object": "list", "data": data}).encode())
@@ -453,7 +454,7 @@ class FakeOpenAI:
         auth = headers.get("authorization", "")
         safe_headers = {k: v for k, v in headers.items() if k not in ("authorization", "api-key")}
         request = FakeRequest(index=len(self.requests), body=request_body, headers=safe_headers, key=key, attempt=attempt,
-                              api_key=auth[7:] if auth.lower().startswith("bearer ") else None, started=time.monotonic())
+                              api_key=auth[7:] if auth.lower().startswith("bearer ") else None, started=arrived)
         self.requests.append(request)
         try:
             reply = _as_reply(self.script(request))
@@ -468,8 +469,9 @@ class FakeOpenAI:
             await self._stop.wait()
             return False
         delay = self.delay if reply.delay is None else reply.delay
-        if delay > 0:
-            await asyncio.sleep(delay)
+        remaining = arrived + delay - time.monotonic()  # the delay counts from the request's arrival
+        if remaining > 0:
+            await asyncio.sleep(remaining)
         if reply.raw_body is not None:
             payload = reply.raw_body
         elif reply.status == 200:
@@ -509,13 +511,80 @@ except ImportError:  # pragma: no cover
     pass
 
 
+class _FastReplyProtocol(asyncio.Protocol):
+    """Benchmark mode: every POST gets the same precomputed reply exactly ``delay`` after it arrived.
+
+    No scripting and no per-request JSON work, so the server adds as little latency as possible.
+    """
+
+    def __init__(self, payload: bytes, delay: float, counter: list[int]) -> None:
+        self.payload, self.delay, self.counter = payload, delay, counter
+        self.buffer = b""
+        self.transport = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        loop = asyncio.get_running_loop()
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buffer[:end].decode("latin-1").lower()
+            length = 0
+            for line in head.split("\r\n"):
+                if line.startswith("content-length:"):
+                    length = int(line.split(":", 1)[1])
+            if len(self.buffer) < end + 4 + length:
+                return
+            self.buffer = self.buffer[end + 4 + length :]
+            self.counter[0] += 1
+            loop.call_at(loop.time() + self.delay, self._reply)
+
+    def _reply(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(self.payload)
+
+    def connection_lost(self, exc) -> None:
+        self.transport = None
+
+
+def serve_fast(content: str, delay: float) -> int:
+    """Serve fixed replies until stdin closes (prints the base_url first)."""
+    body = json.dumps({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 1700000000, "model": "fake-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
+                     "logprobs": None}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": count_words(content), "total_tokens": 10 + count_words(content)},
+    }).encode()
+    payload = (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
+    counter = [0]
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: _FastReplyProtocol(payload, delay, counter), "127.0.0.1", 0, backlog=512)
+        print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+        await loop.run_in_executor(None, sys.stdin.read)
+        server.close()
+
+    asyncio.run(run())
+    print(f"served {counter[0]} requests", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description="Fake OpenAI-compatible server (serves until stdin closes).")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each chat reply")
     parser.add_argument("--content", default="ok", help="assistant content of every reply")
+    parser.add_argument("--fast", action="store_true",
+                        help="benchmark mode: fixed replies, exact delay, minimal server overhead")
     args = parser.parse_args(argv)
+    if args.fast:
+        return serve_fast(args.content, args.delay)
     with FakeOpenAI(lambda request: args.content, delay=args.delay) as server:
         print(server.base_url, flush=True)
         try:
