@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gen.model import Conversation
-from gen.products import ambiguous_time_queries, conversations, log, time_queries
+from gen.products import ambiguous_time_queries, conversations, log, time_content_questions, time_queries
 from gen.recipe import Recipe
 from gen.timeline import Timeline
 
@@ -25,6 +25,7 @@ REGISTRY = {module.NAME: module for module in (
     conversations,
     time_queries,
     ambiguous_time_queries,
+    time_content_questions,
 )}
 
 ALWAYS_BUILT = ("conversations",)  # every dataset carries its conversations' metadata (now, current session)

@@ -1,0 +1,333 @@
+"""Anchor selection for time+content questions (SPEC §6): the responses a question will be about, fixed
+before any LLM call.
+
+An anchor is one response, or 2-3 consecutive responses of one session on one calendar date that share a
+topic. The anchor's speaker is the one who says most of it (words; ties go to the earlier response).
+
+Lexical measures (no embeddings, so selection is fast and exactly reproducible):
+
+* content stems of a text: lower-cased words minus stop words (function words, chat fillers, verbs of saying,
+  time words, small numbers), the two speakers' names, words starting with a digit and words shorter than
+  three letters, with a light plural strip (``dogs`` -> ``dog``, ``stories`` -> ``story``);
+* weights: the inverse document frequency of each stem over the conversation's responses, log(N / df), so
+  words said all the time ("awesome", "glad") count little and words of one topic count a lot;
+* topic similarity of two stem sets: the weighted Dice coefficient 2 w(A∩B) / (w(A) + w(B)). Consecutive
+  responses form one anchor only when every adjacent pair reaches ``topic_similarity`` (default 0.2).
+
+A reference *window* is what the time reference selects: the anchor's session (``session`` questions) or
+its calendar date (``date`` questions). Each candidate gets, for its window:
+
+* ``specificity`` — the weight of its stems, w(A): how much particular content there is to ask about;
+* ``recurrence`` — responses by the same speaker *outside* the window whose similarity with the anchor
+  reaches ``topic_similarity``: the topic comes back at other times, so the question needs its time
+  reference (the paper's "many responses about video games, only one on that date by that speaker");
+* ``clash`` — responses by the same speaker *inside* the window (outside the anchor) that are that similar:
+  they might answer the question too (they are shown to the model as things the question must not match).
+
+``value = specificity × (1 + min(recurrence, 2)) / 3 / (1 + clash)``, halved when the speaker's last words in
+the anchor are a question (it asks rather than tells); within a cell the highest value wins, ties broken by
+the seeded generator.
+
+Spread: slots go round-robin over the real sessions, alternating the two speakers, starting at a seeded
+session; each slot takes the best unused candidate of its (session, speaker) cell, falling back to smaller
+anchor sizes, then to the next cells. Anchors never overlap or touch (one response apart at least).
+Anchor sizes and reference kinds are apportioned exactly (largest remainder) and shuffled by seed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+from gen.timeline import Response, Timeline
+
+RECURRENCE_CAP = 2
+ASKING_FACTOR = 0.5
+TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+# Function words, chat fillers, verbs of saying and time words: none of them tells what a response is about.
+STOP_WORDS = frozenset("""
+a about above after again against ago all almost also always am an and any anyway are aren't around as at
+away back be because been before being below between both but by can can't cannot could couldn't did didn't
+do does doesn't doing don't done down during each either else enough even ever every few for from further get
+gets getting go goes going gone good got gotta great had hadn't has hasn't have haven't having he he'd he'll
+he's her here here's hers herself hey hi him himself his how how's however i i'd i'll i'm i've if in into is
+isn't it it'd it'll it's its itself just keep kind know let let's like little lot lots made make makes many may
+maybe me might mine more most much must my myself need never new next no nor not nothing now of off oh ok okay
+on once one only or other others our ours ourselves out over own pretty quite rather re really right said same
+say saying says see seem seems she she'd she'll she's should shouldn't since so some something sometimes soon
+still such sure take talk talked talking tell thank thanks than that that's the their theirs them themselves
+then there there's these they they'd they'll they're they've thing things think this those though through
+thought to told too totally try trying under until up upon us very want wanted was wasn't way we we'd we'll
+we're we've well were weren't what what's whatever when where where's whether which while who who's whole whom
+why will with won't would wouldn't wow yeah yes yet you you'd you'll you're you've your yours yourself
+yourselves mention mentioned mentions ask asked asks share shared sharing discuss discussed anything everything
+anyone everyone someone somebody definitely absolutely went along turn turns turned
+""".split()) | frozenset("""
+today tonight yesterday tomorrow morning afternoon evening night day days week weeks weekend month months year
+years last ago earlier later time times monday tuesday wednesday thursday friday saturday sunday january february
+march april june july august september october november december hour hours minute minutes second seconds
+zero two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred thousand half
+first third fourth fifth come comes coming came happen happened happens look looks looking looked want wants
+""".split())
+
+
+def stem(word: str) -> str:
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (apostrophes kept inside words)."""
+    return TOKEN.findall(text.lower().replace("\u2019", "'"))
+
+
+@lru_cache(maxsize=65536)
+def _stems(text: str, drop: frozenset[str]) -> frozenset[str]:
+    out = set()
+    for word in words(text):
+        if word in STOP_WORDS or word[0].isdigit() or len(word) < 3:
+            continue
+        s = stem(word)
+        if s not in drop and word not in drop:
+            out.add(s)
+    return frozenset(out)
+
+
+def content_stems(text: str, drop: Iterable[str] = ()) -> frozenset[str]:
+    """Content-word stems of a text; `drop` holds extra lower-case words to ignore (names, time words)."""
+    return _stems(text, frozenset(w.lower() for w in drop))
+
+
+def name_words(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(w for name in names for w in words(name)) | frozenset(stem(w) for name in names for w in words(name))
+
+
+class Weights:
+    """Inverse document frequency of content stems over one conversation's responses: log(N / df).
+    Stems said all the time ("awesome", "glad") weigh little; stems of one topic weigh a lot.
+    Keeps each response's stems, weight and an index stem -> responses, so that similarities with one
+    anchor are computed only against the responses sharing a stem with it."""
+
+    def __init__(self, stem_sets: Sequence[frozenset[str]]):
+        self.stems = list(stem_sets)
+        postings: dict[str, list[int]] = {}
+        for index, stems in enumerate(self.stems):
+            for s in stems:
+                postings.setdefault(s, []).append(index)
+        n = max(len(self.stems), 1)
+        self.postings = postings
+        self.idf = {s: math.log(n / len(where)) for s, where in postings.items()}
+        self.masses = [self.mass(stems) for stems in self.stems]
+
+    def mass(self, stems: Iterable[str]) -> float:
+        """Exactly rounded (math.fsum), so the value does not depend on set iteration order."""
+        return math.fsum(self.idf.get(s, 0.0) for s in stems)
+
+    def similarity(self, a: frozenset[str], b: frozenset[str]) -> float:
+        """Weighted Dice coefficient: 2 w(A∩B) / (w(A) + w(B)), 0 when either side weighs nothing."""
+        total = self.mass(a) + self.mass(b)
+        return 2 * self.mass(a & b) / total if total > 0 else 0.0
+
+    def similar(self, stems: frozenset[str], threshold: float) -> list[int]:
+        """The responses whose similarity with `stems` reaches `threshold` (same values as :meth:`similarity`)."""
+        shared: dict[int, list[float]] = {}
+        for s in stems:
+            weight = self.idf.get(s, 0.0)
+            for index in self.postings.get(s, ()):
+                shared.setdefault(index, []).append(weight)
+        mass = self.mass(stems)
+        out = []
+        for index, parts in shared.items():
+            total = mass + self.masses[index]
+            if total > 0 and 2 * math.fsum(parts) / total >= threshold:
+                out.append(index)
+        return sorted(out)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    conversation_id: str
+    responses: tuple[Response, ...]
+    speaker: str
+    stems: frozenset[str]
+
+    @property
+    def indices(self) -> list[int]:
+        return [r.response_index for r in self.responses]
+
+    @property
+    def session_index(self) -> int:
+        return self.responses[0].session_index
+
+    @property
+    def date(self) -> date:
+        return self.responses[0].timestamp.date()
+
+    @property
+    def size(self) -> int:
+        return len(self.responses)
+
+    @property
+    def text(self) -> str:
+        return anchor_text(self.responses)
+
+
+def anchor_text(responses: Sequence[Response]) -> str:
+    """The anchor's text as written to the record: one line per response, "Speaker: text"."""
+    return "\n".join(f"{r.speaker}: {r.text}" for r in responses)
+
+
+def main_speaker(responses: Sequence[Response]) -> str:
+    totals: dict[str, int] = {}
+    for r in responses:
+        totals[r.speaker] = totals.get(r.speaker, 0) + len(r.text.split())
+    best = max(totals.values())
+    return next(r.speaker for r in responses if totals[r.speaker] == best)
+
+
+@dataclass
+class Candidate:
+    anchor: Anchor
+    specificity: float  # idf mass of the anchor's stems: how much specific content it has
+    asks: bool  # the main speaker's words end with a question: the anchor asks rather than tells
+    recurrence: dict[str, int] = field(default_factory=dict)  # kind -> count
+    clash: dict[str, list[int]] = field(default_factory=dict)  # kind -> response indices
+
+    def value(self, kind: str) -> float:
+        """specificity × (1 + min(recurrence, cap)) / (1 + cap) / (1 + clash), halved when it asks."""
+        recurs = (1 + min(self.recurrence[kind], RECURRENCE_CAP)) / (1 + RECURRENCE_CAP)
+        return self.specificity * recurs / (1 + len(self.clash[kind])) * (ASKING_FACTOR if self.asks else 1.0)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One question to be written: its anchor, the reference kind, and what the scoring saw."""
+
+    number: int  # 0-based position within the conversation
+    anchor: Anchor
+    kind: str  # "date" | "session"
+    recurrence: int
+    related: tuple[int, ...]  # same-speaker responses in the window on the same topic (the clash)
+
+
+def candidates(timeline: Timeline, sizes: Iterable[int], min_words: int, exclude_padding: bool,
+               topic_similarity: float) -> list[Candidate]:
+    """Every admissible anchor of the given sizes, scored for both reference kinds."""
+    drop = name_words(timeline.conversation.speakers)
+    responses = timeline.responses
+    stems = [content_stems(r.text, drop) for r in responses]
+    weights = Weights(stems)
+    usable = [len(r.text.split()) >= min_words and not (exclude_padding and r.is_padding) for r in responses]
+    out = []
+    for size in sorted(set(sizes)):
+        for start in range(len(responses) - size + 1):
+            window = responses[start:start + size]
+            if not all(usable[start:start + size]):
+                continue
+            if len({r.session_index for r in window}) > 1 or len({r.timestamp.date() for r in window}) > 1:
+                continue
+            if any(weights.similarity(stems[i], stems[i + 1]) < topic_similarity for i in range(start, start + size - 1)):
+                continue
+            joined = frozenset().union(*stems[start:start + size])
+            if not joined:
+                continue
+            anchor = Anchor(timeline.conversation_id, tuple(window), main_speaker(window), joined)
+            out.append(score(anchor, responses, weights, topic_similarity))
+    return out
+
+
+def score(anchor: Anchor, responses: Sequence[Response], weights: Weights, topic_similarity: float) -> Candidate:
+    inside = set(anchor.indices)
+    own = [r for r in anchor.responses if r.speaker == anchor.speaker]
+    asks = own[-1].text.rstrip().endswith("?")
+    candidate = Candidate(anchor, weights.mass(anchor.stems), asks, {"date": 0, "session": 0},
+                          {"date": [], "session": []})
+    for index in weights.similar(anchor.stems, topic_similarity):
+        r = responses[index]
+        if r.speaker != anchor.speaker or index in inside:
+            continue
+        same = {"date": r.timestamp.date() == anchor.date, "session": r.session_index == anchor.session_index}
+        for kind, in_window in same.items():
+            if in_window:
+                candidate.clash[kind].append(index)
+            else:
+                candidate.recurrence[kind] += 1
+    return candidate
+
+
+def apportion(weights: dict, total: int) -> list:
+    """`total` items split by weight exactly (largest remainder; ties to the earlier key)."""
+    keys = [k for k, w in weights.items() if w > 0]
+    mass = sum(weights[k] for k in keys)
+    if not keys or total <= 0:
+        return []
+    shares = {k: total * weights[k] / mass for k in keys}
+    counts = {k: int(shares[k]) for k in keys}
+    rest = total - sum(counts.values())
+    for k in sorted(keys, key=lambda k: -(shares[k] - counts[k]))[:rest]:
+        counts[k] += 1
+    return [k for k in keys for _ in range(counts[k])]
+
+
+def select(timeline: Timeline, *, count: int, size_weights: dict[int, float], date_share: float, min_words: int,
+           exclude_padding: bool, topic_similarity: float, rng: random.Random) -> list[Slot]:
+    """Up to `count` slots for one conversation (fewer when it runs out of admissible anchors)."""
+    pool = candidates(timeline, [s for s, w in size_weights.items() if w > 0] or [1], min_words, exclude_padding,
+                      topic_similarity)
+    tiebreak = {id(c): rng.random() for c in pool}
+    cells: dict[tuple[int, str], list[Candidate]] = {}
+    for c in pool:
+        cells.setdefault((c.anchor.session_index, c.anchor.speaker), []).append(c)
+    sessions = sorted({key[0] for key in cells})
+    speakers = list(timeline.conversation.speakers)
+    if not sessions:
+        return []
+    sizes = apportion(size_weights, count)
+    rng.shuffle(sizes)
+    kinds = apportion({"date": date_share, "session": 1 - date_share}, count)
+    rng.shuffle(kinds)
+    offset = rng.randrange(len(sessions))
+    order = []  # round-robin over (session, speaker): each round visits every session, speakers alternate
+    for round_ in range(2):
+        for position in range(len(sessions)):
+            s = sessions[(offset + position) % len(sessions)]
+            order.append((s, speakers[(position + round_) % 2]))
+
+    taken: set[int] = set()
+    slots: list[Slot] = []
+    cursor = 0
+    for number in range(count):
+        kind, size = kinds[number], sizes[number]
+        chosen = None
+        for step in range(len(order)):
+            cell = order[(cursor + step) % len(order)]
+            chosen = best(cells.get(cell, []), size, kind, taken, tiebreak)
+            if chosen:
+                cursor = (cursor + step + 1) % len(order)
+                break
+        if chosen is None:
+            break
+        taken.update(chosen.anchor.indices)
+        slots.append(Slot(len(slots), chosen.anchor, kind, chosen.recurrence[kind], tuple(chosen.clash[kind])))
+    return slots
+
+
+def best(pool: list[Candidate], size: int, kind: str, taken: set[int], tiebreak: dict) -> Candidate | None:
+    """The best free candidate of `size` (else the largest smaller size that has one)."""
+    for wanted in range(size, 0, -1):
+        free = [c for c in pool if c.anchor.size == wanted
+                and not any(i in taken or i - 1 in taken or i + 1 in taken for i in c.anchor.indices)]
+        if free:
+            return max(free, key=lambda c: (round(c.value(kind), 9), tiebreak[id(c)]))
+    return None

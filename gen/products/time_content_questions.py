@@ -1,0 +1,419 @@
+"""Time+content questions (SPEC §6, config `time_content_questions`): LLM-written questions that need the
+speaker, a date or session number, and the content together.
+
+The ground truth is fixed before any call: gen/products/anchors.py picks each question's anchor (one
+response, or 2-3 consecutive responses on one topic) and whether it is referred to by date or by session.
+The model only words the question (templates/prompts/time_content_question.j2, structured output
+``{"question": ...}``); gen/products/question_checks.py checks it (names the speaker, contains the date or
+session number, is one question, does not copy the anchor). A question that fails is written again with the
+next sample index, up to ``retries`` times, then recorded in the run's rejects with the reason. With
+``verify: true`` a second call (templates/prompts/time_content_verify.j2) must confirm that the anchor
+answers the question; a "no" counts as a failure like the others.
+
+Items whose call itself failed (transport errors, unparseable or truncated replies) are left to the engine,
+which records them in its own rejects; they are not retried here.
+
+For `gen plan` / `gen preview`: :func:`tasks` gives the first-round generation tasks in item order.
+"""
+
+from __future__ import annotations
+
+import calendar
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import date
+from typing import Iterator
+
+from num2words import num2words
+from pydantic import BaseModel, Field, field_validator
+
+from gen import templating
+from gen.errors import GenError
+from gen.llm.task import Task, render_messages
+from gen.products import anchors as anchor_selection
+from gen.products import log as log_product
+from gen.products.question_checks import Facts, Problem, clean, problems
+from gen.recipe import StrictModel
+from gen.timeline import Timeline
+from gen.validation import Checks
+
+NAME = "time_content_questions"
+DESCRIPTION = ("LLM-written questions naming a speaker, a date or session, and a topic, about responses chosen "
+               "beforehand (SPEC §6)")
+PROMPT = "prompts/time_content_question.j2"
+VERIFY_PROMPT = "prompts/time_content_verify.j2"
+REFERENCES = "prompts/time_content_references.j2"
+VERIFY_STEP = f"{NAME}/verify"
+MAX_RELATED = 3  # same-window responses on the topic shown to the model as "must not answer"
+
+
+class Options(StrictModel):
+    endpoint: str = Field("main", description="the name of an endpoint in the recipe's llm: section")
+    per_conversation: int = Field(20, ge=1, description="questions per conversation (fewer if it runs out of anchors)")
+    reference_mix: float = Field(0.5, ge=0, le=1, description="share of questions referring to the date; the "
+                                                             "rest name the session number")
+    anchor_size: dict[int, float] = Field(
+        default_factory=lambda: {1: 0.7, 2: 0.2, 3: 0.1},
+        description="weights of anchor sizes (1-3 consecutive responses), apportioned exactly; a single "
+                    "number n means always n")
+    min_anchor_words: int = Field(8, ge=1, description="every anchor response has at least this many words")
+    exclude_padding: bool = Field(True, description="never anchor a question in the padding session")
+    topic_similarity: float = Field(0.2, gt=0, le=1, description="weighted Dice similarity that adjacent "
+                                    "responses of a multi-response anchor (and recurring topics) must reach")
+    context_lines: int = Field(2, ge=0, le=10, description="neighbouring responses shown on each side")
+    max_overlap: float = Field(0.5, gt=0, le=1, description="a question must repeat less than this share of "
+                                                           "the anchor's content words")
+    max_copied_words: int = Field(5, ge=1, description="longest run of consecutive anchor words a question may repeat")
+    verify: bool = Field(False, description="a second call checks that the anchor answers the question")
+    retries: int = Field(2, ge=0, le=20, description="regenerations (new sample index) after a failed check")
+
+    @field_validator("anchor_size", mode="before")
+    @classmethod
+    def _sizes(cls, value):
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = {value: 1.0}
+        if not isinstance(value, dict):
+            raise ValueError("give weights per size, e.g. {1: 0.7, 2: 0.2, 3: 0.1}, or one size 1, 2 or 3")
+        return value
+
+    @field_validator("anchor_size")
+    @classmethod
+    def _check_sizes(cls, value: dict[int, float]) -> dict[int, float]:
+        if not value or any(size not in (1, 2, 3) for size in value):
+            raise ValueError("anchor sizes are 1, 2 or 3 consecutive responses")
+        if any(weight < 0 for weight in value.values()) or sum(value.values()) <= 0:
+            raise ValueError("anchor size weights must be non-negative with a positive sum")
+        return dict(sorted(value.items()))
+
+
+class Question(BaseModel):
+    """The model's reply."""
+
+    question: str = Field(min_length=1, description="the question, one sentence ending with '?'")
+
+
+class Verdict(BaseModel):
+    """The verifier's reply."""
+
+    answered: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question to be written: its id, slot (anchor + reference kind), facts and prompt."""
+
+    question_id: str
+    timeline: Timeline
+    slot: anchor_selection.Slot
+    reference: str
+    facts: Facts
+    variables: dict
+
+    @property
+    def anchor(self) -> anchor_selection.Anchor:
+        return self.slot.anchor
+
+
+# --- items and prompts --------------------------------------------------------------------------------
+
+def yearless_dates(dates) -> set[date]:
+    """The dates that may be named without their year: no other date of the set has the same day and month."""
+    dates = set(dates)
+    counts = Counter((d.month, d.day) for d in dates)
+    return {d for d in dates if counts[(d.month, d.day)] == 1}
+
+
+def date_variables(day: date) -> dict:
+    return {"month": calendar.month_name[day.month], "day": str(day.day),
+            "day_ordinal": num2words(day.day, to="ordinal_num"), "year": str(day.year),
+            "weekday": calendar.day_name[day.weekday()]}
+
+
+def reference_phrases(kind: str, day: date, session: int, templates_dir: str | None) -> list[str]:
+    text = templating.render(REFERENCES, templates_dir, kind=kind, **date_variables(day), session=str(session),
+                             session_ordinal=num2words(session, to="ordinal_num"),
+                             session_ordinal_word=num2words(session, to="ordinal"))
+    phrases = [line.strip() for line in text.splitlines() if line.strip()]
+    if not phrases:
+        raise GenError(f"no time phrase for kind {kind!r}", file=REFERENCES, expected="one phrase per line")
+    return phrases
+
+
+def line(response) -> dict:
+    return {"speaker": response.speaker, "text": response.text}
+
+
+def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: str | None) -> list[Item]:
+    rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
+    slots = anchor_selection.select(
+        timeline, count=options.per_conversation, size_weights=options.anchor_size,
+        date_share=options.reference_mix, min_words=options.min_anchor_words,
+        exclude_padding=options.exclude_padding, topic_similarity=options.topic_similarity, rng=rng)
+    speakers = tuple(timeline.conversation.speakers)
+    yearless = yearless_dates(r.timestamp.date() for r in timeline.responses)
+    responses = timeline.responses
+    out = []
+    for slot in slots:
+        anchor = slot.anchor
+        first, last = anchor.indices[0], anchor.indices[-1]
+        same_session = [r for r in responses if r.session_index == anchor.session_index]
+        before = [r for r in same_session if first - options.context_lines <= r.response_index < first]
+        after = [r for r in same_session if last < r.response_index <= last + options.context_lines]
+        reference = rng.choice(reference_phrases(slot.kind, anchor.date, anchor.session_index, templates_dir))
+        facts = Facts(speaker=anchor.speaker, speakers=speakers, kind=slot.kind, day=anchor.date,
+                      session_index=anchor.session_index, yearless_ok=anchor.date in yearless,
+                      anchor_text=anchor.text)
+        variables = {
+            "speaker_a": speakers[0], "speaker_b": speakers[1], "speaker": anchor.speaker,
+            "other": next((s for s in speakers if s != anchor.speaker), speakers[1]),
+            "anchor": [line(r) for r in anchor.responses], "session": anchor.session_index,
+            **date_variables(anchor.date), "kind": slot.kind, "reference": reference,
+            "before": [line(r) for r in before], "after": [line(r) for r in after],
+            "related": [responses[i].text for i in slot.related[:MAX_RELATED]],
+            "max_copied_words": options.max_copied_words,
+        }
+        question_id = f"{timeline.conversation_id}/tcq-{slot.number + 1:03d}"
+        out.append(Item(question_id, timeline, slot, reference, facts, variables))
+    return out
+
+
+def plan_items(ctx, options: Options) -> list[Item]:
+    """Every question this product will try to write, in output order (no LLM call)."""
+    endpoints = getattr(ctx.recipe, "llm", {}) or {}
+    if options.endpoint not in endpoints:
+        names = ", ".join(sorted(endpoints)) or "none defined"
+        raise GenError(f"{NAME}: unknown LLM endpoint '{options.endpoint}'", file=ctx.recipe.file,
+                       field=f"products.{NAME}.endpoint", expected=f"a name of the recipe's llm: section ({names})")
+    return [item for timeline in ctx.timelines
+            for item in items_for(timeline, options, ctx.recipe.seed, ctx.templates_dir)]
+
+
+def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
+    return Task(item_id=item.question_id, endpoint=options.endpoint, sample=sample, parser=Question,
+                messages=render_messages(PROMPT, templates_dir, **item.variables))
+
+
+def verify_task(item: Item, question: str, options: Options, templates_dir: str | None) -> Task:
+    v = item.variables
+    return Task(item_id=item.question_id, endpoint=options.endpoint, parser=Verdict,
+                messages=render_messages(VERIFY_PROMPT, templates_dir, speaker_a=v["speaker_a"],
+                                         speaker_b=v["speaker_b"], speaker=v["speaker"], anchor=v["anchor"],
+                                         session=v["session"], weekday=v["weekday"], day=v["day"],
+                                         month=v["month"], year=v["year"], question=question))
+
+
+def tasks(ctx, options: Options) -> list[Task]:
+    """The first-round generation tasks, one per item in output order (for `gen plan` and `gen preview`)."""
+    return [question_task(item, options, 0, ctx.templates_dir) for item in plan_items(ctx, options)]
+
+
+# --- generation -----------------------------------------------------------------------------------------
+
+@dataclass
+class Attempt:
+    sample: int
+    question: str
+    problems: list[Problem]
+    raw_text: str | None
+
+
+def build(ctx, options: Options) -> Iterator[dict]:
+    items = plan_items(ctx, options)
+    accepted = generate(ctx, items, options)
+    model = ctx.recipe.llm[options.endpoint].model
+    prompt_id = templating.template_id(PROMPT, ctx.templates_dir)
+    for item in items:
+        if item.question_id in accepted:
+            question, sample = accepted[item.question_id]
+            yield record(item, question, sample, model, prompt_id)
+
+
+def generate(ctx, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
+    """question_id -> (question, sample) of the items that passed. An item that fails a check is written again
+    with the next sample index; after the last retry it goes to ctx.reject with its last problem. An item whose
+    call fails in the engine (request, parse or truncation failure, or not cached when planning) stops there:
+    the engine keeps that reject."""
+    engine = ctx.llm()
+    accepted: dict[str, tuple[str, int]] = {}
+    history: dict[str, list[Attempt]] = defaultdict(list)
+    ended: set[str] = set()  # items whose call failed in the engine
+    order = {item.question_id: position for position, item in enumerate(items)}
+    pending = list(items)
+    for sample in range(options.retries + 1):
+        if not pending:
+            break
+        # The engine's reject-rate stop is meant for whole steps; later rounds hold a few items each, where a
+        # single transport failure would exceed any rate, so only the first round is held to it.
+        limit = {} if sample == 0 else {"max_reject_rate": None}
+        outcomes = engine.run_step(NAME, [question_task(item, options, sample, ctx.templates_dir)
+                                          for item in pending], **limit)
+        again: list[Item] = []
+        passed: list[tuple[Item, Attempt]] = []
+        for item, outcome in zip(pending, outcomes):
+            if not outcome.ok:
+                ended.add(item.question_id)
+                continue
+            question = clean(outcome.value.question)
+            attempt = Attempt(sample, question, problems(question, item.facts, options.max_overlap,
+                                                         options.max_copied_words), outcome.text)
+            history[item.question_id].append(attempt)
+            if attempt.problems:
+                again.append(item)
+            else:
+                passed.append((item, attempt))
+        if options.verify and passed:
+            verdicts = engine.run_step(VERIFY_STEP, [verify_task(item, attempt.question, options, ctx.templates_dir)
+                                                     for item, attempt in passed], **limit)
+            confirmed = []
+            for (item, attempt), verdict in zip(passed, verdicts):
+                if not verdict.ok:
+                    ended.add(item.question_id)
+                elif verdict.value.answered:
+                    confirmed.append((item, attempt))
+                else:
+                    reason = " ".join(verdict.value.reason.split()) or "the anchor does not answer the question"
+                    attempt.problems.append(Problem("verifier disagrees", reason))
+                    again.append(item)
+            passed = confirmed
+        for item, attempt in passed:
+            accepted[item.question_id] = (attempt.question, sample)
+        pending = sorted(again, key=lambda item: order[item.question_id])
+    for item in items:
+        attempts = history.get(item.question_id)
+        if item.question_id in accepted or item.question_id in ended or not attempts:
+            continue
+        last = attempts[-1]
+        ctx.reject(NAME, item.question_id, f"{last.problems[0]} (after {len(attempts)} attempts)",
+                   raw_text=last.raw_text, conversation_id=item.timeline.conversation_id,
+                   reference_kind=item.slot.kind, speaker=item.anchor.speaker,
+                   relevant_response_indices=item.anchor.indices,
+                   attempts=[{"sample": a.sample, "question": a.question, "problems": [str(p) for p in a.problems]}
+                             for a in attempts])
+    return accepted
+
+
+def record(item: Item, question: str, sample: int, model: str, prompt_id: str) -> dict:
+    anchor = item.anchor
+    return {
+        "question_id": item.question_id,
+        "conversation_id": item.timeline.conversation_id,
+        "question": question,
+        "reference_kind": item.slot.kind,
+        "speaker": anchor.speaker,
+        "relevant_response_indices": anchor.indices,
+        "anchor_text": anchor.text,
+        "date": anchor.date.isoformat(),
+        "session_index": anchor.session_index,
+        "model": model,
+        "prompt_id": prompt_id,
+        "sample": sample,
+    }
+
+
+# --- validation: the rows against the log records ------------------------------------------------------
+
+def validate(rows: list[dict], ctx, options: Options) -> Checks:
+    """Re-check the written rows from the `log` records (not the timeline objects the generator used): the
+    anchor's speaker, date, session and text, then the question checks with facts taken from the log."""
+    checks = Checks()
+    logs = {t.conversation_id: list(log_product.records(t)) for t in ctx.timelines}
+    ids = Counter(row["question_id"] for row in rows)
+    checks.check("question_id is unique", all(n == 1 for n in ids.values()),
+                 ", ".join(i for i, n in ids.items() if n > 1))
+    model = ctx.recipe.llm[options.endpoint].model if options.endpoint in ctx.recipe.llm else None
+    prompt_id = templating.template_id(PROMPT, ctx.templates_dir)
+    per_conversation: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        per_conversation[row["conversation_id"]].append(row)
+    for conversation_id, group in per_conversation.items():
+        log = logs.get(conversation_id)
+        if not checks.check("conversation is in the log", log is not None, conversation_id):
+            continue
+        checks.check("at most per_conversation questions", len(group) <= options.per_conversation,
+                     f"{conversation_id}: {len(group)}")
+        speakers = tuple(dict.fromkeys(r["speaker"] for r in log if not r["is_padding"]))
+        days = [date.fromisoformat(r["date"]) for r in log]
+        yearless = yearless_dates(days)
+        used: list[int] = []
+        for row in group:
+            where = f"{row['question_id']}"
+            anchor = check_anchor(row, log, options, checks, where)
+            if anchor is None:
+                continue
+            used += row["relevant_response_indices"]
+            checks.check("reference_kind is date or session", row["reference_kind"] in ("date", "session"), where)
+            checks.check("model is the endpoint's", model is None or row["model"] == model, where)
+            checks.check("prompt_id is the template's", row["prompt_id"] == prompt_id, where)
+            facts = Facts(speaker=row["speaker"], speakers=speakers or (row["speaker"],),
+                          kind=row["reference_kind"], day=date.fromisoformat(anchor[0]["date"]),
+                          session_index=anchor[0]["session_index"],
+                          yearless_ok=date.fromisoformat(anchor[0]["date"]) in yearless,
+                          anchor_text=row["anchor_text"])
+            found = {p.code: str(p) for p in problems(row["question"], facts, options.max_overlap,
+                                                      options.max_copied_words)}
+            for code in ("not a question", "speaker not named", "date missing", "session missing",
+                         "copies the anchor", "overlap too high"):
+                checks.check(f"question check: {code}", code not in found, f"{where}: {found.get(code)}")
+        checks.check("anchors of a conversation do not overlap", len(used) == len(set(used)), conversation_id)
+    return checks
+
+
+def check_anchor(row: dict, log: list[dict], options: Options, checks: Checks, where: str) -> list[dict] | None:
+    indices = row["relevant_response_indices"]
+    ok = (isinstance(indices, list) and 1 <= len(indices) <= 3 and all(isinstance(i, int) for i in indices)
+          and indices == list(range(indices[0], indices[0] + len(indices))) and 0 <= indices[0]
+          and indices[-1] < len(log))
+    if not checks.check("relevant indices are 1-3 consecutive responses of the log", ok, f"{where}: {indices}"):
+        return None
+    anchor = [log[i] for i in indices]
+    checks.check("log records are in response order", all(r["response_index"] == i for r, i in zip(anchor, indices)),
+                 where)
+    checks.check("anchor lies in one session", len({r["session_index"] for r in anchor}) == 1, where)
+    checks.check("anchor lies on one date", len({r["date"] for r in anchor}) == 1, where)
+    checks.check("session_index matches the log", row["session_index"] == anchor[0]["session_index"],
+                 f"{where}: {row['session_index']} vs {anchor[0]['session_index']}")
+    checks.check("date matches the log", row["date"] == anchor[0]["date"], f"{where}: {row['date']} vs {anchor[0]['date']}")
+    totals: dict[str, int] = {}
+    for r in anchor:
+        totals[r["speaker"]] = totals.get(r["speaker"], 0) + len(r["text"].split())
+    main = max(totals, key=lambda s: (totals[s], -next(i for i, r in enumerate(anchor) if r["speaker"] == s)))
+    checks.check("speaker is the anchor's main speaker in the log", row["speaker"] == main,
+                 f"{where}: {row['speaker']} vs {main}")
+    checks.check("anchor_text is the log's text", row["anchor_text"] == "\n".join(f"{r['speaker']}: {r['text']}" for r in anchor),
+                 where)
+    if options.exclude_padding:
+        checks.check("anchor is not in the padding session", not any(r["is_padding"] for r in anchor), where)
+    checks.check("anchor responses have min_anchor_words", all(len(r["text"].split()) >= options.min_anchor_words
+                                                               for r in anchor), where)
+    return anchor
+
+
+# --- schema and summary ---------------------------------------------------------------------------------
+
+def features():
+    from datasets import Features, List, Value
+
+    return Features({
+        "question_id": Value("string"), "conversation_id": Value("string"), "question": Value("string"),
+        "reference_kind": Value("string"), "speaker": Value("string"),
+        "relevant_response_indices": List(Value("int64")), "anchor_text": Value("string"),
+        "date": Value("string"), "session_index": Value("int64"), "model": Value("string"),
+        "prompt_id": Value("string"), "sample": Value("int64"),
+    })
+
+
+def summary(rows: list[dict]) -> dict:
+    by_kind: dict[str, dict[str, int]] = {}
+    for row in rows:
+        entry = by_kind.setdefault(row["reference_kind"], {"questions": 0, "first_try": 0, "regenerated": 0})
+        entry["questions"] += 1
+        entry["first_try" if row["sample"] == 0 else "regenerated"] += 1
+    sizes = Counter(len(row["relevant_response_indices"]) for row in rows)
+    return {
+        "questions": len(rows),
+        "conversations": len({row["conversation_id"] for row in rows}),
+        "by_reference_kind": dict(sorted(by_kind.items())),
+        "by_anchor_size": {f"{size} response{'s' if size > 1 else ''}": count for size, count in sorted(sizes.items())},
+    }
