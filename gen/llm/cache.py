@@ -84,6 +84,7 @@ class Cache:
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
         self._pending = 0
+        self._unwritten: dict[str, CachedReply] = {}
         self._pending_lock = threading.Condition()
         self.writes = 0
         self._writer = threading.Thread(target=self._write_loop, name="gen-llm-cache-writer", daemon=True)
@@ -100,6 +101,12 @@ class Cache:
     def get_many(self, keys: Iterable[str]) -> dict[str, CachedReply]:
         found: dict[str, CachedReply] = {}
         unique = list(dict.fromkeys(keys))
+        with self._pending_lock:  # read-your-writes: replies queued but not yet committed
+            if self._unwritten:
+                for key in unique:
+                    if key in self._unwritten:
+                        found[key] = self._unwritten[key]
+        unique = [key for key in unique if key not in found]
         with self._read_lock:
             for start in range(0, len(unique), 500):
                 chunk = unique[start : start + 500]
@@ -128,6 +135,7 @@ class Cache:
             raise RuntimeError("cache is closed")
         with self._pending_lock:
             self._pending += 1
+            self._unwritten[key] = reply
         self._queue.put((key, reply))
 
     def flush(self, timeout: float = 60.0) -> None:
@@ -185,6 +193,8 @@ class Cache:
                     self.writes += len(rows)
                 with self._pending_lock:
                     self._pending -= len(rows)
+                    for row in rows:
+                        self._unwritten.pop(row[0], None)
                     self._pending_lock.notify_all()
                 if any(entry is _STOP for entry in batch):
                     return

@@ -327,6 +327,7 @@ class Engine:
         finally:
             stats.seconds += time.monotonic() - started
             stats.endpoints |= {p.endpoint.name for p in prepared}
+        self.cache.flush()  # the step's replies are on disk when run_step returns
         self._collect_rejects(run)
         if plan is not None:
             self._merge_plan(plan.finish(self.endpoints, items=len(prepared)))
@@ -630,7 +631,7 @@ class Engine:
                     else:
                         stats.cost_complete = False
                     run.counters.note_request(tin + tout)
-                    if text is None:
+                    if not isinstance(text, str):
                         stats.calls_failed += 1
                         stats.errors["empty_reply"] += 1
                         refusal = message.get("refusal")

@@ -61,7 +61,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["FakeOpenAI", "FakeRequest", "Reply", "FaultMix", "fake_openai", "count_words"]
+__all__ = ["FakeOpenAI", "FakeRequest", "Reply", "FaultMix", "fake_openai", "count_words", "body_key"]
 
 
 def count_words(text: str | None) -> int:
@@ -70,6 +70,12 @@ def count_words(text: str | None) -> int:
 
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def body_key(body: dict) -> str:
+    """The ``key`` the server gives a request body (sha256 of its canonical JSON): lets a test predict
+    which faults a ``FaultMix`` injects for a given request and attempt."""
+    return hashlib.sha256(_canonical(body).encode()).hexdigest()
 
 
 @dataclass
@@ -448,7 +454,7 @@ class FakeOpenAI:
             payload = json.dumps({"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
             return await self._send(writer, reader, 400, payload.encode())
 
-        key = hashlib.sha256(_canonical(request_body).encode()).hexdigest()
+        key = body_key(request_body)
         attempt = self._seen.get(key, 0)
         self._seen[key] = attempt + 1
         auth = headers.get("authorization", "")

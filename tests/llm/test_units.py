@@ -1,0 +1,250 @@
+"""Unit tests of the engine's parts: config, cache keys and store, JSON extraction and parsers, limiter."""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import sqlite3
+import time
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from gen.errors import GenError
+from gen.llm import (
+    Cache,
+    EndpointConfig,
+    RunSettings,
+    build_request,
+    cache_key,
+    data_fingerprint,
+    data_params,
+    default_cache_path,
+    estimate_input_tokens,
+    extract_json,
+    split_messages,
+)
+from gen.llm.cache import CachedReply
+from gen.llm.config import apply_settings
+from gen.llm.limiter import Slots, TokenBucket, backoff_delay, retry_after_seconds
+from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for
+
+
+class Item(BaseModel):
+    name: str
+    count: int
+
+
+# -- config -------------------------------------------------------------------------------------------
+def test_endpoint_config_forbids_unknown_keys_and_credentials_in_url():
+    with pytest.raises(ValidationError):
+        EndpointConfig(model="m", temprature=0.3)  # typo
+    with pytest.raises(ValidationError, match="credentials"):
+        EndpointConfig(model="m", base_url="https://user:secret@example.com/v1")
+    with pytest.raises(ValidationError):
+        EndpointConfig(model="m", base_url="ftp://example.com")
+    with pytest.raises(ValidationError, match="extra_params"):
+        EndpointConfig(model="m", extra_params={"temperature": 1})
+    assert EndpointConfig(model="m", base_url="http://localhost:8000/v1/").base_url == "http://localhost:8000/v1"
+
+
+def test_data_params_hold_only_what_changes_the_data():
+    base = EndpointConfig(model="m", temperature=0.7, max_tokens=100, seed=3)
+    limits = base.model_copy(update={"max_concurrency": 99, "requests_per_minute": 10.0, "timeout_s": 5.0,
+                                     "max_retries": 1, "api_key_env": "OTHER", "price": {"input_per_million": 1,
+                                                                                          "output_per_million": 2}})
+    assert data_fingerprint(base) == data_fingerprint(limits)
+    assert set(data_params(base)) == {"base_url", "model", "temperature", "top_p", "max_tokens", "seed",
+                                      "extra_params", "structured_output"}
+    for change in ({"temperature": 0.2}, {"model": "n"}, {"seed": 4}, {"max_tokens": 101}, {"top_p": 0.5},
+                   {"structured_output": "off"}, {"extra_params": {"top_k": 5}}, {"base_url": "http://x/v1"}):
+        assert data_fingerprint(base.model_copy(update=change)) != data_fingerprint(base), change
+
+
+def test_run_settings_override_limits_only(tmp_path):
+    endpoint = EndpointConfig(model="m", max_concurrency=4, temperature=0.5)
+    settings = RunSettings(max_concurrency=16, requests_per_minute=60, cache_dir=tmp_path)
+    effective = apply_settings(endpoint, settings)
+    assert (effective.max_concurrency, effective.requests_per_minute, effective.temperature) == (16, 60, 0.5)
+    assert data_fingerprint(effective) == data_fingerprint(endpoint)
+    assert settings.cache_path() == tmp_path / "llm.sqlite"
+    with pytest.raises(ValidationError):
+        RunSettings(cache_folder=tmp_path)
+
+
+def test_default_cache_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "c"))
+    assert default_cache_path() == tmp_path / "c" / "llm.sqlite"
+    monkeypatch.delenv("GEN_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_path() == tmp_path / "xdg" / "gen" / "llm.sqlite"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_path() == tmp_path / "home" / ".cache" / "gen" / "llm.sqlite"
+
+
+# -- request body and cache key -------------------------------------------------------------------------
+def test_build_request_sends_every_sampling_parameter_and_offsets_the_seed_by_sample():
+    endpoint = EndpointConfig(model="m", temperature=0.7, top_p=0.9, max_tokens=50, seed=10, extra_params={"top_k": 4})
+    messages = [{"role": "user", "content": "hi"}]
+    body = build_request(endpoint, messages, {"type": "json_object"}, sample=2)
+    assert body == {"model": "m", "messages": messages, "temperature": 0.7, "top_p": 0.9, "max_tokens": 50,
+                    "seed": 12, "top_k": 4, "response_format": {"type": "json_object"}}
+    assert "temperature" not in build_request(EndpointConfig(model="m"), messages, None, 0)
+
+
+def test_cache_key_is_sha256_of_canonical_json_and_sensitive_to_each_part():
+    body = {"model": "m", "messages": [{"role": "user", "content": "héllo"}], "temperature": 0.7}
+    material = {"v": 1, "base_url": "http://h/v1", "body": body, "sample": 0}
+    expected = hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                              .encode()).hexdigest()
+    assert cache_key("http://h/v1", body, 0) == expected
+    assert cache_key("http://h/v1/", dict(reversed(list(body.items()))), 0) == expected  # order/slash-insensitive
+    assert cache_key("http://h/v1", body, 1) != expected
+    assert cache_key("http://other/v1", body, 0) != expected
+    assert cache_key("http://h/v1", {**body, "temperature": 0.8}, 0) != expected
+    assert cache_key("http://h/v1", {**body, "messages": [{"role": "user", "content": "hello"}]}, 0) != expected
+
+
+def test_cache_store_roundtrip_wal_and_persistence(tmp_path):
+    path = tmp_path / "sub" / "llm.sqlite"
+    cache = Cache(path)
+    cache.put("k1", CachedReply("text one", "stop", 5, 2, "m"))
+    cache.put("k2", CachedReply("text two", "stop", 6, 3, "m"))
+    cache.flush()
+    assert cache.get("k1") == CachedReply("text one", "stop", 5, 2, "m")
+    assert set(cache.get_many(["k1", "k2", "nope"])) == {"k1", "k2"}
+    cache.close()
+    reopened = Cache(path)
+    assert len(reopened) == 2 and reopened.get("k2").text == "text two"
+    reopened.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_cache_in_unwritable_place_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(GenError, match="cannot open the LLM cache"):
+        Cache(blocker / "llm.sqlite")
+
+
+# -- structured output -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, expected", [
+    ('{"a": 1}', {"a": 1}),
+    ('  [1, 2] ', [1, 2]),
+    ('Here you go:\n```json\n{"a": [1, {"b": "}"}]}\n```\nDone.', {"a": [1, {"b": "}"}]}),
+    ('Sure! {"a": "x"} and then {"b": 2}', {"a": "x"}),
+    ('noise { not json } then {"ok": true}', {"ok": True}),
+])
+def test_extract_json(text, expected):
+    assert extract_json(text) == expected
+
+
+def test_extract_json_failure():
+    with pytest.raises(ParseFailure, match="no valid JSON"):
+        extract_json('{"a": "unterminated')
+
+
+def test_parse_reply_with_model_function_and_none():
+    assert parse_reply(Item, 'Result: {"name": "x", "count": 2}') == Item(name="x", count=2)
+    with pytest.raises(ParseFailure, match="count"):
+        parse_reply(Item, '{"name": "x"}')
+    assert parse_reply(None, "raw") == "raw"
+
+    def upper_word(text: str) -> str:
+        if " " in text.strip():
+            raise ValueError("expected a single word")
+        return text.strip().upper()
+
+    assert parse_reply(upper_word, " hi ") == "HI"
+    with pytest.raises(ParseFailure, match="single word"):
+        parse_reply(upper_word, "two words")
+    with pytest.raises(ParseFailure, match="KeyError"):
+        parse_reply(lambda text: {}["missing"], "x")
+
+
+def test_response_format_per_endpoint_mode():
+    schema_format = response_format_for(Item, "json_schema")
+    assert schema_format["type"] == "json_schema"
+    assert schema_format["json_schema"]["name"] == "Item"
+    assert schema_format["json_schema"]["schema"] == Item.model_json_schema()
+    assert response_format_for(Item, "json_object") == {"type": "json_object"}
+    assert response_format_for(Item, "off") is None
+    assert response_format_for(None, "json_schema") is None
+    assert response_format_for(lambda t: t, "json_schema") is None
+
+
+def test_correction_message_comes_from_the_template():
+    text = correction_message(Item, "JSON does not match the schema: count: Field required")
+    assert "count: Field required" in text
+    assert '"count"' in text and "only the corrected JSON" in text
+    plain = correction_message(None, "expected a single word")
+    assert "expected a single word" in plain and "schema" not in plain
+
+
+def test_split_messages_and_token_estimate():
+    text = "<<system>>\nYou are terse.\n<<user>>\nSay hi.\n"
+    assert split_messages(text) == [{"role": "system", "content": "You are terse."},
+                                    {"role": "user", "content": "Say hi."}]
+    assert split_messages("Just a question?") == [{"role": "user", "content": "Just a question?"}]
+    with pytest.raises(GenError):
+        split_messages("stray\n<<user>>\nx")
+    messages = [{"role": "system", "content": "a" * 8}, {"role": "user", "content": "b" * 9}]
+    assert estimate_input_tokens(messages) == (2 + 4) + (3 + 4) + 3
+
+
+# -- limiter ---------------------------------------------------------------------------------------------
+def test_retry_after_forms():
+    assert retry_after_seconds({"retry-after-ms": "250"}) == 0.25
+    assert retry_after_seconds({"retry-after": "3"}) == 3.0
+    assert retry_after_seconds({"retry-after-ms": "100", "retry-after": "9"}) == 0.1
+    now = time.time()
+    date = email.utils.formatdate(now + 30, usegmt=True)
+    assert 28 <= retry_after_seconds({"retry-after": date}, now=now) <= 31
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_cap():
+    import random
+
+    rng = random.Random(1)
+    for attempt in range(8):
+        ceiling = min(4.0, 0.5 * 2**attempt)
+        for _ in range(50):
+            assert ceiling / 2 <= backoff_delay(attempt, 0.5, 4.0, rng) <= ceiling
+
+
+def test_slots_halve_on_rate_limit_and_recover():
+    slots = Slots(8)
+    slots.on_rate_limited()
+    assert slots.limit == 4
+    slots.on_rate_limited()  # within the same second: once only
+    assert slots.limit == 4
+    for _ in range(200):
+        slots.on_success()
+    assert slots.limit == 8
+
+
+def test_token_bucket_paces_by_its_rate(monkeypatch):
+    import asyncio
+
+    clock = [1000.0]
+    monkeypatch.setattr("gen.llm.limiter.time.monotonic", lambda: clock[0])
+    slept = []
+
+    async def fake_sleep(seconds):
+        slept.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr("gen.llm.limiter.asyncio.sleep", fake_sleep)
+
+    async def scenario():
+        bucket = TokenBucket(per_minute=120)  # 2 per second, burst 2
+        for _ in range(6):
+            await bucket.acquire(1)
+
+    asyncio.run(scenario())
+    assert sum(slept) == pytest.approx(2.0)  # 6 requests at 2/s with a burst of 2: 4 more need 2 seconds
