@@ -27,26 +27,104 @@ def say(message: str) -> None:
     err.print(message, markup=False)
 
 
+RECIPE = typer.Argument(..., help="The recipe YAML file.")
+LIMIT = typer.Option(None, "--limit", min=0, help="Use at most N conversations per source (a quick trial).")
+CACHE_DIR = typer.Option(None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen).")
+
+
 @app.command()
 def run(
-    recipe: Path = typer.Argument(..., help="The recipe YAML file."),
+    recipe: Path = RECIPE,
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="Write to DIR/<recipe name> (default: the recipe's output_dir, else ./outputs)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Use at most N conversations per source (a quick trial)."),
+    limit: Optional[int] = LIMIT,
+    offline: bool = typer.Option(False, "--offline", help="Fail on the first LLM call that is not already cached (reproducible CI)."),
+    cache_dir: Optional[Path] = CACHE_DIR,
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help="Override every endpoint's max_concurrency."),
+    requests_per_minute: Optional[float] = typer.Option(None, "--requests-per-minute", min=0.001, help="Override every endpoint's requests_per_minute."),
+    tokens_per_minute: Optional[float] = typer.Option(None, "--tokens-per-minute", min=1, help="Override every endpoint's tokens_per_minute."),
 ) -> None:
     """Build every product the recipe names, validate it, and write outputs/<name>/.
 
+    LLM settings given here change how fast calls go, never the data, so they enter no hash.
+
     Example: gen run recipes/quickstart.yaml --output-dir outputs
     """
+    from gen.llm.config import RunSettings
     from gen.recipe import load_recipe
     from gen.runner import run as run_recipe
 
     loaded = load_recipe(recipe)
-    final = run_recipe(loaded, output_dir=output_dir, limit=limit, say=say)
+    settings = RunSettings(offline=offline, cache_dir=cache_dir, max_concurrency=max_concurrency,
+                           requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute)
+    final = run_recipe(loaded, output_dir=output_dir, limit=limit, say=say, llm_settings=settings)
     say(f"wrote {final}")
 
 
+def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
+    """The recipe's LLM products with their first-round tasks, and a planning engine (no network, no key)."""
+    from gen.llm import Engine, RunSettings
+    from gen.products import REGISTRY
+    from gen.recipe import load_recipe
+    from gen.runner import prepare
+
+    loaded = load_recipe(recipe)
+    ctx = prepare(loaded, limit).context()
+    steps = [(name, REGISTRY[name].tasks(ctx, options)) for name, options in loaded.product_options()
+             if hasattr(REGISTRY[name], "tasks")]
+    return steps, Engine(loaded.llm, RunSettings(cache_dir=cache_dir), plan_only=True)
+
+
 @app.command()
-def validate(recipe: Path = typer.Argument(..., help="The recipe YAML file.")) -> None:
+def plan(recipe: Path = RECIPE, limit: Optional[int] = LIMIT, cache_dir: Optional[Path] = CACHE_DIR) -> None:
+    """Show, per LLM step, the calls needed, those already cached, and projected tokens and cost. Calls nothing.
+
+    Retries of rejected items and optional verify calls come on top of the first-round calls shown.
+
+    Example: gen plan recipes/locomo-temporal.yaml
+    """
+    steps, engine = llm_steps(recipe, limit, cache_dir)
+    if not steps:
+        typer.echo("this recipe has no LLM steps")
+        engine.close()
+        return
+    try:
+        typer.echo(f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'input tok':>11} {'output tok':>11} {'cost $':>9}")
+        for name, tasks in steps:
+            step = engine.plan(name, tasks)
+            cost = "?" if step.projected_cost_usd is None else f"{step.projected_cost_usd:.2f}"
+            typer.echo(f"{name:<28} {step.items:>7,} {step.calls_needed:>8,} {step.calls_cached:>8,} "
+                       f"{step.projected_input_tokens:>11,} {step.projected_output_tokens:>11,} {cost:>9}")
+    finally:
+        engine.close()
+
+
+@app.command()
+def preview(
+    recipe: Path = RECIPE,
+    product: str = typer.Option(..., "--product", help="The product type whose prompt to show."),
+    index: int = typer.Option(0, "--index", min=0, help="Which item (0-based, in output order)."),
+    limit: Optional[int] = LIMIT,
+    cache_dir: Optional[Path] = CACHE_DIR,
+) -> None:
+    """Print the rendered prompt of one item of an LLM product, exactly as the endpoint would receive it.
+
+    Example: gen preview recipes/locomo-temporal.yaml --product time_content_questions --index 3
+    """
+    steps, engine = llm_steps(recipe, limit, cache_dir)
+    try:
+        tasks = dict(steps).get(product)
+        if tasks is None:
+            raise GenError(f"no LLM product {product!r} in this recipe", file=recipe, field="--product",
+                           expected=", ".join(name for name, _ in steps) or "a recipe with an LLM product")
+        if index >= len(tasks):
+            raise GenError(f"index {index} is past the last item ({len(tasks) - 1})", field="--index")
+        typer.echo(engine.preview([tasks[index]]))
+    finally:
+        engine.close()
+
+
+@app.command()
+def validate(recipe: Path = RECIPE) -> None:
     """Check the recipe, read its sources and build the timelines, without building or writing anything.
 
     Example: gen validate recipes/locomo-temporal.yaml

@@ -73,9 +73,25 @@ def output_folder(recipe: Recipe, output_dir: Path | None) -> Path:
     return Path(base) / recipe.name
 
 
-def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None, say: Say = lambda _: None) -> Path:
+def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None, say: Say = lambda _: None,
+        llm_settings=None) -> Path:
+    """Build, validate and write the run. `llm_settings` (gen.llm.RunSettings) are run-only LLM overrides."""
     prepared = prepare(recipe, limit, say)
     ctx = prepared.context()
+    if llm_settings is not None:
+        ctx.services["llm_settings"] = llm_settings
+    try:
+        final = build_and_write(recipe, prepared, ctx, output_dir, say)
+    finally:
+        if "llm" in ctx.services:
+            ctx.services["llm"].close()
+    if recipe.export.hub is not None:  # `export: {hub: ...}`: publish the run just written (gen/export/hub.py)
+        from gen.export.hub import push_after_run
+        push_after_run(final, recipe.export.hub, ctx.templates_dir, say)
+    return final
+
+
+def build_and_write(recipe: Recipe, prepared: Prepared, ctx, output_dir: Path | None, say: Say) -> Path:
     final = output_folder(recipe, output_dir)
     report = {"recipe": {"name": recipe.name, "file": recipe.file.name, "fingerprint": recipe.fingerprint,
                          "seed": recipe.seed},
@@ -89,8 +105,13 @@ def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None
         for name, options in entries:
             build_product(name, options, ctx, folder.path, report, say)
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
+        rejects = list(ctx.rejects)
+        if "llm" in ctx.services:  # calls made, cached, failed, tokens and cost per step; the engine's rejects
+            report["llm"] = ctx.services["llm"].report()
+            rejects += ctx.services["llm"].rejects
+        report["rejects"] = len(rejects)
         (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
-        write_jsonl(folder.path / "rejects.jsonl", ctx.rejects)
+        write_jsonl(folder.path / "rejects.jsonl", rejects)
         write_json(folder.path / "run.json", report)
         (folder.path / "README.md").write_text(render_card(report, ctx.templates_dir, folder=folder.path,
                                                            previous=final / "README.md"), encoding="utf-8")
@@ -98,9 +119,6 @@ def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None
             folder.keep_failed_at = final.parent / f".{final.name}.failed"
             raise GenError(f"validation failed for {', '.join(failed)}; nothing was published. The records and "
                            f"run.json are kept for inspection in {folder.keep_failed_at}", file=recipe.file)
-    if recipe.export.hub is not None:  # `export: {hub: ...}`: publish the run just written (gen/export/hub.py)
-        from gen.export.hub import push_after_run
-        push_after_run(final, recipe.export.hub, ctx.templates_dir, say)
     return final
 
 
