@@ -356,3 +356,14 @@ def test_preview_renders_prompts_with_cache_status(api_key, cache_dir):
     assert "item a" in text and "not cached" in text and "──── system ────\nBe brief." in text
     assert "item b · sample 0 · endpoint main · cached" in text and "'temperature': 0.3" in text
     assert "response_format: json_schema (Summary)" in text
+
+
+def test_endpoint_without_key_and_invalid_endpoint_config(cache_dir, monkeypatch):
+    monkeypatch.delenv("GEN_TEST_API_KEY", raising=False)
+    with FakeOpenAI(summary_script) as server:
+        with make_engine(server, cache_dir, api_key_env=None) as engine:
+            assert engine.run_step("s", tasks_for(TEXTS[:1]))[0].ok
+        assert server.requests[0].api_key == "no-key"
+    with pytest.raises(GenError) as info:
+        Engine({"main": {"model": "m", "temperature": 7}}, RunSettings(cache_dir=cache_dir))
+    assert "llm endpoint 'main'" in str(info.value) and "temperature" in str(info.value)

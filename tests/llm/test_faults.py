@@ -185,6 +185,35 @@ def test_sigkill_half_way_then_rerun_repeats_no_successful_call_and_output_is_id
     assert len(interrupted_out.read_text().splitlines()) == n
 
 
+def test_ctrl_c_half_way_stops_promptly_and_the_rerun_makes_only_the_missing_calls(api_key, tmp_path):
+    n, half = 24, 12
+    state = {"served": 0, "hold": True}
+
+    def script(request):
+        if state["hold"]:
+            if state["served"] >= half:
+                return Reply(hang=True)
+            state["served"] += 1
+        return summarize(request)
+
+    cache_dir, out = tmp_path / "cache", tmp_path / "out.jsonl"
+    with FakeOpenAI(script) as server:
+        proc = run_driver(server.base_url, cache_dir, out, n, wait=False)
+        deadline = time.monotonic() + 30
+        while cache_rows(cache_dir) < half and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)  # in-flight requests are cancelled, the cache is closed
+        assert proc.returncode != 0 and b"KeyboardInterrupt" in err and not out.exists()
+        assert cache_rows(cache_dir) == half
+        before = server.count
+        state["hold"] = False
+        run_driver(server.base_url, cache_dir, out, n)
+        assert server.count - before == n - half
+        delivered = server.delivered_keys()
+    assert len(delivered) == len(set(delivered)) == n
+
+
 # -- warm cache: zero HTTP requests ---------------------------------------------------------------------------
 def test_second_run_with_a_warm_cache_makes_zero_http_requests(api_key, tmp_path):
     mix = FaultMix(summarize, rate_limit=0.2, server_error=0.1, malformed=0.1, seed=3, retry_after_s=0.005)

@@ -248,3 +248,12 @@ def test_token_bucket_paces_by_its_rate(monkeypatch):
 
     asyncio.run(scenario())
     assert sum(slept) == pytest.approx(2.0)  # 6 requests at 2/s with a burst of 2: 4 more need 2 seconds
+
+
+def test_a_failing_cache_write_is_a_clear_error_on_the_next_put_or_flush(tmp_path):
+    cache = Cache(tmp_path / "llm.sqlite")
+    cache.put("bad", CachedReply(None, "stop", 1, 1, "m"))  # violates NOT NULL, as a full disk would fail a write
+    with pytest.raises(GenError, match="cannot write the LLM cache"):
+        cache.flush()
+    with pytest.raises(GenError, match="cannot write the LLM cache"):
+        cache.put("next", CachedReply("ok", "stop", 1, 1, "m"))
