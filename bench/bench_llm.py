@@ -46,19 +46,21 @@ def cpu_seconds() -> float:
 
 async def bare_client_run(base_url: str, requests: int, concurrency: int, tag: str) -> None:
     """The same load through a bare AsyncOpenAI client: the floor the engine is compared with."""
-    import httpx2
-    from openai import AsyncOpenAI, DefaultAsyncHttpx2Client
+    from openai import AsyncOpenAI
 
-    limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    from gen.llm.engine import http_stack
+
+    http, default_client = http_stack()
+    limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with AsyncOpenAI(api_key="sk-bench", base_url=base_url, max_retries=0,
-                           http_client=DefaultAsyncHttpx2Client(limits=limits)) as client:
+                           http_client=default_client(limits=limits)) as client:
         pending = list(range(requests))
 
         async def worker() -> None:
             while pending:
                 i = pending.pop()
                 body = {"model": "fake-model", "messages": [{"role": "user", "content": f"{tag} {i}"}]}
-                response = await client.post("/chat/completions", body=body, cast_to=httpx2.Response)
+                response = await client.post("/chat/completions", body=body, cast_to=http.Response)
                 json.loads(response.content)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))

@@ -37,8 +37,9 @@ Surface:
 
 Behaviour (SPEC §9): one concurrency limit, requests/tokens-per-minute buckets and 429 pause per endpoint,
 shared by all steps; retries with exponential backoff and jitter honouring ``Retry-After`` (429, 408, 409,
-5xx, timeouts, connection errors); a hard per-request timeout; 401/403/404 and exhausted quota stop the
-run with a GenError; a content-addressed SQLite cache (errors and truncated replies never stored) so a
+5xx, timeouts, connection errors); a hard per-request timeout; 401/403/404, exhausted quota and an endpoint
+that has never answered and keeps refusing connections stop the run with a GenError; other 4xx reject the
+item without retrying; a content-addressed SQLite cache (errors and truncated replies never stored) so a
 re-run makes no calls and an interrupted run resumes; ``offline`` turns the first cache miss into a
 GenError naming the step and item. API keys are read from the environment only when a request must be
 sent, and are scrubbed from every reply, reason, log line and error message.
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 import json
 import logging
 import math
@@ -70,7 +72,7 @@ from gen.llm.progress import StepCounters, make_reporter
 from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for
 from gen.llm.task import Outcome, Task, estimate_input_tokens, normalize_messages
 
-__all__ = ["Engine", "build_request"]
+__all__ = ["Engine", "build_request", "http_stack"]
 
 log = logging.getLogger("gen.llm")
 
@@ -171,6 +173,8 @@ class _Endpoint:
         self.name = name
         self.config = config
         self.client = None
+        self.answered = False  # has the server ever answered? (if not, repeated connection errors are fatal)
+        self.connection_failures = 0
         self.slots: Slots | None = None
         self.rpm: TokenBucket | None = None
         self.tpm: TokenBucket | None = None
@@ -570,8 +574,9 @@ class Engine:
             self._inflight.pop(key, None)
 
     async def _request(self, run: _StepRun, p: _Prepared, body: dict, key: str) -> _Reply:
-        import httpx2
         import openai
+
+        http, _ = http_stack()
 
         ep, stats = p.endpoint, run.stats
         config = ep.config
@@ -596,7 +601,7 @@ class Engine:
                         # client.post sends the body as given; chat.completions.create would first re-walk
                         # the whole request (JSON schema included) through the SDK's TypedDict transform,
                         # which costs more CPU than everything else per call.
-                        response = await self._client(ep).post("/chat/completions", body=body, cast_to=httpx2.Response)
+                        response = await self._client(ep).post("/chat/completions", body=body, cast_to=http.Response)
                         data = json.loads(response.content)
                     choice = data["choices"][0]
                     message = choice.get("message") or {}
@@ -607,12 +612,18 @@ class Engine:
                 except (TimeoutError, openai.APITimeoutError):
                     last_kind, last_reason, retry_after, fatal = "timeout", f"no reply within {config.timeout_s}s", None, None
                 except openai.APIStatusError as exc:
+                    ep.answered = True
                     last_kind, last_reason, retry_after, fatal = self._classify_status(ep, exc)
                 except openai.APIConnectionError as exc:
                     last_kind, last_reason, retry_after, fatal = "connection_error", self._redact(str(exc)), None, None
+                    ep.connection_failures += 1
+                    if not ep.answered and ep.connection_failures >= max(3, attempts):
+                        fatal = GenError(f"cannot reach the endpoint: {last_reason}", record=ep.where, field="base_url",
+                                         expected="a running OpenAI-compatible server at base_url")
                 except (openai.APIResponseValidationError, LookupError, TypeError, AttributeError, ValueError) as exc:
                     last_kind, last_reason, retry_after, fatal = "invalid_response", self._redact(f"{type(exc).__name__}: {exc}")[:300], None, None
                 else:
+                    ep.answered = True
                     usage = data.get("usage") or {}
                     if isinstance(usage.get("prompt_tokens"), int):
                         tin, tout = usage["prompt_tokens"], int(usage.get("completion_tokens") or 0)
@@ -692,8 +703,9 @@ class Engine:
     def _client(self, ep: _Endpoint):
         """The endpoint's openai client, created on first use (so plans and cached runs need no key)."""
         if ep.client is None:
-            import httpx2
-            from openai import AsyncOpenAI, DefaultAsyncHttpx2Client
+            from openai import AsyncOpenAI
+
+            http, default_client = http_stack()
 
             env = ep.config.api_key_env
             if env:
@@ -710,8 +722,8 @@ class Engine:
                 base_url=ep.config.base_url,
                 max_retries=0,  # the engine retries, with shared backoff and rate limits
                 timeout=ep.config.timeout_s,
-                http_client=DefaultAsyncHttpx2Client(
-                    limits=httpx2.Limits(max_connections=limit, max_keepalive_connections=limit),
+                http_client=default_client(
+                    limits=http.Limits(max_connections=limit, max_keepalive_connections=limit),
                     timeout=ep.config.timeout_s,
                 ),
             )
@@ -776,6 +788,20 @@ class Engine:
             return ""
         errors = ", ".join(f"{kind} ×{n}" for kind, n in run.stats.errors.most_common())
         return f"[llm] {run.step}: errors by type: {errors}"
+
+
+@functools.lru_cache(maxsize=1)
+def http_stack():
+    """(HTTP module, openai's default async HTTP client class): httpx2 for openai 3.x, httpx before."""
+    try:
+        import httpx2
+        from openai import DefaultAsyncHttpx2Client
+    except ImportError:  # openai < 3
+        import httpx
+        from openai import DefaultAsyncHttpxClient
+
+        return httpx, DefaultAsyncHttpxClient
+    return httpx2, DefaultAsyncHttpx2Client
 
 
 def _error_message(exc) -> str:

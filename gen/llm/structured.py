@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
@@ -62,8 +63,14 @@ def _is_model(parser: Any) -> bool:
     return isinstance(parser, type) and issubclass(parser, BaseModel)
 
 
+@lru_cache(maxsize=256)
+def _model_schema(model: type[BaseModel]) -> dict:
+    return model.model_json_schema()  # costs ~0.1 ms: computed once per model class
+
+
 def schema_of(parser: Parser) -> dict | None:
-    return parser.model_json_schema() if _is_model(parser) else None
+    """The JSON schema of a pydantic parser (shared: do not modify), else None."""
+    return _model_schema(parser) if _is_model(parser) else None
 
 
 def _describe_validation(exc: ValidationError) -> str:
@@ -109,7 +116,7 @@ def response_format_for(parser: Parser, mode: str) -> dict | None:
         return {"type": "json_object"}
     return {
         "type": "json_schema",
-        "json_schema": {"name": _schema_name(parser), "schema": parser.model_json_schema(), "strict": False},
+        "json_schema": {"name": _schema_name(parser), "schema": schema_of(parser), "strict": False},
     }
 
 

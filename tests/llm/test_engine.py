@@ -367,3 +367,19 @@ def test_endpoint_without_key_and_invalid_endpoint_config(cache_dir, monkeypatch
     with pytest.raises(GenError) as info:
         Engine({"main": {"model": "m", "temperature": 7}}, RunSettings(cache_dir=cache_dir))
     assert "llm endpoint 'main'" in str(info.value) and "temperature" in str(info.value)
+
+
+def test_an_unreachable_endpoint_stops_the_run_quickly(api_key, cache_dir):
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = {"model": "m", "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "GEN_TEST_API_KEY",
+              "max_retries": 2, "max_concurrency": 2}
+    with Engine({"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), backoff_base_s=0.01) as engine:
+        with pytest.raises(GenError) as info:
+            engine.run_step("s", tasks_for(TEXTS))
+        report = engine.report()["steps"]["s"]
+    assert "cannot reach the endpoint" in str(info.value) and f"127.0.0.1:{port}" in str(info.value)
+    assert report["requests"] <= 3 + 2  # stopped after a few attempts, not 20 items x 3 attempts
