@@ -48,6 +48,7 @@ sent, and are scrubbed from every reply, reason, log line and error message.
 from __future__ import annotations
 
 import asyncio
+import collections
 import difflib
 import functools
 import json
@@ -217,6 +218,11 @@ class _StepRun:
         self.outcomes: list[Outcome | None] = [None] * len(prepared)
         self.counters = StepCounters(step, len(prepared))
         self.reject_reasons: Counter = Counter()
+        self.queue: collections.deque = collections.deque()
+        self.width = 1
+        self.workers = 0
+        self.backing_off = 0
+        self.group: asyncio.TaskGroup | None = None
 
 
 class _LoopThread:
@@ -454,9 +460,16 @@ class Engine:
             reporter.start(run.counters)
             ticker = asyncio.create_task(self._tick(reporter))
         try:
+            # A pool of workers as wide as the endpoints' concurrency pulls items in order: a worker that
+            # finishes a call sends the next one at once (no hand-over between tasks), and a worker that
+            # has to back off before a retry lends its place to a new worker meanwhile.
+            run.queue = collections.deque(run.prepared)
+            endpoints = {p.endpoint.name: p.endpoint for p in run.prepared}.values()
+            run.width = max(1, sum(ep.config.max_concurrency for ep in endpoints))
             async with asyncio.TaskGroup() as group:
-                for p in run.prepared:
-                    group.create_task(self._do_item(run, p))
+                run.group = group
+                for _ in range(min(len(run.queue), run.width)):
+                    self._add_worker(run)
         except BaseExceptionGroup as group_error:
             # re-raise the first meaningful error (GenError / too many rejects / a bug) without the group
             for exc in group_error.exceptions:
@@ -471,6 +484,27 @@ class Engine:
                 if summary:
                     log.info(summary)
                 reporter.stop(summary)
+
+    def _add_worker(self, run: _StepRun) -> None:
+        run.workers += 1
+        run.group.create_task(self._worker(run))
+
+    async def _worker(self, run: _StepRun) -> None:
+        try:
+            while run.queue and run.workers - run.backing_off <= run.width:
+                await self._do_item(run, run.queue.popleft())
+        finally:
+            run.workers -= 1
+
+    async def _back_off(self, run: _StepRun, seconds: float) -> None:
+        """Sleep before a retry, letting another worker take this one's place in the meantime."""
+        run.backing_off += 1
+        try:
+            if run.group is not None and run.queue and run.workers - run.backing_off < run.width:
+                self._add_worker(run)
+            await asyncio.sleep(seconds)
+        finally:
+            run.backing_off -= 1
 
     async def _tick(self, reporter) -> None:
         while True:
@@ -587,7 +621,7 @@ class Engine:
         attempts = config.max_retries + 1
         for attempt in range(attempts):
             if delay:
-                await asyncio.sleep(delay)
+                await self._back_off(run, delay)
             await ep.gate.wait()
             if ep.rpm is not None:
                 await ep.rpm.acquire(1)
