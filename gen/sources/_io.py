@@ -9,13 +9,17 @@ from typing import Any
 from gen.errors import GenError
 
 
-def read_json(path: Path, expected: str) -> Any:
+def read_text(path: Path, expected: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GenError("file not found", file=path, expected=expected) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
+
+
+def read_json(path: Path, expected: str) -> Any:
+    text = read_text(path, expected)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -25,20 +29,9 @@ def read_json(path: Path, expected: str) -> Any:
 
 def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
     """A JSON list, a single JSON object, or JSON lines (one object per line; blank lines skipped)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GenError("file not found", file=path, expected=expected) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise GenError(f"not valid JSON ({exc.msg})", file=path, record=f"line {exc.lineno}, column {exc.colno}",
-                           expected=expected) from None
-        return list(data)
+    text = read_text(path, expected)
+    if text.lstrip().startswith("["):
+        return list(read_json(path, expected))
     records = []
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
