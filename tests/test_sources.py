@@ -182,3 +182,15 @@ def test_hf_source_that_cannot_load_is_one_clear_error(tmp_path, monkeypatch):
     with pytest.raises(GenError) as error:
         load_source(SourceSpec(format="cc", hf=str(tmp_path / "nothing-here"), split="train"))
     assert error.value.file == f"hf:{tmp_path / 'nothing-here'}" and error.value.field == "hf"
+
+
+def test_cc_reads_a_list_json_lines_or_one_pretty_printed_episode(tmp_path):
+    episodes = [cc_episode(dataID=f"episode-{i}") for i in range(2)]
+    as_list = write_json(tmp_path / "list.json", episodes)
+    as_lines = tmp_path / "lines.jsonl"
+    as_lines.write_text("\n".join(json.dumps(e) for e in episodes) + "\n\n")
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(episodes[0], indent=2))
+    ids = lambda path: [c.conversation_id for c in load_source(SourceSpec(format="cc", path=path))]  # noqa: E731
+    assert ids(as_list) == ids(as_lines) == ["cc/episode-0", "cc/episode-1"]
+    assert ids(one) == ["cc/episode-0"]

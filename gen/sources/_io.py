@@ -32,6 +32,11 @@ def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
     text = read_text(path, expected)
     if text.lstrip().startswith("["):
         return list(read_json(path, expected))
+    try:  # one (possibly pretty-printed) object; JSON lines fail fast here with "Extra data" after line 1
+        whole = json.loads(text)
+        return [whole] if isinstance(whole, dict) else list(whole)
+    except json.JSONDecodeError:
+        pass
     records = []
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
