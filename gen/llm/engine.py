@@ -27,7 +27,8 @@ Surface:
     Runs the tasks concurrently (asyncio on a background thread; the call blocks). Items whose reply
     does not parse get one correction round; items that still fail (or whose requests failed after the
     retries, or whose reply was truncated) come back ``ok=False`` and are appended to ``engine.rejects``.
-    If more than ``max_reject_rate`` of the step's items are rejected the step stops with a GenError.
+    If more than ``max_reject_rate`` of the step's items (over every call with that step name) are
+    rejected, the step stops with a GenError.
 ``engine.plan(step, tasks) -> StepPlan``
     Calls needed, calls cached, projected tokens and cost — without any network.
 ``engine.rejects``: list of dicts ``{step, item_id, sample, endpoint, kind, reason, raw_text}``.
@@ -319,9 +320,9 @@ class Engine:
             for p in prepared:
                 if p.key not in prefetched:
                     raise self._offline_error(step, p)
-        limit = None
+        limit = None  # counted over every call of this step, so small follow-up rounds are judged with the rest
         if max_reject_rate is not None and not self.plan_only:
-            limit = math.floor(max_reject_rate * len(prepared) + 1e-9)
+            limit = math.floor(max_reject_rate * stats.items + 1e-9)
         plan = PlanBuilder(step) if self.plan_only else None
         run = _StepRun(step, prepared, stats, limit, prefetched, plan)
         if not prepared:
@@ -525,7 +526,7 @@ class Engine:
             stats.rejected += 1
             counters.rejected += 1
             run.reject_reasons[outcome.kind] += 1
-            if run.max_rejects is not None and counters.rejected > run.max_rejects:
+            if run.max_rejects is not None and stats.rejected > run.max_rejects:
                 raise _TooManyRejects()
 
     async def _item_outcome(self, run: _StepRun, p: _Prepared) -> Outcome:
@@ -812,7 +813,7 @@ class Engine:
     def _reject_rate_error(self, run: _StepRun, rate: float | None) -> GenError:
         reasons = ", ".join(f"{kind} ×{n}" for kind, n in run.reject_reasons.most_common(4))
         return GenError(
-            f"stopped: {run.counters.rejected} of {len(run.prepared)} items rejected, more than max_reject_rate "
+            f"stopped: {run.stats.rejected} of {run.stats.items} items rejected, more than max_reject_rate "
             f"{rate:.0%} allows; by kind: {reasons}; see the run's rejects for reasons and raw replies",
             record=f"step {run.step}", field="max_reject_rate",
             expected="fewer failures (check the prompt, the parser and the endpoint), or a higher max_reject_rate")

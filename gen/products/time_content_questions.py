@@ -244,11 +244,9 @@ def generate(ctx, items: list[Item], options: Options) -> dict[str, tuple[str, i
     for sample in range(options.retries + 1):
         if not pending:
             break
-        # The engine's reject-rate stop is meant for whole steps; later rounds hold a few items each, where a
-        # single transport failure would exceed any rate, so only the first round is held to it.
-        limit = {} if sample == 0 else {"max_reject_rate": None}
+        # the engine judges its reject rate over all rounds of the step together
         outcomes = engine.run_step(NAME, [question_task(item, options, sample, ctx.templates_dir)
-                                          for item in pending], **limit)
+                                          for item in pending])
         again: list[Item] = []
         passed: list[tuple[Item, Attempt]] = []
         for item, outcome in zip(pending, outcomes):
@@ -265,7 +263,7 @@ def generate(ctx, items: list[Item], options: Options) -> dict[str, tuple[str, i
                 passed.append((item, attempt))
         if options.verify and passed:
             verdicts = engine.run_step(VERIFY_STEP, [verify_task(item, attempt.question, options, ctx.templates_dir)
-                                                     for item, attempt in passed], **limit)
+                                                     for item, attempt in passed])
             confirmed = []
             for (item, attempt), verdict in zip(passed, verdicts):
                 if not verdict.ok:

@@ -162,6 +162,20 @@ def test_max_reject_rate_stops_the_step_with_a_clear_error(api_key, cache_dir):
     assert rejected > math.floor(0.2 * len(TEXTS))  # it stopped once the rate was certainly exceeded
 
 
+def test_max_reject_rate_counts_every_call_of_a_step_together(api_key, cache_dir):
+    """A follow-up round of one item whose reply never parses: 1 rejected of 21 items is within 20%."""
+    def script(request):
+        asked = " ".join(str(m.get("content")) for m in request.messages)  # the correction round too
+        return "no json here" if "broken" in asked else summary_script(request)
+
+    with FakeOpenAI(script) as server, make_engine(server, cache_dir) as engine:
+        engine.run_step("questions", tasks_for(TEXTS), max_reject_rate=0.2)
+        retry, = engine.run_step("questions", tasks_for(["broken text"], prefix="again"), max_reject_rate=0.2)
+        with pytest.raises(GenError, match="6 of 26 items rejected"):  # 6 > floor(0.2 × 26) = 5
+            engine.run_step("questions", tasks_for([f"broken again {i}" for i in range(5)], prefix="more"), max_reject_rate=0.2)
+    assert not retry.ok and retry.kind == "parse"
+
+
 def test_truncated_replies_are_rejected_and_never_cached(api_key, cache_dir):
     def script(request):
         if "topic3" in request.last_user:
