@@ -22,7 +22,7 @@ from gen.products.time_windows import WindowOptions, base_questions
 from gen.validation import Checks
 
 NAME = "ambiguous_time_queries"
-DESCRIPTION = "short dialogues that anchor a time, then ask about it with a pronoun; same windows as time_queries (SPEC §5)"
+DESCRIPTION = "short dialogues that anchor a time, then ask about it with a pronoun; same windows as time_queries"
 
 
 class Options(WindowOptions):

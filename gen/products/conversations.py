@@ -12,7 +12,7 @@ from gen.timeline import Timeline
 from gen.validation import Checks
 
 NAME = "conversations"
-DESCRIPTION = "one record per conversation: speakers, session starts, now, current session, counts (SPEC §3.5)"
+DESCRIPTION = "one record per conversation: speakers, session starts, now, current session, counts"
 
 
 class Options(StrictModel):

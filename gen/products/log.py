@@ -11,7 +11,7 @@ from gen.timeline import Response, Timeline
 from gen.validation import Checks
 
 NAME = "log"
-DESCRIPTION = "one record per response with its simulated timestamp (SPEC §3.5)"
+DESCRIPTION = "one record per response with its simulated timestamp"
 
 
 class Options(StrictModel):

@@ -40,7 +40,7 @@ from gen.validation import Checks
 
 NAME = "time_content_questions"
 DESCRIPTION = ("LLM-written questions naming a speaker, a date or session, and a topic, about responses chosen "
-               "beforehand (SPEC §6)")
+               "beforehand")
 PROMPT = "prompts/time_content_question.j2"
 VERIFY_PROMPT = "prompts/time_content_verify.j2"
 REFERENCES = "prompts/time_content_references.j2"

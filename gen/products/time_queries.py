@@ -20,7 +20,7 @@ from gen.timeline import Timeline
 from gen.validation import Checks
 
 NAME = "time_queries"
-DESCRIPTION = "templated questions about what was discussed in a time window, with the relevant responses (SPEC §4)"
+DESCRIPTION = "templated questions about what was discussed in a time window, with the relevant responses"
 GROUPS_SERVICE = "time_queries.groups"  # group_id → relevant indices, for the ambiguous product's validator
 
 
