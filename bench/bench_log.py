@@ -6,23 +6,16 @@ synthetic corpus 100× larger made of renamed copies of it. Prints wall time and
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import resource
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
+from corpora import run_small_and_large  # bench/corpora.py
 from gen.recipe import load_recipe
 from gen.runner import run
-
-
-def synthetic_copy(raw: list[dict], copies: int) -> list[dict]:
-    return [{**sample, "sample_id": f"{sample['sample_id']}-copy{k}"} for k in range(copies) for sample in raw]
 
 
 def measure(source: Path, workdir: Path, label: str) -> None:
@@ -44,20 +37,9 @@ def measure(source: Path, workdir: Path, label: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--copies", type=int, default=100)
-    args = parser.parse_args()
-    data = Path(os.environ.get("GEN_SHARED_DATA", "../shared/data")) / "locomo" / "locomo10.json"
-    if not data.exists():
-        sys.exit(f"locomo10.json not found at {data}; set GEN_SHARED_DATA")
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        small = measure(data, workdir, "locomo10")
-        big_source = workdir / "synthetic.json"
-        big_source.write_text(json.dumps(synthetic_copy(json.loads(data.read_text()), args.copies)))
-        big = measure(big_source, workdir, f"locomo10x{args.copies}")
-        print(f"ratio: {big / small:.1f}× the time for {args.copies}× the data; "
-              f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    small, big, copies = run_small_and_large(__doc__, measure)
+    print(f"ratio: {big / small:.1f}× the time for {copies}× the data; "
+          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,8 @@ the writer). Loading the source and building timelines is reported separately as
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import resource
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,14 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gen.products import BuildContext, ambiguous_time_queries, time_queries  # noqa: E402
+from corpora import run_small_and_large  # bench/corpora.py
 from gen.recipe import load_recipe  # noqa: E402
 from gen.runner import prepare  # noqa: E402
 
 PRODUCTS = (time_queries, ambiguous_time_queries)
-
-
-def synthetic_copy(raw: list[dict], copies: int) -> list[dict]:
-    return [{**sample, "sample_id": f"{sample['sample_id']}-copy{k}"} for k in range(copies) for sample in raw]
 
 
 def measure(source: Path, workdir: Path, label: str) -> dict:
@@ -72,20 +65,9 @@ def measure(source: Path, workdir: Path, label: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--copies", type=int, default=100)
-    args = parser.parse_args()
-    data = Path(os.environ.get("GEN_SHARED_DATA", "../shared/data")) / "locomo" / "locomo10.json"
-    if not data.exists():
-        sys.exit(f"locomo10.json not found at {data}; set GEN_SHARED_DATA")
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        small = measure(data, workdir, "locomo10")
-        big_source = workdir / "synthetic.json"
-        big_source.write_text(json.dumps(synthetic_copy(json.loads(data.read_text()), args.copies)))
-        big = measure(big_source, workdir, f"locomo10x{args.copies}")
+    small, big, copies = run_small_and_large(__doc__, measure)
     for name in small:
-        print(f"{name}: {big[name] / small[name]:.1f}× the time for {args.copies}× the data")
+        print(f"{name}: {big[name] / small[name]:.1f}× the time for {copies}× the data")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 

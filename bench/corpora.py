@@ -1,0 +1,32 @@
+"""Shared by the benchmarks: locomo10 from GEN_SHARED_DATA and a synthetic corpus of renamed copies of it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+
+def synthetic_copy(raw: list[dict], copies: int) -> list[dict]:
+    return [{**sample, "sample_id": f"{sample['sample_id']}-copy{k}"} for k in range(copies) for sample in raw]
+
+
+def run_small_and_large(description: str, measure: Callable[[Path, Path, str], object]) -> tuple[object, object, int]:
+    """measure(source, workdir, label) on locomo10 and on `--copies` (default 100) times it; returns both results."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--copies", type=int, default=100)
+    copies = parser.parse_args().copies
+    data = Path(os.environ.get("GEN_SHARED_DATA", "../shared/data")) / "locomo" / "locomo10.json"
+    if not data.exists():
+        sys.exit(f"locomo10.json not found at {data}; set GEN_SHARED_DATA")
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        small = measure(data, workdir, "locomo10")
+        big_source = workdir / "synthetic.json"
+        big_source.write_text(json.dumps(synthetic_copy(json.loads(data.read_text()), copies)))
+        big = measure(big_source, workdir, f"locomo10x{copies}")
+    return small, big, copies
