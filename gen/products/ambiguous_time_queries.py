@@ -17,7 +17,7 @@ from pydantic import Field
 from gen.errors import GenError
 from gen.products import time_checks
 from gen.products.time_phrases import SLOT, Wordings
-from gen.products.time_queries import GROUPS_SERVICE, Yearless, params_feature, pick, question_id
+from gen.products.time_queries import GROUPS_SERVICE, Yearless, params_feature, pick, question_id, window_fields
 from gen.products.time_windows import WindowOptions, base_questions
 from gen.validation import Checks
 
@@ -75,11 +75,7 @@ def build(ctx, options: Options) -> Iterator[dict]:
                     "final_utterance": dialogue[-1]["text"],
                     "resolved_question": wordings.resolved(phrase),
                     "time_expression": phrase,
-                    "params": dict(base.params),
-                    "now": now,
-                    "current_session": current,
-                    "relevant_response_indices": list(base.relevant),
-                    "num_relevant": len(base.relevant),
+                    **window_fields(base, now, current),
                 }
 
 

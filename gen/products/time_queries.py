@@ -57,6 +57,12 @@ def pick(variants: list, limit: int | None, seed: int, product: str, group: str)
     return [variants[i] for i in chosen]
 
 
+def window_fields(base, now: str, current_session: int) -> dict:
+    """The fields every question about a window carries (shared with ambiguous_time_queries)."""
+    return {"params": dict(base.params), "now": now, "current_session": current_session,
+            "relevant_response_indices": list(base.relevant), "num_relevant": len(base.relevant)}
+
+
 def build(ctx, options: Options) -> Iterator[dict]:
     wordings = Wordings(ctx.templates_dir, options.numeral_styles)
     groups = ctx.services.setdefault(GROUPS_SERVICE, {})
@@ -85,11 +91,7 @@ def build(ctx, options: Options) -> Iterator[dict]:
                     "test": base.test,
                     "question": text,
                     "time_expression": phrase,
-                    "params": dict(base.params),
-                    "now": now,
-                    "current_session": current,
-                    "relevant_response_indices": list(base.relevant),
-                    "num_relevant": len(base.relevant),
+                    **window_fields(base, now, current),
                 }
 
 
