@@ -17,11 +17,12 @@ from urllib.parse import urlsplit
 import yaml
 
 from gen import templating
+from gen.jsonl import read_jsonl
+from gen.products.registry import config_spec
 
 FACTS = "card/facts.yaml"
 OWNED_KEYS = ("configs", "dataset_info", "license")  # always gen's: they must describe the files next to the card
 BUNDLED_DATA = Path(__file__).resolve().parent / "data"
-RETRIEVAL_CONFIGS = ("time_queries", "ambiguous_time_queries", "time_content_questions")  # scored by F2
 SIZE_CATEGORIES = ((10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"),
                    (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"))
 
@@ -144,12 +145,20 @@ def feature_type(feature: Any) -> str:
 
 
 def config_fields(name: str) -> list[dict]:
-    from gen.products import REGISTRY
-
-    product = REGISTRY.get(name)
-    if product is None or not hasattr(product, "features"):
+    found = config_spec(name)
+    if found is None:
         return []
-    return [{"name": field, "type": feature_type(feature)} for field, feature in product.features().items()]
+    return [{"name": field, "type": feature_type(feature)} for field, feature in found[1].features().items()]
+
+
+def retrieval_groups(configs: dict) -> dict[str, str]:
+    """The configs scored by recall/F2 over relevant responses, with the field their scores are averaged by."""
+    groups = {}
+    for name in configs:
+        found = config_spec(name)
+        if found is not None and found[1].retrieval_group:
+            groups[name] = found[1].retrieval_group
+    return groups
 
 
 def summary_tables(summary: Any) -> list[dict]:
@@ -198,33 +207,14 @@ def is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def read_rows(path: Path) -> Iterable[dict]:
-    if not path.is_file():
-        return
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
-def provenance(folder: Path | None, configs: dict) -> list[dict]:
-    """Per config, the models and prompt ids its records name (fields `model`, `prompt_id`, `*_prompt_id`,
-    `prompt_ids`), counted over the records: what actually made the data, whatever the recipe says."""
+def provenance(configs: dict) -> list[dict]:
+    """Per config, the models and prompt ids its records name, as counted while the records were written."""
     out = []
-    if folder is None:
-        return out
     for name, info in configs.items():
-        models, prompts = Counter(), Counter()
-        for row in read_rows(Path(folder) / info["path"]):
-            if isinstance(row.get("model"), str):
-                models[row["model"]] += 1
-            for key, value in row.items():
-                if key == "prompt_ids" and isinstance(value, dict):
-                    prompts.update(f"{k}: {v}" for k, v in value.items())
-                elif (key == "prompt_id" or key.endswith("_prompt_id")) and isinstance(value, str):
-                    prompts[value if key == "prompt_id" else f"{key.removesuffix('_prompt_id')}: {value}"] += 1
-        if models or prompts:
-            out.append({"config": name, "models": sorted(models.items()), "prompts": sorted(prompts.items())})
+        found = info.get("provenance") or {}
+        if found.get("models") or found.get("prompts"):
+            out.append({"config": name, "models": [tuple(m) for m in found.get("models", [])],
+                        "prompts": [tuple(p) for p in found.get("prompts", [])]})
     return out
 
 
@@ -246,7 +236,8 @@ def endpoints(recipe: dict) -> list[dict]:
 def reject_stats(folder: Path | None, configs: dict) -> dict:
     counts: Counter = Counter()
     reasons: dict[str, Counter] = {}
-    for row in read_rows(Path(folder) / "rejects.jsonl") if folder else ():
+    path = Path(folder) / "rejects.jsonl" if folder else None
+    for row in read_jsonl(path) if path is not None and path.is_file() else ():
         product = str(row.get("product") or row.get("config") or row.get("step") or "?")
         reason = str(row.get("reason") or "?").split(":")[0].strip()[:100]
         counts[product] += 1
@@ -279,7 +270,7 @@ def card_data(report: dict, templates_dir: str | None = None, *, folder: Path | 
     methods = {name: {"id": key, **method} for key, method in facts["methods"].items() for name in method["configs"]}
     config_list = []
     for name, info in configs.items():
-        validation = report.get("validation", {}).get(name, {})
+        validation = report.get("validation", {}).get(info.get("product", name), {})
         config_list.append({
             "name": name, "records": info["records"], "description": info.get("description", ""),
             "data_files": data_files[name], "fields": config_fields(name), "method": methods.get(name),
@@ -288,7 +279,8 @@ def card_data(report: dict, templates_dir: str | None = None, *, folder: Path | 
                 {"name": check, **result} for check, result in validation.get("checks", {}).items()]},
         })
     used_methods = list({m["id"]: m for m in (c["method"] for c in config_list) if m}.values())
-    retrieval = [name for name in RETRIEVAL_CONFIGS if name in configs]
+    groups = retrieval_groups(configs)
+    retrieval = list(groups)
     citations = [s["facts"].get("citation") for s in sources] + [m.get("citation") for m in used_methods]
     return {
         "name": report["recipe"]["name"], "gen_version": report.get("packages", {}).get("gen", "?"),
@@ -298,12 +290,11 @@ def card_data(report: dict, templates_dir: str | None = None, *, folder: Path | 
         "target": repo_id or (f"outputs/{report['recipe']['name']}" if data_format == "jsonl" else "path/to/this/folder"),
         "configs": config_list, "config_names": list(configs), "sources": sources, "licenses": licenses(sources),
         "methods": used_methods, "recipe_text": recipe_text, "endpoints": endpoints(recipe),
-        "provenance": provenance(folder, configs), "rejects": reject_stats(folder, configs),
+        "provenance": provenance(configs), "rejects": reject_stats(folder, configs),
         "files": files or [], "timings": report.get("timings_s", {}),
         "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),
         "citations": list(dict.fromkeys(c.strip() for c in citations if c)),
-        "scoring": {"retrieval": retrieval,
-                    "group_field": "reference_kind" if retrieval[:1] == ["time_content_questions"] else "test"},
+        "scoring": {"retrieval": retrieval, "group_field": groups[retrieval[0]] if retrieval else "test"},
     }
 
 

@@ -42,6 +42,7 @@ def run(
     max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help="Override every endpoint's max_concurrency."),
     requests_per_minute: Optional[float] = typer.Option(None, "--requests-per-minute", min=0.001, help="Override every endpoint's requests_per_minute."),
     tokens_per_minute: Optional[float] = typer.Option(None, "--tokens-per-minute", min=1, help="Override every endpoint's tokens_per_minute."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Processes for the products that need no LLM, one conversation per task (the output is the same for any number)."),
 ) -> None:
     """Build every product the recipe names, validate it, and write outputs/<name>/.
 
@@ -56,21 +57,24 @@ def run(
     loaded = load_recipe(recipe)
     settings = RunSettings(offline=offline, cache_dir=cache_dir, max_concurrency=max_concurrency,
                            requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute)
-    final = run_recipe(loaded, output_dir=output_dir, limit=limit, say=say, llm_settings=settings)
+    final = run_recipe(loaded, output_dir=output_dir, limit=limit, say=say, llm_settings=settings, workers=workers)
     say(f"wrote {final}")
 
 
 def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
-    """The recipe's LLM products with their first-round tasks, and a planning engine (no network, no key)."""
-    from gen.llm import Engine, RunSettings
-    from gen.products import REGISTRY
+    """The recipe's LLM steps as (step, first-round tasks, most calls per task), and a planning engine (no
+    network, no key)."""
+    from gen.llm.config import RunSettings
+    from gen.llm.engine import Engine
+    from gen.products.base import BuildContext
     from gen.recipe import load_recipe
     from gen.runner import prepare
 
     loaded = load_recipe(recipe)
-    ctx = prepare(loaded, limit).context()
-    steps = [(name, REGISTRY[name].tasks(ctx, options)) for name, options in loaded.product_options()
-             if hasattr(REGISTRY[name], "tasks")]
+    prepared = prepare(loaded, limit)
+    units = [prepared.unit(position) for position in range(len(prepared.conversations))]
+    ctx = BuildContext(loaded)
+    steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
     return steps, Engine(loaded.llm, RunSettings(cache_dir=cache_dir), plan_only=True)
 
 
@@ -78,7 +82,7 @@ def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
 def plan(recipe: Path = RECIPE, limit: Optional[int] = LIMIT, cache_dir: Optional[Path] = CACHE_DIR) -> None:
     """Show, per LLM step, the calls needed, those already cached, and projected tokens and cost. Calls nothing.
 
-    Retries of rejected items and optional verify calls come on top of the first-round calls shown.
+    The first round is exact; "at most" adds every regeneration round and verify call the options allow.
 
     Example: gen plan recipes/locomo-temporal.yaml
     """
@@ -88,12 +92,14 @@ def plan(recipe: Path = RECIPE, limit: Optional[int] = LIMIT, cache_dir: Optiona
         engine.close()
         return
     try:
-        typer.echo(f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'input tok':>11} {'output tok':>11} {'cost $':>9}")
-        for name, tasks in steps:
+        typer.echo(f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'at most':>8} {'input tok':>11} "
+                   f"{'output tok':>11} {'cost $':>9}")
+        for name, tasks, calls_per_task in steps:
             step = engine.plan(name, tasks)
             cost = "?" if step.projected_cost_usd is None else f"{step.projected_cost_usd:.2f}"
             typer.echo(f"{name:<28} {step.items:>7,} {step.calls_needed:>8,} {step.calls_cached:>8,} "
-                       f"{step.projected_input_tokens:>11,} {step.projected_output_tokens:>11,} {cost:>9}")
+                       f"{step.items * calls_per_task:>8,} {step.projected_input_tokens:>11,} "
+                       f"{step.projected_output_tokens:>11,} {cost:>9}")
     finally:
         engine.close()
 
@@ -112,10 +118,10 @@ def preview(
     """
     steps, engine = llm_steps(recipe, limit, cache_dir)
     try:
-        tasks = dict(steps).get(product)
+        tasks = {name: step_tasks for name, step_tasks, _ in steps}.get(product)
         if tasks is None:
             raise GenError(f"no LLM product {product!r} in this recipe", file=recipe, field="--product",
-                           expected=", ".join(name for name, _ in steps) or "a recipe with an LLM product")
+                           expected=", ".join(name for name, _, _ in steps) or "a recipe with an LLM product")
         if index >= len(tasks):
             raise GenError(f"index {index} is past the last item ({len(tasks) - 1})", field="--index")
         typer.echo(engine.preview([tasks[index]]))
@@ -125,7 +131,7 @@ def preview(
 
 @app.command()
 def validate(recipe: Path = RECIPE) -> None:
-    """Check the recipe, read its sources and build the timelines, without building or writing anything.
+    """Check the recipe, read its sources and, when a product needs time, build the timelines; writes nothing.
 
     Example: gen validate recipes/locomo-temporal.yaml
     """
@@ -134,9 +140,14 @@ def validate(recipe: Path = RECIPE) -> None:
 
     loaded = load_recipe(recipe)
     prepared = prepare(loaded, say=say)
-    responses = sum(len(t.responses) for t in prepared.timelines)
-    say(f"recipe {loaded.name} is valid: {len(prepared.conversations)} conversations, {responses:,} responses "
-        f"(padding included), products: {', '.join(entry.type for entry in loaded.products)}")
+    count = len(prepared.conversations)
+    if prepared.needs_timelines:
+        responses = sum(len(prepared.timeline(position).responses) for position in range(count))
+        detail = f"{responses:,} responses (padding included)"
+    else:
+        detail = "no product needs timelines, so none were built"
+    say(f"recipe {loaded.name} is valid: {count} conversations, {detail}; products: "
+        f"{', '.join(b.name + ('' if b.written else ' (needed, not written)') for b in prepared.products)}")
 
 
 @app.command()
@@ -145,11 +156,11 @@ def products() -> None:
 
     Example: gen products
     """
-    from gen.products import REGISTRY
+    from gen.products.registry import REGISTRY
 
     width = max(len(name) for name in REGISTRY)
-    for name, module in REGISTRY.items():
-        typer.echo(f"{name.ljust(width)}  {module.DESCRIPTION}")
+    for name, product in REGISTRY.items():
+        typer.echo(f"{name.ljust(width)}  {product.description}")
 
 
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/cli.py

@@ -1,7 +1,8 @@
-"""Recipes: YAML validated with pydantic before anything runs (SPEC §2, issue 2).
+"""Recipes: YAML validated with pydantic before anything runs.
 
-Unknown keys are rejected with their exact path and the nearest valid key. Product options are validated
-by each product's own `Options` model, so the recipe model does not need to know the products.
+Unknown keys are rejected with their exact path and the nearest valid key. This module is the bottom layer:
+it imports no product and no engine. Product options are validated by each product's own `Options` model
+when the registry binds the recipe's products (gen/products/registry.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from gen.errors import GenError
+from gen.hashing import canonical_json
 from gen.export.spec import ExportSpec
 from gen.llm.config import EndpointConfig, data_params
 
@@ -82,6 +84,9 @@ class ProductEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: str
 
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
 
 class Recipe(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -97,7 +102,6 @@ class Recipe(StrictModel):
 
     _file: Path = PrivateAttr(default=Path("recipe.yaml"))
     _fingerprint: str = PrivateAttr(default="")
-    _product_options: list[BaseModel] = PrivateAttr(default_factory=list)
 
     @property
     def file(self) -> Path:
@@ -107,9 +111,6 @@ class Recipe(StrictModel):
     def fingerprint(self) -> str:
         """sha256 over what decides the data: run-only settings (output_dir, export) stay out."""
         return self._fingerprint
-
-    def product_options(self) -> list[tuple[str, BaseModel]]:
-        return [(entry.type, options) for entry, options in zip(self.products, self._product_options)]
 
 
 RUN_ONLY_KEYS = {"output_dir", "export"}
@@ -129,7 +130,6 @@ def load_recipe(path: str | Path) -> Recipe:
         raise GenError("the recipe is not a mapping", file=path, expected="keys name, sources, timeline, products")
     recipe = validate_model(Recipe, data, path, prefix=())
     recipe._file = path
-    recipe._product_options = validate_products(recipe, data, path)
     recipe._fingerprint = fingerprint(data_affecting(recipe))
     resolve_paths(recipe, path.parent)
     return recipe
@@ -143,24 +143,8 @@ def data_affecting(recipe: Recipe) -> dict:
 
 
 def fingerprint(data: Any) -> str:
-    canonical = json.dumps({"format_version": FORMAT_VERSION, "recipe": data}, sort_keys=True, separators=(",", ":"))
+    canonical = canonical_json({"format_version": FORMAT_VERSION, "recipe": data})
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def validate_products(recipe: Recipe, data: dict, path: Path) -> list[BaseModel]:
-    from gen.products import REGISTRY  # products import the timeline, which imports this module
-
-    options = []
-    for index, entry in enumerate(recipe.products):
-        product = REGISTRY.get(entry.type)
-        if product is None:
-            near = difflib.get_close_matches(entry.type, REGISTRY, n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise GenError(f"unknown product type {entry.type!r}{hint}", file=path, field=f"products[{index}].type",
-                           expected=f"one of {', '.join(REGISTRY)}")
-        raw = {k: v for k, v in data["products"][index].items() if k != "type"}
-        options.append(validate_model(product.Options, raw, path, prefix=("products", index)))
-    return options
 
 
 def resolve_paths(recipe: Recipe, base: Path) -> None:

@@ -1,31 +1,15 @@
-"""Writes a run folder atomically (SPEC §10): build everything in a temporary sibling folder, then rename.
+"""Writes a run folder atomically: build everything in a temporary sibling folder, then rename.
 
 Layout: <config>/<split>.jsonl per product, README.md (dataset card), run.json, rejects.jsonl, recipe.yaml.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
-from typing import Iterable
 
 from gen.errors import GenError
-
-
-def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count
-
-
-def write_json(path: Path, data) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
 
 
 class RunFolder:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from gen.errors import GenError
+from gen.jsonl import read_jsonl
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
 
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
@@ -103,32 +104,15 @@ def read_run(run_dir: Path) -> dict:
     return report
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
-            if not isinstance(row, dict):
-                raise GenError("a record is not a JSON object", file=path, record=f"line {number}")
-            rows.append(row)
-    return rows
-
-
 def product_features(name: str, where: Path):
-    from gen.products import REGISTRY
+    from gen.products.registry import REGISTRY, config_spec
 
-    product = REGISTRY.get(name)
-    if product is None:
+    found = config_spec(name)
+    if found is None:
+        known = [spec.name for product in REGISTRY.values() for spec in product.configs]
         raise GenError(f"config {name!r} was made by a product this gen does not know", file=where,
-                       expected=f"one of {', '.join(REGISTRY)}")
-    if not hasattr(product, "features"):
-        raise GenError(f"product {name!r} has no features(); the exporter needs an explicit schema", file=where)
-    return product.features()
+                       expected=f"one of {', '.join(known)}")
+    return found[1].features()
 
 
 # --- records → typed tables -----------------------------------------------------------------------
@@ -214,7 +198,7 @@ def build_export(run_dir: Path, dest: Path, max_shard_size: str | int = DEFAULT_
     for name, info in report["configs"].items():
         source = run_dir / info["path"]
         features = product_features(name, source)
-        rows = read_jsonl(source)
+        rows = list(read_jsonl(source))
         if len(rows) != info["records"]:
             raise GenError(f"run.json counts {info['records']} records for {name}, the file holds {len(rows)}",
                            file=source, expected="the run folder as `gen run` wrote it")

@@ -1,21 +1,14 @@
-"""Time-stamped per-response logs (SPEC §3.5, config `log`), and their invariant checks (§3.3)."""
+"""Time-stamped per-response logs (config `log`), and the invariants of the timestamps (docs/timestamps.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
-from itertools import groupby
-from typing import Iterator
 
+from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
+from gen.products.checks import Checks
 from gen.recipe import StrictModel
 from gen.timeline import Response, Timeline
-from gen.validation import Checks
-
-NAME = "log"
-DESCRIPTION = "one record per response with its simulated timestamp"
-
-
-class Options(StrictModel):
-    pass
 
 
 def record(conversation_id: str, response: Response) -> dict:
@@ -44,22 +37,32 @@ def records(timeline: Timeline) -> Iterator[dict]:
         yield record(timeline.conversation_id, response)
 
 
-def build(ctx, options: Options) -> Iterator[dict]:
-    for timeline in ctx.timelines:
-        yield from records(timeline)
+class Options(StrictModel):
+    pass
 
 
-def validate(rows: list[dict], ctx, options: Options) -> Checks:
-    """Check the §3.3 invariants from the written records alone (parsing their strings back)."""
-    checks = Checks()
-    gap = timedelta(minutes=ctx.recipe.timeline.session_gap_minutes)
-    expected_counts = {t.conversation_id: len(t.responses) for t in ctx.timelines}
-    for conversation_id, group in groupby(rows, key=lambda row: row["conversation_id"]):
-        group = list(group)
-        checks.check("one record per response", len(group) == expected_counts.get(conversation_id),
-                     f"{conversation_id}: {len(group)} records, {expected_counts.get(conversation_id)} responses")
-        check_conversation(conversation_id, group, gap, checks)
-    return checks
+class Log(ConversationProduct[Options]):
+    name = "log"
+    description = "one record per response with its simulated timestamp"
+    Options = Options
+    configs = (ConfigSpec("log", "one record per response with its simulated timestamp", lambda: features()),)
+    needs = Needs(timelines=True)
+
+    def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
+        for row in records(unit.stamped):
+            yield "log", row
+
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        """Check the timestamp invariants from the written strings alone (parsed back), against the source's
+        turn count: every real turn once, padding after them."""
+        group = records["log"]
+        conversation = unit.conversation
+        real_turns = sum(len(session.turns) for session in conversation.sessions)
+        real = [row for row in group if not row["is_padding"]]
+        checks.check("one record per real turn", len(real) == real_turns,
+                     f"{unit.conversation_id}: {len(real)} records, {real_turns} turns")
+        gap = timedelta(minutes=ctx.recipe.timeline.session_gap_minutes)
+        check_conversation(unit.conversation_id, group, gap, checks)
 
 
 def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, checks: Checks) -> None:

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from num2words import num2words
 
-from gen.products.anchors import content_stems, words
+from gen.products.content.anchors import content_stems, words
 
 QUOTES = "\"'“”‘’«»`"
 

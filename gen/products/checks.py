@@ -1,4 +1,8 @@
-"""A small tally for validators: each named check counts items checked and failures, with a few examples."""
+"""A small tally for validators: each named check counts items checked and failures, with a few examples.
+
+Tallies of different conversations (or worker processes) add up with `merge`, in conversation order, so the
+report is the same however the work was split.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +30,13 @@ class Checks:
             if len(result.examples) < MAX_EXAMPLES:
                 result.examples.append(detail)
         return ok
+
+    def merge(self, other: Checks) -> None:
+        for name, theirs in other.results.items():
+            ours = self.results.setdefault(name, Check())
+            ours.checked += theirs.checked
+            ours.failed += theirs.failed
+            ours.examples.extend(theirs.examples[: MAX_EXAMPLES - len(ours.examples)])
 
     @property
     def passed(self) -> bool:

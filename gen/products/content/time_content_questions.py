@@ -1,10 +1,10 @@
-"""Time+content questions (SPEC §6, config `time_content_questions`): LLM-written questions that need the
-speaker, a date or session number, and the content together.
+"""Time+content questions (config `time_content_questions`): LLM-written questions that need the speaker,
+a date or session number, and the content together (docs/time-content-questions.md).
 
-The ground truth is fixed before any call: gen/products/anchors.py picks each question's anchor (one
+The ground truth is fixed before any call: anchors.py picks each question's anchor (one
 response, or 2-3 consecutive responses on one topic) and whether it is referred to by date or by session.
 The model only words the question (templates/prompts/time_content_question.j2, structured output
-``{"question": ...}``); gen/products/question_checks.py checks it (names the speaker, contains the date or
+``{"question": ...}``); question_checks.py checks it (names the speaker, contains the date or
 session number, is one question, does not copy the anchor). A question that fails is written again with the
 next sample index, up to ``retries`` times, then recorded in the run's rejects with the reason. With
 ``verify: true`` a second call (templates/prompts/time_content_verify.j2) must confirm that the anchor
@@ -13,17 +13,16 @@ answers the question; a "no" counts as a failure like the others.
 Items whose call itself failed (transport errors, unparseable or truncated replies) are left to the engine,
 which records them in its own rejects; they are not retried here.
 
-For `gen plan` / `gen preview`: :func:`tasks` gives the first-round generation tasks in item order.
+For `gen plan` / `gen preview`: `llm_tasks` gives the first-round generation tasks in item order.
 """
 
 from __future__ import annotations
 
-import calendar
 import random
 from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Iterator
 
 from num2words import num2words
 from pydantic import BaseModel, Field, field_validator
@@ -31,12 +30,13 @@ from pydantic import BaseModel, Field, field_validator
 from gen import templating
 from gen.errors import GenError
 from gen.llm.task import Task, render_messages
-from gen.products import anchors as anchor_selection
-from gen.products import log as log_product
-from gen.products.question_checks import Facts, Problem, clean, problems
-from gen.recipe import StrictModel
+from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Unit, require_endpoint
+from gen.products.checks import Checks
+from gen.products.content import anchors as anchor_selection
+from gen.products.content.question_checks import Facts, Problem, clean, problems
+from gen.products.date_words import date_variables, yearless_dates
+from gen.recipe import Recipe, StrictModel
 from gen.timeline import Timeline
-from gen.validation import Checks
 
 NAME = "time_content_questions"
 DESCRIPTION = ("LLM-written questions naming a speaker, a date or session, and a topic, about responses chosen "
@@ -118,19 +118,6 @@ class Item:
 
 # --- items and prompts --------------------------------------------------------------------------------
 
-def yearless_dates(dates) -> set[date]:
-    """The dates that may be named without their year: no other date of the set has the same day and month."""
-    dates = set(dates)
-    counts = Counter((d.month, d.day) for d in dates)
-    return {d for d in dates if counts[(d.month, d.day)] == 1}
-
-
-def date_variables(day: date) -> dict:
-    return {"month": calendar.month_name[day.month], "day": str(day.day),
-            "day_ordinal": num2words(day.day, to="ordinal_num"), "year": str(day.year),
-            "weekday": calendar.day_name[day.weekday()]}
-
-
 def reference_phrases(kind: str, day: date, session: int, templates_dir: str | None) -> list[str]:
     text = templating.render(REFERENCES, templates_dir, kind=kind, **date_variables(day), session=str(session),
                              session_ordinal=num2words(session, to="ordinal_num"),
@@ -179,15 +166,9 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
     return out
 
 
-def plan_items(ctx, options: Options) -> list[Item]:
-    """Every question this product will try to write, in output order (no LLM call)."""
-    endpoints = getattr(ctx.recipe, "llm", {}) or {}
-    if options.endpoint not in endpoints:
-        names = ", ".join(sorted(endpoints)) or "none defined"
-        raise GenError(f"{NAME}: unknown LLM endpoint '{options.endpoint}'", file=ctx.recipe.file,
-                       field=f"products.{NAME}.endpoint", expected=f"a name of the recipe's llm: section ({names})")
-    return [item for timeline in ctx.timelines
-            for item in items_for(timeline, options, ctx.recipe.seed, ctx.templates_dir)]
+def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> list[Item]:
+    """Every question this product will try to write for these conversations, in output order (no LLM call)."""
+    return [item for unit in units for item in items_for(unit.stamped, options, ctx.seed, ctx.templates_dir)]
 
 
 def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
@@ -204,9 +185,6 @@ def verify_task(item: Item, question: str, options: Options, templates_dir: str 
                                          month=v["month"], year=v["year"], question=question))
 
 
-def tasks(ctx, options: Options) -> list[Task]:
-    """The first-round generation tasks, one per item in output order (for `gen plan` and `gen preview`)."""
-    return [question_task(item, options, 0, ctx.templates_dir) for item in plan_items(ctx, options)]
 
 
 # --- generation -----------------------------------------------------------------------------------------
@@ -219,18 +197,7 @@ class Attempt:
     raw_text: str | None
 
 
-def build(ctx, options: Options) -> Iterator[dict]:
-    items = plan_items(ctx, options)
-    accepted = generate(ctx, items, options)
-    model = ctx.recipe.llm[options.endpoint].model
-    prompt_id = templating.template_id(PROMPT, ctx.templates_dir)
-    for item in items:
-        if item.question_id in accepted:
-            question, sample = accepted[item.question_id]
-            yield record(item, question, sample, model, prompt_id)
-
-
-def generate(ctx, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
+def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
     """question_id -> (question, sample) of the items that passed. An item that fails a check is written again
     with the next sample index; after the last retry it goes to ctx.reject with its last problem. An item whose
     call fails in the engine (request, parse or truncation failure, or not cached when planning) stops there:
@@ -312,53 +279,42 @@ def record(item: Item, question: str, sample: int, model: str, prompt_id: str) -
 
 # --- validation: the rows against the log records ------------------------------------------------------
 
-def validate(rows: list[dict], ctx, options: Options) -> Checks:
+def check_conversation(rows: Sequence[Record], log: Sequence[Record], options: Options, model: str | None,
+                       prompt_id: str, checks: Checks, conversation_id: str) -> None:
     """Re-check the written rows from the `log` records (not the timeline objects the generator used): the
     anchor's speaker, date, session and text, then the question checks with facts taken from the log."""
-    checks = Checks()
-    logs = {t.conversation_id: list(log_product.records(t)) for t in ctx.timelines}
     ids = Counter(row["question_id"] for row in rows)
     checks.check("question_id is unique", all(n == 1 for n in ids.values()),
                  ", ".join(i for i, n in ids.items() if n > 1))
-    model = ctx.recipe.llm[options.endpoint].model if options.endpoint in ctx.recipe.llm else None
-    prompt_id = templating.template_id(PROMPT, ctx.templates_dir)
-    per_conversation: dict[str, list[dict]] = defaultdict(list)
+    if not rows:
+        return
+    checks.check("at most per_conversation questions", len(rows) <= options.per_conversation,
+                 f"{conversation_id}: {len(rows)}")
+    speakers = tuple(dict.fromkeys(r["speaker"] for r in log if not r["is_padding"]))
+    yearless = yearless_dates(date.fromisoformat(r["date"]) for r in log)
+    used: list[int] = []
     for row in rows:
-        per_conversation[row["conversation_id"]].append(row)
-    for conversation_id, group in per_conversation.items():
-        log = logs.get(conversation_id)
-        if not checks.check("conversation is in the log", log is not None, conversation_id):
+        where = f"{row['question_id']}"
+        anchor = check_anchor(row, log, options, checks, where)
+        if anchor is None:
             continue
-        checks.check("at most per_conversation questions", len(group) <= options.per_conversation,
-                     f"{conversation_id}: {len(group)}")
-        speakers = tuple(dict.fromkeys(r["speaker"] for r in log if not r["is_padding"]))
-        days = [date.fromisoformat(r["date"]) for r in log]
-        yearless = yearless_dates(days)
-        used: list[int] = []
-        for row in group:
-            where = f"{row['question_id']}"
-            anchor = check_anchor(row, log, options, checks, where)
-            if anchor is None:
-                continue
-            used += row["relevant_response_indices"]
-            checks.check("reference_kind is date or session", row["reference_kind"] in ("date", "session"), where)
-            checks.check("model is the endpoint's", model is None or row["model"] == model, where)
-            checks.check("prompt_id is the template's", row["prompt_id"] == prompt_id, where)
-            facts = Facts(speaker=row["speaker"], speakers=speakers or (row["speaker"],),
-                          kind=row["reference_kind"], day=date.fromisoformat(anchor[0]["date"]),
-                          session_index=anchor[0]["session_index"],
-                          yearless_ok=date.fromisoformat(anchor[0]["date"]) in yearless,
-                          anchor_text=row["anchor_text"])
-            found = {p.code: str(p) for p in problems(row["question"], facts, options.max_overlap,
-                                                      options.max_copied_words)}
-            for code in ("not a question", "speaker not named", "date missing", "session missing",
-                         "copies the anchor", "overlap too high"):
-                checks.check(f"question check: {code}", code not in found, f"{where}: {found.get(code)}")
-        checks.check("anchors of a conversation do not overlap", len(used) == len(set(used)), conversation_id)
-    return checks
+        used += row["relevant_response_indices"]
+        checks.check("reference_kind is date or session", row["reference_kind"] in ("date", "session"), where)
+        checks.check("model is the endpoint's", model is None or row["model"] == model, where)
+        checks.check("prompt_id is the template's", row["prompt_id"] == prompt_id, where)
+        day = date.fromisoformat(anchor[0]["date"])
+        facts = Facts(speaker=row["speaker"], speakers=speakers or (row["speaker"],), kind=row["reference_kind"],
+                      day=day, session_index=anchor[0]["session_index"], yearless_ok=day in yearless,
+                      anchor_text=row["anchor_text"])
+        found = {p.code: str(p) for p in problems(row["question"], facts, options.max_overlap,
+                                                  options.max_copied_words)}
+        for code in ("not a question", "speaker not named", "date missing", "session missing",
+                     "copies the anchor", "overlap too high"):
+            checks.check(f"question check: {code}", code not in found, f"{where}: {found.get(code)}")
+    checks.check("anchors of a conversation do not overlap", len(used) == len(set(used)), conversation_id)
 
 
-def check_anchor(row: dict, log: list[dict], options: Options, checks: Checks, where: str) -> list[dict] | None:
+def check_anchor(row: Record, log: Sequence[Record], options: Options, checks: Checks, where: str) -> list[dict] | None:
     indices = row["relevant_response_indices"]
     ok = (isinstance(indices, list) and 1 <= len(indices) <= 3 and all(isinstance(i, int) for i in indices)
           and indices == list(range(indices[0], indices[0] + len(indices))) and 0 <= indices[0]
@@ -402,16 +358,59 @@ def features():
     })
 
 
-def summary(rows: list[dict]) -> dict:
-    by_kind: dict[str, dict[str, int]] = {}
-    for row in rows:
-        entry = by_kind.setdefault(row["reference_kind"], {"questions": 0, "first_try": 0, "regenerated": 0})
-        entry["questions"] += 1
-        entry["first_try" if row["sample"] == 0 else "regenerated"] += 1
-    sizes = Counter(len(row["relevant_response_indices"]) for row in rows)
-    return {
-        "questions": len(rows),
-        "conversations": len({row["conversation_id"] for row in rows}),
-        "by_reference_kind": dict(sorted(by_kind.items())),
-        "by_anchor_size": {f"{size} response{'s' if size > 1 else ''}": count for size, count in sorted(sizes.items())},
-    }
+class TimeContentQuestions(Product[Options]):
+    name = NAME
+    description = DESCRIPTION
+    Options = Options
+    configs = (ConfigSpec(NAME, DESCRIPTION, lambda: features(), retrieval_group="reference_kind"),)
+    needs = Needs(timelines=True, llm=True, products=("log",))
+
+    def check_recipe(self, recipe: Recipe, where: str) -> None:
+        require_endpoint(recipe, self.options.endpoint, where)
+
+    def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
+        options = self.options
+        items = plan_items(units, ctx, options)
+        accepted = generate(ctx, items, options)
+        model = ctx.recipe.llm[options.endpoint].model
+        prompt_id = templating.template_id(PROMPT, ctx.templates_dir)
+        by_conversation: dict[str, list[Record]] = defaultdict(list)
+        for item in items:
+            if item.question_id in accepted:
+                question, sample = accepted[item.question_id]
+                by_conversation[item.timeline.conversation_id].append(record(item, question, sample, model, prompt_id))
+        for unit in units:
+            yield {NAME: by_conversation.get(unit.conversation_id, [])}
+
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        endpoint = ctx.recipe.llm.get(self.options.endpoint)
+        check_conversation(records[NAME], unit.records_of("log"), self.options,
+                           endpoint.model if endpoint else None, templating.template_id(PROMPT, ctx.templates_dir),
+                           checks, unit.conversation_id)
+
+    def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
+        tasks = [question_task(item, self.options, 0, ctx.templates_dir)
+                 for item in plan_items(units, ctx, self.options)]
+        rounds = self.options.retries + 1
+        return [(NAME, tasks, rounds * (2 if self.options.verify else 1))]
+
+    def count(self, config: str, records: Sequence[Record]) -> Counter:
+        counts: Counter = Counter()
+        for row in records:
+            counts["questions", row["reference_kind"]] += 1
+            counts["first_try" if row["sample"] == 0 else "regenerated", row["reference_kind"]] += 1
+            counts["anchor_size", len(row["relevant_response_indices"])] += 1
+        counts["conversations", ""] += bool(records)
+        return counts
+
+    def summary(self, config: str, counts: Counter) -> dict:
+        kinds = sorted({kind for (key, kind) in counts if key == "questions"})
+        sizes = sorted(size for (key, size) in counts if key == "anchor_size")
+        return {
+            "questions": sum(counts["questions", kind] for kind in kinds),
+            "conversations": counts["conversations", ""],
+            "by_reference_kind": {kind: {"questions": counts["questions", kind], "first_try": counts["first_try", kind],
+                                         "regenerated": counts["regenerated", kind]} for kind in kinds},
+            "by_anchor_size": {f"{size} response{'s' if size > 1 else ''}": counts["anchor_size", size]
+                               for size in sizes},
+        }

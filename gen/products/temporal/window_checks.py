@@ -1,6 +1,6 @@
-"""Validators of the time-query products (SPEC §4, §5): an independent path to every relevant set.
+"""Validators of the time-query products: an independent path to every relevant set.
 
-Nothing here uses the generator's window code (time_windows.py). Each conversation is read back as its
+Nothing here uses the generator's window code (windows.py). Each conversation is read back as its
 `log` records (the strings a consumer sees: timestamp, date, session_index, is_padding); `now` is the last
 timestamp plus the recipe's now_offset_minutes. Each test's window is then applied to those strings with
 plain comparisons, and the windows every test should have produced are listed again from the same strings,
@@ -13,8 +13,11 @@ import calendar
 from collections import Counter, defaultdict
 from datetime import date, datetime, timedelta
 
-from gen.products import log as log_product
-from gen.validation import Checks
+from collections.abc import Sequence
+
+from gen.products.base import Unit
+from gen.products.checks import Checks
+from gen.products.temporal.windows import TESTS
 
 SPAN_TESTS = ("session_span", "date_span")
 
@@ -150,29 +153,18 @@ def names_mentioned(test: str, params: dict) -> list[str]:
     return []
 
 
-def check_rows(rows: list[dict], ctx, options, checks: Checks, product: str) -> dict[str, list[dict]]:
-    """Checks both products share; returns the rows grouped by conversation id."""
-    offset = ctx.recipe.timeline.now_offset_minutes
-    by_conversation: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_conversation[row["conversation_id"]].append(row)
-    timelines = {t.conversation_id: t for t in ctx.timelines}
+def check_unit(unit: Unit, rows: Sequence[dict], options, checks: Checks, product: str,
+               now_offset_minutes: float) -> None:
+    """Checks both products share, for one conversation, against its `log` records."""
     ids = Counter(row["question_id"] for row in rows)
     checks.check("question_id is unique", len(ids) == len(rows),
                  ", ".join(i for i, n in ids.most_common(3) if n > 1))
-    for conversation_id in sorted(set(by_conversation) | set(timelines)):
-        group = by_conversation.get(conversation_id, [])
-        timeline = timelines.get(conversation_id)
-        if not checks.check("conversation exists", timeline is not None, conversation_id):
-            continue
-        view = LogView(list(log_product.records(timeline)), offset)
-        speakers = timeline.conversation.speakers
-        check_conversation(view, group, options, checks, conversation_id, speakers, product)
-    return by_conversation
+    view = LogView(list(unit.records_of("log")), now_offset_minutes)
+    check_conversation(view, list(rows), options, checks, unit.conversation_id, product)
 
 
 def check_conversation(view: LogView, rows: list[dict], options, checks: Checks, conversation_id: str,
-                       speakers: tuple[str, str], product: str) -> None:
+                       product: str) -> None:
     windows: dict[str, list[int]] = {}
     groups: dict[str, tuple] = {}
     for row in rows:
@@ -217,16 +209,27 @@ def check_conversation(view: LogView, rows: list[dict], options, checks: Checks,
                      max(group_count.values(), default=0) <= options.max_variants_per_group, conversation_id)
 
 
-def summary(rows: list[dict]) -> dict:
-    """Per test: base questions (groups), variants (records) and conversations with at least one question."""
-    from gen.products.time_windows import TESTS
+def count(rows: Sequence[dict]) -> Counter:
+    """One conversation's share of the summary: per test, base questions, variants and whether it has any."""
+    counts: Counter = Counter()
+    groups: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        counts["variants", row["test"]] += 1
+        groups[row["test"]].add(row["group_id"])
+    for test, ids in groups.items():
+        counts["base_questions", test] += len(ids)
+        counts["conversations", test] += 1
+    if rows:
+        counts["conversations", "*"] += 1
+    return counts
 
-    tests: dict[str, dict] = {}
-    for test in TESTS:
-        chosen = [row for row in rows if row["test"] == test]
-        if chosen:
-            tests[test] = {"base_questions": len({row["group_id"] for row in chosen}), "variants": len(chosen),
-                           "conversations": len({row["conversation_id"] for row in chosen})}
+
+def summary(counts: Counter) -> dict:
+    """Per test: base questions (groups), variants (records) and conversations with at least one question."""
+    tests = {test: {"base_questions": counts["base_questions", test], "variants": counts["variants", test],
+                    "conversations": counts["conversations", test]}
+             for test in TESTS if counts["variants", test]}
     return {"by_test": tests,
-            "total": {"base_questions": len({row["group_id"] for row in rows}), "variants": len(rows),
-                      "conversations": len({row["conversation_id"] for row in rows})}}
+            "total": {"base_questions": sum(t["base_questions"] for t in tests.values()),
+                      "variants": sum(t["variants"] for t in tests.values()),
+                      "conversations": counts["conversations", "*"]}}

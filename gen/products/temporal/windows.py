@@ -1,8 +1,9 @@
-"""The base questions of the time-query products (SPEC §4): which windows each test asks about, from a Timeline.
+"""The base questions of the time-query products: which windows each test asks about, from a Timeline
+(the 11 tests are described in docs/time-queries.md).
 
 This is the generator's side. Each test enumerates its windows from the timeline's `Response` objects and
 collects the response indices that fall inside. The validators recompute every window separately, from the
-`log` records' timestamp strings (gen/products/time_checks.py).
+`log` records' timestamp strings (window_checks.py).
 
 Shared by `time_queries` and `ambiguous_time_queries`, so the two products have the same base questions
 and the same `group_id`s.
@@ -10,21 +11,20 @@ and the same `group_id`s.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Iterator, Literal
+from collections.abc import Iterator
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator
 
+from gen.hashing import stable_id
 from gen.recipe import StrictModel
 from gen.timeline import Response, Timeline
 
-TESTS = ("session", "session_span", "rel_session", "dates", "date_span", "month", "rel_day", "rel_month",
-         "day_span", "last_day", "earlier_today")
 Test = Literal["session", "session_span", "rel_session", "dates", "date_span", "month", "rel_day", "rel_month",
                "day_span", "last_day", "earlier_today"]
+TESTS: tuple[str, ...] = get_args(Test)  # the one list of the 11 tests, in the order reports show them
 NumeralStyle = Literal["digits", "words"]
 
 
@@ -68,8 +68,7 @@ class BaseQuestion:
 
 
 def group_id(conversation_id: str, test: str, params: dict) -> str:
-    key = json.dumps([conversation_id, test, params], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
+    return stable_id([conversation_id, test, params])
 
 
 def month_key(day: date) -> str:

@@ -1,4 +1,4 @@
-"""Wordings of the time-query products: time phrases, question frames and dialogue frames (SPEC §4, §5).
+"""Wordings of the time-query products: time phrases, question frames and dialogue frames.
 
 All wording is in templates/ (Python only supplies variables and splits the output into lines):
 
@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
 from datetime import date
-from functools import lru_cache
-
-from num2words import num2words
 
 from gen import templating
 from gen.errors import GenError
-from gen.products.time_windows import BaseQuestion
+from gen.products.date_words import cardinal, date_variables, ordinal
+from gen.products.temporal.windows import BaseQuestion
 
 SLOT = "\x00time\x00"  # stands for the time phrase while a frame is rendered; replaced afterwards
 DATE_PREFIXES = {"date": "", "first_date": "first_", "last_date": "last_"}
@@ -35,25 +32,6 @@ FRAMES = "time_queries/frames.j2"
 DIALOGUE_DIR = "ambiguous/frames/"
 RESOLVED = "ambiguous/resolved.j2"
 TURN = re.compile(r"^(A|B):\s*(.+)$")
-
-
-WORDS_UP_TO = 100  # the words style spells out 0-100 and writes larger numbers in digits, as style guides do
-
-
-@lru_cache(maxsize=4096)
-def cardinal(n: int, style: str) -> str:
-    return num2words(n) if style == "words" and 0 <= n <= WORDS_UP_TO else str(n)
-
-
-@lru_cache(maxsize=4096)
-def ordinal(n: int, style: str) -> str:
-    return num2words(n, to="ordinal") if style == "words" and 0 <= n <= WORDS_UP_TO else num2words(n, to="ordinal_num")
-
-
-def date_variables(day: date, style: str, prefix: str = "") -> dict:
-    return {f"{prefix}month": calendar.month_name[day.month], f"{prefix}day": str(day.day),
-            f"{prefix}day_ordinal": ordinal(day.day, style), f"{prefix}year": str(day.year),
-            f"{prefix}weekday": calendar.day_name[day.weekday()]}
 
 
 def phrase_variables(question: BaseQuestion, style: str, yearless_ok: bool) -> dict:
@@ -85,6 +63,14 @@ class Wordings:
         self._frames: dict[str, list[str]] = {}
         self._resolved: str | None = None
         self._dialogues: dict[tuple, list[tuple[str, int, tuple[tuple[str, str], ...]]]] = {}
+
+    @classmethod
+    def for_recipe(cls, templates_dir: str | None, styles: list[str]) -> Wordings:
+        """One Wordings per templates folder and styles in a process, so frames are rendered once per run."""
+        key = (templates_dir, tuple(styles))
+        if key not in _SHARED:
+            _SHARED[key] = cls(templates_dir, styles)
+        return _SHARED[key]
 
     # --- time phrases -----------------------------------------------------------------------------------
 
@@ -149,6 +135,9 @@ class Wordings:
             require_one_slot(found[0], RESOLVED)
             self._resolved = found[0]
         return self._resolved.replace(SLOT, phrase)
+
+
+_SHARED: dict[tuple, Wordings] = {}
 
 
 def require_one_slot(text: str, template: str) -> None:

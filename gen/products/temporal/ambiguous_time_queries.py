@@ -1,7 +1,7 @@
-"""Ambiguous time queries (SPEC §5, config `ambiguous_time_queries`): a short dialogue anchors the time, the
-last utterance asks without it ("Can you summarize what we discussed?").
+"""Ambiguous time queries (config `ambiguous_time_queries`): a short dialogue anchors the time, the last
+utterance asks without it ("Can you summarize what we discussed?").
 
-The base questions and group ids are those of `time_queries` (gen/products/time_windows.py); the dialogue
+The base questions and group ids are those of `time_queries` (windows.py); the dialogue
 frames are templates/ambiguous/frames/*.j2 and the gold rewrite is templates/ambiguous/resolved.j2.
 By default each dialogue variant of every frame is used once per base question, paired with the time
 phrases in rotation (`pairing: rotate`); `pairing: all` crosses every dialogue with every phrase.
@@ -10,16 +10,19 @@ phrases in rotation (`pairing: rotate`); `pairing: all` crosses every dialogue w
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Iterator, Literal
+from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from pydantic import Field
 
 from gen.errors import GenError
-from gen.products import time_checks
-from gen.products.time_phrases import SLOT, Wordings
-from gen.products.time_queries import GROUPS_SERVICE, Yearless, params_feature, pick, question_id, window_fields
-from gen.products.time_windows import WindowOptions, base_questions
-from gen.validation import Checks
+from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
+from gen.products.checks import Checks
+from gen.products.temporal import window_checks
+from gen.products.temporal.time_queries import Yearless, params_feature, pick, question_id, window_fields
+from gen.products.temporal.windows import WindowOptions, base_questions
+from gen.products.temporal.wordings import SLOT, Wordings
+from gen.recipe import Recipe
 
 NAME = "ambiguous_time_queries"
 DESCRIPTION = "short dialogues that anchor a time, then ask about it with a pronoun; same windows as time_queries"
@@ -33,15 +36,38 @@ class Options(WindowOptions):
                                                        "(files under templates/ambiguous/frames/); default all")
 
 
-def build(ctx, options: Options) -> Iterator[dict]:
-    wordings = Wordings(ctx.templates_dir, options.numeral_styles)
-    if options.frames:
-        unknown = sorted(set(options.frames) - set(wordings.dialogue_frame_names()))
-        if unknown:
-            raise GenError(f"unknown dialogue frame(s): {', '.join(unknown)}", file=ctx.recipe.file,
-                           field=f"products ({NAME}).frames",
-                           expected=f"names among {', '.join(wordings.dialogue_frame_names())}")
-    for timeline in ctx.timelines:
+def features():
+    from datasets import Features, List, Value
+
+    return Features({
+        "question_id": Value("string"), "group_id": Value("string"), "conversation_id": Value("string"),
+        "test": Value("string"), "frame": Value("string"),
+        "dialogue": List({"speaker": Value("string"), "text": Value("string")}),
+        "final_utterance": Value("string"), "resolved_question": Value("string"),
+        "time_expression": Value("string"), "params": params_feature(), "now": Value("string"),
+        "current_session": Value("int64"), "relevant_response_indices": List(Value("int64")),
+        "num_relevant": Value("int64"),
+    })
+
+
+class AmbiguousTimeQueries(ConversationProduct[Options]):
+    name = NAME
+    description = DESCRIPTION
+    Options = Options
+    configs = (ConfigSpec(NAME, DESCRIPTION, features, retrieval_group="test"),)
+    needs = Needs(timelines=True, products=("log", "time_queries"))
+
+    def check_recipe(self, recipe: Recipe, where: str) -> None:
+        wordings = Wordings.for_recipe(str(recipe.templates_dir) if recipe.templates_dir else None,
+                                       self.options.numeral_styles)
+        known = wordings.dialogue_frame_names()
+        if unknown := sorted(set(self.options.frames or ()) - set(known)):
+            raise GenError(f"unknown dialogue frame(s): {', '.join(unknown)}", file=recipe.file,
+                           field=f"{where}.frames", expected=f"names among {', '.join(known)}")
+
+    def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
+        options, timeline = self.options, unit.stamped
+        wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
         yearless = Yearless(timeline)
         speakers = timeline.conversation.speakers
         now, current = timeline.now.isoformat(timespec="seconds"), timeline.current_session
@@ -56,7 +82,7 @@ def build(ctx, options: Options) -> Iterator[dict]:
                 offset = int(group, 16) % len(phrases)
                 combos = [(d, phrases[(j + offset) % len(phrases)]) for j, d in enumerate(dialogues)]
             for (frame, number, turns), (phrase, style) in pick(combos, options.max_variants_per_group,
-                                                                ctx.recipe.seed, NAME, group):
+                                                                ctx.seed, NAME, group):
                 dialogue = [{"speaker": speaker, "text": text.replace(SLOT, phrase)} for speaker, text in turns]
                 signature = tuple(turn["text"] for turn in dialogue)
                 qid = question_id(NAME, base.conversation_id, base.test, base.params, f"{frame}#{number}", phrase, style)
@@ -65,7 +91,7 @@ def build(ctx, options: Options) -> Iterator[dict]:
                                conversation_id=base.conversation_id)
                     continue
                 seen.add(signature)
-                yield {
+                yield NAME, {
                     "question_id": qid,
                     "group_id": group,
                     "conversation_id": base.conversation_id,
@@ -78,14 +104,12 @@ def build(ctx, options: Options) -> Iterator[dict]:
                     **window_fields(base, now, current),
                 }
 
-
-def validate(rows: list[dict], ctx, options: Options) -> Checks:
-    checks = Checks()
-    by_conversation = time_checks.check_rows(rows, ctx, options, checks, NAME)
-    speakers_of = {t.conversation_id: t.conversation.speakers for t in ctx.timelines}
-    unambiguous = ctx.services.get(GROUPS_SERVICE)
-    for conversation_id, group in by_conversation.items():
-        speaker_a, speaker_b = speakers_of.get(conversation_id, ("", ""))
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        group = records[NAME]
+        conversation_id = unit.conversation_id
+        window_checks.check_unit(unit, group, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
+        speaker_a, speaker_b = unit.conversation.speakers
+        unambiguous = {row["group_id"]: row["relevant_response_indices"] for row in unit.records_of("time_queries")}
         dialogues = Counter(tuple(turn["text"] for turn in row["dialogue"]) for row in group)
         checks.check("no duplicate dialogue within a conversation", max(dialogues.values(), default=1) == 1,
                      conversation_id)
@@ -106,27 +130,16 @@ def validate(rows: list[dict], ctx, options: Options) -> Checks:
             checks.check("speaker_a asks the final question, and only the two speakers talk",
                          bool(turns) and turns[-1]["speaker"] == speaker_a
                          and all(turn["speaker"] in (speaker_a, speaker_b) for turn in turns), where)
-            if unambiguous and row["group_id"] in unambiguous:  # time_queries was built earlier in this run
+            if row["group_id"] in unambiguous:  # time_queries with other tests or spans may lack the group
                 checks.check("relevant set equals the time_queries group's with the same group_id",
                              unambiguous[row["group_id"]] == row["relevant_response_indices"], where)
-    return checks
 
+    def count(self, config: str, records: Sequence[Record]) -> Counter:
+        counts = window_checks.count(records)
+        counts.update(("frame", row["frame"]) for row in records)
+        return counts
 
-def summary(rows: list[dict]) -> dict:
-    out = time_checks.summary(rows)
-    out["by_frame"] = dict(sorted(Counter(row["frame"] for row in rows).items()))
-    return out
-
-
-def features():
-    from datasets import Features, List, Value
-
-    return Features({
-        "question_id": Value("string"), "group_id": Value("string"), "conversation_id": Value("string"),
-        "test": Value("string"), "frame": Value("string"),
-        "dialogue": List({"speaker": Value("string"), "text": Value("string")}),
-        "final_utterance": Value("string"), "resolved_question": Value("string"),
-        "time_expression": Value("string"), "params": params_feature(), "now": Value("string"),
-        "current_session": Value("int64"), "relevant_response_indices": List(Value("int64")),
-        "num_relevant": Value("int64"),
-    })
+    def summary(self, config: str, counts: Counter) -> dict:
+        out = window_checks.summary(counts)
+        out["by_frame"] = dict(sorted((key[1], n) for key, n in counts.items() if key[0] == "frame"))
+        return out

@@ -1,17 +1,17 @@
-"""One record per conversation: speakers, session starts, now, current session, counts (SPEC §3.5)."""
+"""One record per conversation: speakers, session starts, now, current session, counts (config `conversations`)."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
+from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
+from gen.products.checks import Checks
 from gen.recipe import StrictModel
 from gen.timeline import Timeline
-from gen.validation import Checks
 
-NAME = "conversations"
 DESCRIPTION = "one record per conversation: speakers, session starts, now, current session, counts"
 
 
@@ -43,30 +43,34 @@ def record(timeline: Timeline) -> dict:
     }
 
 
-def build(ctx, options: Options) -> Iterator[dict]:
-    for timeline in ctx.timelines:
-        yield record(timeline)
+class Conversations(ConversationProduct[Options]):
+    """Written whenever a product needs timelines: questions refer to its `now` and `current_session`."""
 
+    name = "conversations"
+    description = DESCRIPTION
+    Options = Options
+    configs = (ConfigSpec("conversations", DESCRIPTION, lambda: features()),)
+    needs = Needs(timelines=True, products=("log",))
 
-def validate(rows: list[dict], ctx, options: Options) -> Checks:
-    """Recompute now, current session and counts from the timeline's responses, not from the record code."""
-    checks = Checks()
-    offset = timedelta(minutes=ctx.recipe.timeline.now_offset_minutes)
-    by_id = {t.conversation_id: t for t in ctx.timelines}
-    checks.check("one record per conversation", len(rows) == len(by_id) == len({r["conversation_id"] for r in rows}),
-                 f"{len(rows)} records for {len(by_id)} conversations")
-    for row in rows:
-        timeline = by_id.get(row["conversation_id"])
-        if not checks.check("conversation exists", timeline is not None, row["conversation_id"]):
-            continue
-        last = max(r.timestamp for r in timeline.responses)
-        sessions = {r.session_index for r in timeline.responses}
-        checks.check("now = last response + now_offset_minutes",
-                     datetime.fromisoformat(row["now"]) == last + offset, row["conversation_id"])
+    def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
+        yield "conversations", record(unit.stamped)
+
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        """Recompute now, current session and counts from the `log` records, not from the record code."""
+        rows, log = records["conversations"], unit.records_of("log")
+        where = unit.conversation_id
+        if not checks.check("one record per conversation", len(rows) == 1 and rows[0]["conversation_id"] == where,
+                            f"{where}: {len(rows)} records"):
+            return
+        row = rows[0]
+        offset = timedelta(minutes=ctx.recipe.timeline.now_offset_minutes)
+        last = max(datetime.fromisoformat(r["timestamp"]) for r in log)
+        checks.check("now = last response + now_offset_minutes", datetime.fromisoformat(row["now"]) == last + offset,
+                     where)
         checks.check("current_session = sessions (padding included) + 1",
-                     row["current_session"] == len(sessions) + 1, row["conversation_id"])
-        checks.check("response counts match", row["num_responses"] == len(timeline.responses), row["conversation_id"])
-    return checks
+                     row["current_session"] == len({r["session_index"] for r in log}) + 1, where)
+        checks.check("response counts match", row["num_responses"] == len(log)
+                     and row["num_padding_responses"] == sum(r["is_padding"] for r in log), where)
 
 
 def features():

@@ -1,0 +1,17 @@
+"""Canonical JSON and the short stable ids made from it (question ids, group ids, recipe fingerprints)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def stable_id(value: Any, length: int = 16) -> str:
+    """The first `length` hex digits of the sha256 of the value's canonical JSON."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]

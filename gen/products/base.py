@@ -1,0 +1,191 @@
+"""The product contract: what every product declares and implements, and what the runner gives it.
+
+A product is a class in its family's subpackage, registered by name in gen/products/registry.py:
+
+    name, description   how a recipe selects it (`type: name`) and how `gen products` lists it
+    Options             a pydantic model of its recipe options (unknown keys rejected)
+    configs             the configs it writes, each with explicit `datasets.Features`
+    needs               what the runner must provide: timelines, the LLM engine, other products' records
+    check_recipe        recipe-level checks made at load (an endpoint name that exists, a frame that exists)
+    build               the records, conversation by conversation
+    validate            an independent check of one conversation's records
+    count / summary     running counts, merged over conversations, turned into run.json's summary
+
+The unit of work is one conversation (`Unit`): a product never sees another conversation's records, so
+runs stream (memory follows the largest conversation) and split over processes with the same bytes.
+Products that call an LLM receive several units at once, so one engine step covers many conversations.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from gen.errors import GenError
+from gen.model import Conversation
+from gen.products.checks import Checks
+from gen.recipe import Recipe, StrictModel
+from gen.timeline import Timeline
+
+if TYPE_CHECKING:  # the engine is only imported where a product runs LLM steps
+    from datasets import Features
+
+    from gen.llm.engine import Engine
+    from gen.llm.task import Task
+
+Record = dict[str, Any]
+Records = dict[str, list[Record]]  # config name → the records of one conversation
+OptionsT = TypeVar("OptionsT", bound=StrictModel)
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """One config a product writes (`<config>/<split>.jsonl`)."""
+
+    name: str
+    description: str
+    features: Callable[[], Features]  # a function, so `datasets` is imported only where a schema is needed
+    retrieval_group: str | None = None  # questions scored by recall/F2, averaged over this field's values
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the runner provides before `build`: stamped timelines (with padding), the LLM engine, and the
+    records of other products (by product name) for the same conversation."""
+
+    timelines: bool = False
+    llm: bool = False
+    products: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One conversation's work: the conversation, its timeline when a product needs one, and the records
+    other products wrote for it (config name → records), for the products named in `needs.products`."""
+
+    conversation: Conversation
+    timeline: Timeline | None = None
+    inputs: Mapping[str, Sequence[Record]] = field(default_factory=dict)
+
+    @property
+    def conversation_id(self) -> str:
+        return self.conversation.conversation_id
+
+    @property
+    def stamped(self) -> Timeline:
+        if self.timeline is None:  # a product that reads the timeline must declare needs.timelines
+            raise RuntimeError(f"{self.conversation_id}: no timeline; the product must declare needs.timelines")
+        return self.timeline
+
+    def records_of(self, config: str) -> Sequence[Record]:
+        if config not in self.inputs:
+            raise RuntimeError(f"{self.conversation_id}: records of {config!r} were not provided; declare the "
+                               "product that writes them in needs.products")
+        return self.inputs[config]
+
+
+@dataclass
+class Reject:
+    """An item a product gave up on, for rejects.jsonl."""
+
+    product: str
+    item_id: str
+    reason: str
+    raw_text: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Record:
+        return {"product": self.product, "item_id": self.item_id, "reason": self.reason, "raw_text": self.raw_text,
+                **self.details}
+
+
+@dataclass
+class BuildContext:
+    """What the runner gives every product: the recipe, the run's engine (in the LLM stage only) and a place
+    for rejects. The same in every worker process."""
+
+    recipe: Recipe
+    engine: Engine | None = None
+    rejects: list[Reject] = field(default_factory=list)
+
+    @property
+    def templates_dir(self) -> str | None:
+        return str(self.recipe.templates_dir) if self.recipe.templates_dir else None
+
+    @property
+    def seed(self) -> int:
+        return self.recipe.seed
+
+    def llm(self) -> Engine:
+        if self.engine is None:  # the runner provides the engine to products that declare needs.llm
+            raise RuntimeError("no LLM engine in this stage; the product must declare needs.llm")
+        return self.engine
+
+    def reject(self, product: str, item_id: str, reason: str, raw_text: str | None = None, **details: Any) -> None:
+        self.rejects.append(Reject(product, item_id, reason, raw_text, details))
+
+
+class Product(ABC, Generic[OptionsT]):
+    """See the module docstring. Subclasses set the class attributes and implement build and validate."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Options: ClassVar[type[StrictModel]]
+    configs: ClassVar[tuple[ConfigSpec, ...]]
+    needs: ClassVar[Needs] = Needs()
+
+    def __init__(self, options: OptionsT) -> None:
+        self.options = options
+
+    def check_recipe(self, recipe: Recipe, where: str) -> None:
+        """Recipe-level checks made when the recipe is loaded; `where` names the product entry."""
+
+    @abstractmethod
+    def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
+        """Exactly one Records (every config of the product as a key) per unit, in unit order."""
+
+    @abstractmethod
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        """Check one conversation's records by a path independent of `build`."""
+
+    def count(self, config: str, records: Sequence[Record]) -> Counter:
+        """Counts over one conversation's records of `config`; added up over the run for `summary`."""
+        return Counter()
+
+    def summary(self, config: str, counts: Counter) -> dict[str, Any]:
+        """run.json's summary of `config` from the counts of every conversation."""
+        return {}
+
+    def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
+        """For `gen plan` and `gen preview`: (step, first-round tasks in item order, most calls per task
+        with regeneration rounds) per LLM step. Products without LLM steps have none."""
+        return []
+
+    def empty_records(self) -> Records:
+        return {spec.name: [] for spec in self.configs}
+
+
+class ConversationProduct(Product[OptionsT]):
+    """A product whose records for a conversation depend on that conversation alone."""
+
+    def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
+        for unit in units:
+            records = self.empty_records()
+            for config, record in self.records(unit, ctx):
+                records[config].append(record)
+            yield records
+
+    @abstractmethod
+    def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
+        """(config name, record) pairs of one conversation, in output order."""
+
+
+def require_endpoint(recipe: Recipe, endpoint: str, where: str) -> None:
+    """An LLM product's `endpoint` option must name an endpoint of the recipe's `llm:` section."""
+    if endpoint not in recipe.llm:
+        names = ", ".join(sorted(recipe.llm)) or "none defined"
+        raise GenError(f"unknown LLM endpoint {endpoint!r}", file=recipe.file, field=f"{where}.endpoint",
+                       expected=f"a name of the recipe's llm: section ({names})")

@@ -1,0 +1,1 @@
+"""log and conversations: the time-stamped responses and each conversation's clock."""

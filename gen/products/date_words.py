@@ -1,0 +1,48 @@
+"""Dates and numbers in words, shared by the question products: one definition of each rule.
+
+Styles: "digits" ("5", "5th") and "words" ("five", "fifth"); the words style spells out 0-100 only and writes
+larger numbers in digits, as style guides do. A date may be named without its year when no other date of the
+conversation has the same day and month.
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections import Counter
+from collections.abc import Iterable
+from datetime import date
+from functools import lru_cache
+
+from num2words import num2words
+
+WORDS_UP_TO = 100
+
+
+@lru_cache(maxsize=4096)
+def cardinal(n: int, style: str) -> str:
+    return num2words(n) if style == "words" and 0 <= n <= WORDS_UP_TO else str(n)
+
+
+@lru_cache(maxsize=4096)
+def ordinal(n: int, style: str) -> str:
+    return num2words(n, to="ordinal") if style == "words" and 0 <= n <= WORDS_UP_TO else num2words(n, to="ordinal_num")
+
+
+def date_variables(day: date, style: str = "digits", prefix: str = "") -> dict[str, str]:
+    """Template variables of a date: month ("May"), day ("8"), day_ordinal ("8th"/"eighth"), year, weekday."""
+    return {f"{prefix}month": calendar.month_name[day.month], f"{prefix}day": str(day.day),
+            f"{prefix}day_ordinal": ordinal(day.day, style), f"{prefix}year": str(day.year),
+            f"{prefix}weekday": calendar.day_name[day.weekday()]}
+
+
+def yearless_dates(dates: Iterable[date]) -> set[date]:
+    """The dates that may be named without their year: no other date of the set has the same day and month."""
+    distinct = set(dates)
+    counts = Counter((d.month, d.day) for d in distinct)
+    return {d for d in distinct if counts[(d.month, d.day)] == 1}
+
+
+def yearless_months(dates: Iterable[date]) -> set[int]:
+    """The month numbers that may be named without a year: they occur in one year only among the dates."""
+    counts = Counter(month for month, _ in {(d.month, d.year) for d in dates})
+    return {month for month, n in counts.items() if n == 1}

@@ -1,0 +1,122 @@
+"""The product registry: name → product class. Adding a product is one line here.
+
+Also what the runner, the card and the exporter need to know about products, computed from the classes:
+which product writes a config, the order products are built in (needs first), and a recipe's products bound
+to their validated options.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gen.errors import GenError
+from gen.products.base import ConfigSpec, Product
+from gen.products.content.time_content_questions import TimeContentQuestions
+from gen.products.core.conversations import Conversations
+from gen.products.core.log import Log
+from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
+from gen.products.temporal.time_queries import TimeQueries
+from gen.recipe import Recipe, validate_model
+
+REGISTRY: dict[str, type[Product]] = {product.name: product for product in (
+    Log,
+    Conversations,
+    TimeQueries,
+    AmbiguousTimeQueries,
+    TimeContentQuestions,
+)}
+
+# Questions refer to `now` and `current_session`, which only the conversations config records.
+WRITTEN_WITH_TIMELINES = ("conversations",)
+
+
+def register(product: type[Product]) -> type[Product]:
+    """Add a product class (plugins and tests); returns it, so it can be used as a decorator."""
+    if product.name in REGISTRY and REGISTRY[product.name] is not product:
+        raise ValueError(f"a product named {product.name!r} is already registered")
+    REGISTRY[product.name] = product
+    return product
+
+
+def config_spec(config: str) -> tuple[type[Product], ConfigSpec] | None:
+    """The product that writes `config`, and the config's spec."""
+    for product in REGISTRY.values():
+        for spec in product.configs:
+            if spec.name == config:
+                return product, spec
+    return None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A product of the run with its options; `written` is False for a product built only because another
+    one needs its records."""
+
+    product: Product
+    written: bool
+
+    @property
+    def name(self) -> str:
+        return self.product.name
+
+
+def bind(recipe: Recipe) -> list[Bound]:
+    """The recipe's products with validated options, plus what they need, in build order (each product after
+    the products it needs, otherwise in registry order, so the order of a recipe's list changes nothing)."""
+    chosen: dict[str, Product] = {}
+    for index, entry in enumerate(recipe.products):
+        where = f"products[{index}]"
+        cls = lookup(entry.type, recipe, where)
+        if entry.type in chosen:
+            raise GenError(f"product {entry.type!r} is listed twice", file=recipe.file, field=f"{where}.type",
+                           expected="each product type once")
+        options = validate_model(cls.Options, entry.options(), recipe.file, prefix=("products", index))
+        product = cls(options)
+        product.check_recipe(recipe, where)
+        chosen[entry.type] = product
+    wanted = set(chosen)
+    if any(product.needs.timelines for product in chosen.values()):
+        wanted.update(WRITTEN_WITH_TIMELINES)
+    needed = closure(chosen)
+    order = [name for name in REGISTRY if name in needed]
+    return [Bound(chosen.get(name) or REGISTRY[name](REGISTRY[name].Options()), written=name in wanted)
+            for name in topological(order)]
+
+
+def lookup(name: str, recipe: Recipe, where: str) -> type[Product]:
+    cls = REGISTRY.get(name)
+    if cls is None:
+        near = difflib.get_close_matches(name, REGISTRY, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise GenError(f"unknown product type {name!r}{hint}", file=recipe.file, field=f"{where}.type",
+                       expected=f"one of {', '.join(REGISTRY)}")
+    return cls
+
+
+def closure(chosen: dict[str, Product]) -> set[str]:
+    """The chosen products, the conversations config when timelines are built, and everything they need."""
+    pending = list(chosen)
+    if any(product.needs.timelines for product in chosen.values()):
+        pending += WRITTEN_WITH_TIMELINES
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name not in seen:
+            seen.add(name)
+            pending.extend(REGISTRY[name].needs.products)
+    return seen
+
+
+def topological(names: Iterable[str]) -> list[str]:
+    """Needs before the products that need them; ties in the given order."""
+    remaining = list(names)
+    done: list[str] = []
+    while remaining:
+        ready = next((n for n in remaining if all(d in done for d in REGISTRY[n].needs.products)), None)
+        if ready is None:
+            raise ValueError(f"products need each other in a circle: {', '.join(remaining)}")
+        done.append(ready)
+        remaining.remove(ready)
+    return done

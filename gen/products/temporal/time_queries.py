@@ -1,0 +1,136 @@
+"""Templated time queries (config `time_queries`): "what did we discuss <time>?" with exact answers.
+
+Each base question is one window of one of the 11 tests (windows.py); it is worded by every question frame ×
+time phrase × numeral style from templates/time_queries/ (wordings.py). The validator recomputes each relevant
+set from the `log` records (window_checks.py). The method is described in docs/time-queries.md.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from datetime import date
+from typing import Any
+
+from gen.hashing import stable_id
+from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
+from gen.products.checks import Checks
+from gen.products.date_words import yearless_dates, yearless_months
+from gen.products.temporal import window_checks
+from gen.products.temporal.windows import BaseQuestion, WindowOptions, base_questions
+from gen.products.temporal.wordings import SLOT, Wordings
+from gen.timeline import Timeline
+
+NAME = "time_queries"
+DESCRIPTION = "templated questions about what was discussed in a time window, with the relevant responses"
+
+
+class Options(WindowOptions):
+    pass
+
+
+def question_id(*parts: Any) -> str:
+    return stable_id(parts)
+
+
+class Yearless:
+    """Whether a base question's dates and months can be named without their year (date_words.py's rule)."""
+
+    def __init__(self, timeline: Timeline):
+        dates = {r.timestamp.date() for r in timeline.responses}
+        self.dates = yearless_dates(dates)
+        self.months = yearless_months(dates)
+
+    def ok(self, question: BaseQuestion) -> bool:
+        p = question.params
+        days = [date.fromisoformat(p[k]) for k in ("date", "first_date", "last_date") if k in p]
+        months = [int(p["month"][5:7])] if "month" in p else []
+        return all(d in self.dates for d in days) and all(m in self.months for m in months)
+
+
+def pick(variants: list, limit: int | None, seed: int, product: str, group: str) -> list:
+    """All variants, or a seeded sample of `limit` of them kept in their original order."""
+    if limit is None or len(variants) <= limit:
+        return variants
+    chosen = sorted(random.Random(f"{seed}/{product}/{group}").sample(range(len(variants)), limit))
+    return [variants[i] for i in chosen]
+
+
+def window_fields(base: BaseQuestion, now: str, current_session: int) -> dict:
+    """The fields every question about a window carries (shared with ambiguous_time_queries)."""
+    return {"params": dict(base.params), "now": now, "current_session": current_session,
+            "relevant_response_indices": list(base.relevant), "num_relevant": len(base.relevant)}
+
+
+def params_feature() -> dict:
+    from datasets import Value
+
+    ints = ("session", "first_session", "last_session", "sessions_ago", "days_ago", "months_ago", "days")
+    strings = ("date", "first_date", "last_date", "month", "weekday")
+    return {**{k: Value("int64") for k in ints}, **{k: Value("string") for k in strings}}
+
+
+def features():
+    from datasets import Features, List, Value
+
+    return Features({
+        "question_id": Value("string"), "group_id": Value("string"), "conversation_id": Value("string"),
+        "test": Value("string"), "question": Value("string"), "time_expression": Value("string"),
+        "params": params_feature(), "now": Value("string"), "current_session": Value("int64"),
+        "relevant_response_indices": List(Value("int64")), "num_relevant": Value("int64"),
+    })
+
+
+class TimeQueries(ConversationProduct[Options]):
+    name = NAME
+    description = DESCRIPTION
+    Options = Options
+    configs = (ConfigSpec(NAME, DESCRIPTION, features, retrieval_group="test"),)
+    needs = Needs(timelines=True, products=("log",))
+
+    def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
+        options, timeline = self.options, unit.stamped
+        wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+        yearless = Yearless(timeline)
+        now, current = timeline.now.isoformat(timespec="seconds"), timeline.current_session
+        seen: set[str] = set()
+        for base in base_questions(timeline, options):
+            group = base.group_id
+            phrases = wordings.phrases(base, yearless.ok(base))
+            variants = [(frame, phrase, style) for phrase, style in phrases for frame in wordings.frames(base.test)]
+            for frame, phrase, style in pick(variants, options.max_variants_per_group, ctx.seed, NAME, group):
+                text = frame.replace(SLOT, phrase)
+                qid = question_id(NAME, base.conversation_id, base.test, base.params, frame.replace(SLOT, "{time}"),
+                                  phrase, style)
+                if text in seen:
+                    ctx.reject(NAME, qid, "duplicate question text in the conversation", text,
+                               conversation_id=base.conversation_id)
+                    continue
+                seen.add(text)
+                yield NAME, {
+                    "question_id": qid,
+                    "group_id": group,
+                    "conversation_id": base.conversation_id,
+                    "test": base.test,
+                    "question": text,
+                    "time_expression": phrase,
+                    **window_fields(base, now, current),
+                }
+
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        rows = records[NAME]
+        window_checks.check_unit(unit, rows, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
+        texts = Counter(row["question"] for row in rows)
+        duplicates = [text for text, n in texts.items() if n > 1]
+        checks.check("no duplicate question text within a conversation", not duplicates,
+                     f"{unit.conversation_id}: {duplicates[:2]}")
+        for row in rows:
+            checks.check("the question contains its time expression", row["time_expression"] in row["question"],
+                         f"{row['question_id']}: {row['question']!r} / {row['time_expression']!r}")
+
+    def count(self, config: str, records: Sequence[Record]) -> Counter:
+        return window_checks.count(records)
+
+    def summary(self, config: str, counts: Counter) -> dict:
+        return window_checks.summary(counts)
