@@ -1,4 +1,4 @@
-"""ambiguous_time_queries (SPEC §5) on the hand-built timelines of tests/fixtures/time_timelines.py."""
+"""ambiguous_time_queries on the hand-built timelines of tests/fixtures/time_timelines.py."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections import Counter
 import pytest
 
 from gen.errors import GenError
-from gen.products import ambiguous_time_queries as ambiguous
-from gen.products import time_queries
-from gen.products.time_phrases import Wordings
-from gen.products.time_windows import TESTS
+from gen.products.temporal import ambiguous_time_queries as ambiguous
+from gen.products.temporal import time_queries
+from gen.products.temporal.windows import TESTS
+from gen.products.temporal.wordings import Wordings
 from tests.fixtures.time_timelines import ann_bob, context, late_padding
 
 PAPER_FRAMES = {"calendar", "remember", "confirm"}
@@ -19,8 +19,8 @@ PAPER_FRAMES = {"calendar", "remember", "confirm"}
 def build_both(*timelines, templates_dir=None, **options):
     ctx = context(*timelines, templates_dir=templates_dir)
     tq_options, amb_options = time_queries.Options(**options), ambiguous.Options(**options)
-    tq_rows = list(time_queries.build(ctx, tq_options))
-    rows = list(ambiguous.build(ctx, amb_options))
+    tq_rows = ctx.build("time_queries", tq_options)
+    rows = ctx.build("ambiguous_time_queries", amb_options)
     return rows, tq_rows, ctx, amb_options
 
 
@@ -35,7 +35,7 @@ def test_dialogues_anchor_the_time_then_ask_without_it():
         assert row["time_expression"] not in row["final_utterance"]
         assert any(row["time_expression"] in t["text"] for t in turns[:-1])
         assert row["time_expression"] in row["resolved_question"]
-    checks = ambiguous.validate(rows, ctx, options)
+    checks = ctx.validate("ambiguous_time_queries", rows, options)
     assert checks.passed, {k: v for k, v in checks.report().items() if v["failed"]}
     assert checks.report()["relevant set equals the time_queries group's with the same group_id"]["checked"] == len(rows)
 
@@ -66,7 +66,7 @@ def test_the_paper_frames_and_our_own_each_with_variants():
 def test_rotate_pairs_each_dialogue_once_and_all_crosses_with_every_phrase():
     rotate, _, _, _ = build_both(ann_bob(), tests=["last_day"])
     ctx = context(ann_bob())
-    crossed = list(ambiguous.build(ctx, ambiguous.Options(tests=["last_day"], pairing="all")))
+    crossed = ctx.build("ambiguous_time_queries", ambiguous.Options(tests=["last_day"], pairing="all"))
     dialogues = len(Wordings(None, ["digits"]).dialogues("last_day", ("Ann", "Bob")))
     assert dialogues >= 8
     assert set(Counter(r["group_id"] for r in rotate).values()) == {dialogues}
@@ -74,7 +74,7 @@ def test_rotate_pairs_each_dialogue_once_and_all_crosses_with_every_phrase():
     assert sorted(Counter(r["group_id"] for r in crossed).values()) == [2 * dialogues, 3 * dialogues]
     phrases = Counter(r["time_expression"] for r in rotate if r["params"]["weekday"] == "Sunday")
     assert len(phrases) == 3 and max(phrases.values()) - min(phrases.values()) <= 1  # spread evenly
-    assert ambiguous.validate(crossed, ctx, ambiguous.Options(tests=["last_day"], pairing="all")).passed
+    assert ctx.validate("ambiguous_time_queries", crossed, ambiguous.Options(tests=["last_day"], pairing="all")).passed
 
 
 def test_validator_catches_a_final_utterance_that_gives_the_time_away():
@@ -83,12 +83,12 @@ def test_validator_catches_a_final_utterance_that_gives_the_time_away():
     row = next(r for r in bad if r["time_expression"] == "yesterday")
     row["dialogue"] = row["dialogue"][:-1] + [{"speaker": "Ann", "text": "What did we discuss yesterday?"}]
     row["final_utterance"] = "What did we discuss yesterday?"
-    failed = {name for name, r in ambiguous.validate(bad, ctx, options).report().items() if r["failed"]}
+    failed = {name for name, r in ctx.validate("ambiguous_time_queries", bad, options).report().items() if r["failed"]}
     assert "the final utterance contains none of its base question's time expressions" in failed
     swapped = [dict(r) for r in rows]
     swapped[0]["relevant_response_indices"] = swapped[0]["relevant_response_indices"][:-1]
     swapped[0]["num_relevant"] -= 1
-    failed = {name for name, r in ambiguous.validate(swapped, ctx, options).report().items() if r["failed"]}
+    failed = {name for name, r in ctx.validate("ambiguous_time_queries", swapped, options).report().items() if r["failed"]}
     assert "relevant set equals the window recomputed from the log" in failed
     assert "relevant set equals the time_queries group's with the same group_id" in failed
 
@@ -100,11 +100,11 @@ def test_frames_option_and_a_user_frame(tmp_path):
         "A: My diary says we met {{ time }}, {{ speaker_b }}.\nB: It does?\nA: What did we talk about?\n")
     rows, _, ctx, options = build_both(ann_bob(), templates_dir=tmp_path / "templates", tests=["dates"])
     assert "diary" in {r["frame"] for r in rows}
-    only = list(ambiguous.build(ctx, ambiguous.Options(tests=["dates"], frames=["diary"])))
+    only = ctx.build("ambiguous_time_queries", ambiguous.Options(tests=["dates"], frames=["diary"]))
     assert {r["frame"] for r in only} == {"diary"}
     assert only[0]["dialogue"][0]["text"].endswith(", Bob.")
     with pytest.raises(GenError, match="unknown dialogue frame"):
-        list(ambiguous.build(ctx, ambiguous.Options(frames=["diaries"])))
+        ctx.build("ambiguous_time_queries", ambiguous.Options(frames=["diaries"]))
 
 
 def test_a_dialogue_that_names_the_time_in_its_last_turn_is_rejected(tmp_path):
@@ -118,8 +118,8 @@ def test_a_dialogue_that_names_the_time_in_its_last_turn_is_rejected(tmp_path):
 def test_summary_and_features():
     from datasets import Dataset
 
-    rows, _, _, _ = build_both(ann_bob())
-    summary = ambiguous.summary(rows)
+    rows, _, ctx, _ = build_both(ann_bob())
+    summary = ctx.summary("ambiguous_time_queries", rows)
     assert summary["total"]["base_questions"] == 39 and summary["total"]["variants"] == len(rows)
     assert set(summary["by_frame"]) >= PAPER_FRAMES
     dataset = Dataset.from_list(rows[:20], features=ambiguous.features())

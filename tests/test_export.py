@@ -70,10 +70,10 @@ def test_every_config_loads_offline_with_the_jsonl_rows_and_the_declared_feature
                                                                                      tmp_path):
     import datasets
 
-    from gen.products import REGISTRY
+    from gen.products.registry import config_spec
 
     for name in configs_of(quickstart):
-        features = REGISTRY[name].features()
+        features = config_spec(name)[1].features()
         loaded = datasets.load_dataset(str(exported.folder), name, split="test", cache_dir=str(tmp_path / "cache"))
         rows = read_jsonl(quickstart / name / "test.jsonl")
         assert loaded.features == features, name
@@ -114,7 +114,7 @@ def test_a_config_above_the_shard_size_is_split_into_ordered_shards(quickstart, 
 def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, exported):
     from datasets import Features
 
-    from gen.products import REGISTRY
+    from gen.products.registry import config_spec
 
     header, body = split_card((exported.folder / "README.md").read_text())
     configs = configs_of(quickstart)
@@ -124,7 +124,7 @@ def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, 
         assert entry["data_files"] == [{"split": "test", "path": f"data/{entry['config_name']}/test-*"}]
     for info in header["dataset_info"]:
         name = info["config_name"]
-        assert Features._from_yaml_list(info["features"]) == REGISTRY[name].features()
+        assert Features._from_yaml_list(info["features"]) == config_spec(name)[1].features()
         assert info["splits"] == [{"name": "test", "num_bytes": info["dataset_size"],
                                    "num_examples": configs[name]["records"]}]
     assert header["license"] == "mit"  # the quickstart reads gen's own bundled sample, not LoCoMo
@@ -193,8 +193,14 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
     summary = {"by_test": {"date": {"base_questions": 2, "variants": 2}, "session": {"base_questions": 1,
                                                                                      "variants": 1}},
                "total": {"base_questions": 3, "variants": 3}}
+    from gen.runner import provenance as count_provenance
+
+    assert count_provenance(rows) == {("model", "gpt-x"): 2, ("model", "gpt-y"): 1, ("prompt", "p111"): 2,
+                                      ("prompt", "p222"): 1}
+    provenance = {"models": [["gpt-x", 2], ["gpt-y", 1]], "prompts": [["p111", 2], ["p222", 1]]}  # as in run.json
     report = report_for([], {"time_content_questions": {"records": 3, "path": "time_content_questions/test.jsonl",
-                                                        "description": "questions", "summary": summary}})
+                                                        "description": "questions", "summary": summary,
+                                                        "provenance": provenance}})
     report["validation"] = {}
     card = render_card(report, folder=folder)
     assert "| date | 2 | 2 |" in card and "| session | 1 | 1 |" in card and "| **total** | **3** | **3** |" in card

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gen.errors import GenError
+from gen.products.registry import load
 from gen.recipe import load_recipe
 from tests.conftest import REPO, locomo_sample, run_cli, write_json, write_recipe
 
@@ -44,7 +45,7 @@ def test_relative_paths_resolve_against_the_recipe_folder(folder, monkeypatch):
 ])
 def test_bad_recipes_name_the_key_path(folder, change, field, message):
     with pytest.raises(GenError) as error:
-        load_recipe(write_recipe(folder / "r.yaml", recipe_dict(**change)))
+        load(write_recipe(folder / "r.yaml", recipe_dict(**change)))
     assert error.value.field == field
     assert message in str(error.value)
     assert str(error.value).startswith(str(folder / "r.yaml"))
@@ -52,7 +53,7 @@ def test_bad_recipes_name_the_key_path(folder, change, field, message):
 
 def test_unknown_key_message_reads_as_the_issue_shows(folder):
     with pytest.raises(GenError) as error:
-        load_recipe(write_recipe(folder / "r.yaml", recipe_dict(products=[{"type": "log"}, {"type": "log", "tset": 1}])))
+        load(write_recipe(folder / "r.yaml", recipe_dict(products=[{"type": "log"}, {"type": "log", "tset": 1}])))
     assert str(error.value) == f"{folder / 'r.yaml'}: products[1].tset: unknown key 'tset'"
 
 
@@ -98,7 +99,7 @@ def test_every_command_has_help_with_an_example(command, capsys):
 def test_shipped_recipes_are_valid_apart_from_user_data_paths():
     for path in sorted((REPO / "recipes").glob("*.yaml")):
         try:
-            load_recipe(path)
+            load(path)
         except GenError as error:  # recipes for the real corpora point at data the user downloads
             assert error.field and error.field.endswith(".path"), f"{path.name}: {error}"
 

@@ -9,7 +9,6 @@ import pytest
 
 from gen.recipe import load_recipe
 from gen.runner import run
-from gen.validation import Checks
 from tests.conftest import REPO, read_jsonl, run_cli, write_json, write_recipe
 
 
@@ -94,17 +93,17 @@ def test_a_failed_run_leaves_the_previous_output_intact(tmp_path, capsys):
 def test_a_run_that_fails_validation_is_kept_aside_and_not_published(tmp_path, capsys, monkeypatch):
     write_json(tmp_path / "good.json", json.loads((REPO / "gen" / "data" / "sample_locomo.json").read_text()))
 
-    def failing(rows, ctx, options):
-        checks = Checks()
+    def failing(self, unit, records, checks, ctx):
         checks.check("always fails", False, "forced by the test")
-        return checks
 
-    monkeypatch.setattr("gen.products.log.validate", failing)
+    monkeypatch.setattr("gen.products.core.log.Log.validate", failing)
     code, _, err = run_cli(["run", make_recipe(tmp_path, "good.json"), "--output-dir", tmp_path / "out"], capsys)
     assert code == 2 and "validation failed for log" in err
     assert not (tmp_path / "out" / "atomic").exists()
     kept = json.loads((tmp_path / "out" / ".atomic.failed" / "run.json").read_text())
-    assert kept["validation"]["log"]["checks"]["always fails"]["examples"] == ["forced by the test"]
+    forced = kept["validation"]["log"]["checks"]["always fails"]
+    assert forced["checked"] == forced["failed"] == 2  # the log is validated conversation by conversation
+    assert forced["examples"] == ["forced by the test"] * 2
 
 
 def test_fingerprint_ignores_llm_run_limits_but_not_the_model(tmp_path):

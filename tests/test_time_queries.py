@@ -1,4 +1,4 @@
-"""time_queries (SPEC §4) on hand-built timelines: every window of the 11 tests worked out by hand, wordings,
+"""time_queries  on hand-built timelines: every window of the 11 tests worked out by hand, wordings,
 options, and a validator that catches wrong records. The timelines are described in tests/fixtures/time_timelines.py."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 
 from gen.errors import GenError
-from gen.products import time_queries
-from gen.products.time_checks import LogView
-from gen.products.log import records as log_records
-from gen.products.time_windows import TESTS, base_questions
+from gen.products.core.log import records as log_records
+from gen.products.temporal import time_queries
+from gen.products.temporal.window_checks import LogView
+from gen.products.temporal.windows import TESTS, base_questions
 from tests.conftest import write_json, write_recipe
 from tests.fixtures.time_timelines import ann_bob, context, late_padding, make_timeline
 
@@ -67,7 +67,7 @@ def windows_by_generator(timeline, **options) -> dict:
 def build(*timelines, templates_dir=None, **options):
     ctx = context(*timelines, templates_dir=templates_dir)
     opts = time_queries.Options(**options)
-    rows = list(time_queries.build(ctx, opts))
+    rows = ctx.build("time_queries", opts)
     return rows, ctx, opts
 
 
@@ -102,7 +102,7 @@ def test_windows_holding_only_padding_or_nothing_are_not_asked():
                                     J(month="2024-01", months_ago=0): [4, 5, 6, 7]}
     rows, ctx, opts = build(late_padding(), day_spans=[3, 7, 10])
     assert all(row["relevant_response_indices"] != [6, 7] for row in rows)
-    assert time_queries.validate(rows, ctx, opts).passed
+    assert ctx.validate("time_queries", rows, opts).passed
 
 
 def test_special_phrasings_and_numerals():
@@ -148,7 +148,7 @@ def test_without_padding_the_last_real_session_is_last_time():
     assert {("last time", (3,)), ("in the session before last", (2,)), ("three sessions ago", (0, 1)),
             ("yesterday", (2,)), ("the day before yesterday", (0, 1)), ("today", (3,)),
             ("over the past three days", (0, 1, 2, 3))} <= asked
-    assert time_queries.validate(rows, ctx, opts).passed
+    assert ctx.validate("time_queries", rows, opts).passed
 
 
 def test_a_phrase_table_that_renders_nothing_is_a_clear_error(tmp_path):
@@ -184,7 +184,7 @@ def test_records_fields_ids_and_validation_pass():
     for r in rows:
         groups.setdefault(r["group_id"], set()).add((r["test"], json.dumps(r["params"], sort_keys=True)))
     assert all(len(v) == 1 for v in groups.values())
-    checks = time_queries.validate(rows, ctx, opts)
+    checks = ctx.validate("time_queries", rows, opts)
     assert checks.passed, {k: v for k, v in checks.report().items() if v["failed"]}
     again, _, _ = build(ann_bob(), late_padding())
     assert [r["question_id"] for r in again] == [r["question_id"] for r in rows]
@@ -194,7 +194,7 @@ def test_validator_catches_wrong_records():
     rows, ctx, opts = build(ann_bob())
 
     def failures(changed):
-        return {name for name, r in time_queries.validate(changed, ctx, opts).report().items() if r["failed"]}
+        return {name for name, r in ctx.validate("time_queries", changed, opts).report().items() if r["failed"]}
 
     wrong = [dict(r) for r in rows]
     target = next(r for r in wrong if r["test"] == "date_span" and r["params"]["first_date"] == "2023-12-31")
@@ -227,24 +227,24 @@ def test_options_choose_tests_styles_spans_and_variant_limit():
     assert day_span == {J(days=1, first_date="2024-01-14", last_date="2024-01-15"): [7, 8, 9, 10, 11, 12, 13, 14]}
     assert not any("three" in r["question"] or "five" in r["question"] for r in rows)
     assert max(Counter(r["group_id"] for r in rows).values()) == 4
-    assert time_queries.validate(rows, ctx, opts).passed
+    assert ctx.validate("time_queries", rows, opts).passed
     again, _, _ = build(ann_bob(), tests=["session_span", "day_span", "rel_day"], span_length=2,
                         day_spans=[1], numeral_styles=["digits"], max_variants_per_group=4)
     assert [r["question"] for r in again] == [r["question"] for r in rows]
 
 
 def test_unknown_option_values_are_recipe_errors(tmp_path):
-    from gen.recipe import load_recipe
+    from gen.products.registry import load
 
     data = write_json(tmp_path / "c.json", [])
     recipe = {"name": "r", "sources": [{"format": "locomo", "path": str(data)}],
               "products": [{"type": "time_queries", "tests": ["session", "weekly"]}]}
     with pytest.raises(GenError) as caught:
-        load_recipe(write_recipe(tmp_path / "r.yaml", recipe))
+        load(write_recipe(tmp_path / "r.yaml", recipe))
     assert "products[0].tests[1]" in str(caught.value)
     recipe["products"] = [{"type": "time_queries", "test": ["session"]}]
     with pytest.raises(GenError, match="did you mean 'tests'"):
-        load_recipe(write_recipe(tmp_path / "r.yaml", recipe))
+        load(write_recipe(tmp_path / "r.yaml", recipe))
 
 
 def test_a_user_adds_a_wording_by_editing_templates(tmp_path):
@@ -256,7 +256,7 @@ def test_a_user_adds_a_wording_by_editing_templates(tmp_path):
     assert {r["question"] for r in rows if r["params"]["weekday"] == "Monday"} == {
         "What did we discuss last Monday?", "What was on our minds last Monday?",
         "What did we discuss the Monday just gone?", "What was on our minds the Monday just gone?"}
-    assert time_queries.validate(rows, ctx, opts).passed
+    assert ctx.validate("time_queries", rows, opts).passed
 
 
 def test_a_frame_without_the_time_slot_is_a_clear_error(tmp_path):
@@ -268,8 +268,8 @@ def test_a_frame_without_the_time_slot_is_a_clear_error(tmp_path):
 
 
 def test_summary_counts_base_questions_and_variants():
-    rows, _, _ = build(ann_bob(), tests=["last_day", "earlier_today"], numeral_styles=["digits"])
-    summary = time_queries.summary(rows)
+    rows, ctx, _ = build(ann_bob(), tests=["last_day", "earlier_today"], numeral_styles=["digits"])
+    summary = ctx.summary("time_queries", rows)
     # last_day: 2 base questions; Sunday (1 day back) has 3 phrasings, Monday (7 back) 2; × 5 frames
     assert summary["by_test"]["last_day"] == {"base_questions": 2, "variants": 25, "conversations": 1}
     assert summary["by_test"]["earlier_today"] == {"base_questions": 1, "variants": 15, "conversations": 1}
@@ -290,23 +290,20 @@ def test_locomo10_every_conversation_gets_every_test(tmp_path):
     something of every conversation, and last_day appears exactly where a real response is 1-7 days old."""
     from datetime import date, datetime, timedelta
 
-    from gen.products import ambiguous_time_queries
-    from gen.products.log import records
+    from gen.products.core.log import records
     from gen.recipe import load_recipe
-    from gen.runner import prepare
     from tests.conftest import require_shared
+    from tests.harness import Harness
 
     locomo = require_shared("locomo/locomo10.json")
     recipe = write_recipe(tmp_path / "r.yaml", {
         "name": "tq", "seed": 13, "sources": [{"format": "locomo", "path": str(locomo)}],
         "products": [{"type": "time_queries"}, {"type": "ambiguous_time_queries"}]})
-    ctx = prepare(load_recipe(recipe)).context()
-    (_, tq_options), (_, amb_options) = ctx.recipe.product_options()
-    rows = list(time_queries.build(ctx, tq_options))
-    ambiguous_rows = list(ambiguous_time_queries.build(ctx, amb_options))
-    for product, product_rows, options in ((time_queries, rows, tq_options),
-                                           (ambiguous_time_queries, ambiguous_rows, amb_options)):
-        checks = product.validate(product_rows, ctx, options)
+    ctx = Harness.from_recipe(load_recipe(recipe))
+    rows = ctx.build("time_queries")
+    ambiguous_rows = ctx.build("ambiguous_time_queries")
+    for product, product_rows in (("time_queries", rows), ("ambiguous_time_queries", ambiguous_rows)):
+        checks = ctx.validate(product, product_rows)
         assert checks.passed, {k: v for k, v in checks.report().items() if v["failed"]}
     conversations = [t.conversation_id for t in ctx.timelines]
     assert len(conversations) == 10
@@ -324,4 +321,4 @@ def test_locomo10_every_conversation_gets_every_test(tmp_path):
         if any(not r["is_padding"] and 1 <= (today - date.fromisoformat(r["date"])).days <= 7 for r in log):
             with_last_day.add(timeline.conversation_id)
     assert with_last_day == {c for c, tests in tests_by_conversation.items() if "last_day" in tests}
-    assert time_queries.summary(rows)["by_test"]["last_day"]["conversations"] == len(with_last_day) == 9
+    assert ctx.summary("time_queries", rows)["by_test"]["last_day"]["conversations"] == len(with_last_day) == 9

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from gen.errors import GenError
 from gen.products.base import ConfigSpec, Product
@@ -18,7 +19,7 @@ from gen.products.core.conversations import Conversations
 from gen.products.core.log import Log
 from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
-from gen.recipe import Recipe, validate_model
+from gen.recipe import Recipe, load_recipe, validate_model
 
 REGISTRY: dict[str, type[Product]] = {product.name: product for product in (
     Log,
@@ -69,10 +70,10 @@ def bind(recipe: Recipe) -> list[Bound]:
     for index, entry in enumerate(recipe.products):
         where = f"products[{index}]"
         cls = lookup(entry.type, recipe, where)
+        options = validate_model(cls.Options, entry.options(), recipe.file, prefix=("products", index))
         if entry.type in chosen:
             raise GenError(f"product {entry.type!r} is listed twice", file=recipe.file, field=f"{where}.type",
                            expected="each product type once")
-        options = validate_model(cls.Options, entry.options(), recipe.file, prefix=("products", index))
         product = cls(options)
         product.check_recipe(recipe, where)
         chosen[entry.type] = product
@@ -120,3 +121,10 @@ def topological(names: Iterable[str]) -> list[str]:
         done.append(ready)
         remaining.remove(ready)
     return done
+
+
+def load(path: str | Path) -> tuple[Recipe, list[Bound]]:
+    """A recipe file, checked whole: its own keys, then every product's options (what `gen validate` does
+    before reading sources)."""
+    recipe = load_recipe(path)
+    return recipe, bind(recipe)
