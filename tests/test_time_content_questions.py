@@ -1,4 +1,4 @@
-"""time_content_questions (SPEC §6): anchors, question checks, and generation through the real engine and
+"""time_content_questions: anchors, question checks, and generation through the real engine and
 the `openai` client against the fake OpenAI-compatible server with scripted, realistic replies.
 
 The scripted conversation is sample-1 of gen/data/sample_locomo.json (Maya and Tomas, six sessions). The
@@ -22,15 +22,15 @@ if str(ROOT) not in sys.path:
 
 from gen.errors import GenError  # noqa: E402
 from gen.llm.config import RunSettings  # noqa: E402
-from gen.products import REGISTRY  # noqa: E402
-from gen.products import anchors as anchor_selection  # noqa: E402
-from gen.products import log as log_product  # noqa: E402
-from gen.products import time_content_questions as tcq  # noqa: E402
-from gen.products.question_checks import (Facts, clean, copied_run, mentions_date, mentions_session,  # noqa: E402
+from gen.products.content import anchors as anchor_selection  # noqa: E402
+from gen.products.content import time_content_questions as tcq  # noqa: E402
+from gen.products.content.question_checks import (Facts, clean, copied_run, mentions_date,  # noqa: E402
+                                                  mentions_session,
                                           overlap, problems)
-from gen.recipe import load_recipe  # noqa: E402
-from gen.runner import prepare  # noqa: E402
+from gen.products.core.log import records as log_records  # noqa: E402
+from gen.products.registry import REGISTRY, bind, load  # noqa: E402
 from tests.conftest import write_recipe  # noqa: E402
+from tests.harness import Harness  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
 
 SAMPLE = ROOT / "gen" / "data" / "sample_locomo.json"
@@ -49,17 +49,22 @@ def make_recipe(tmp_path, base_url="http://127.0.0.1:9/v1", **options):
                          "temperature": 0.7, "max_retries": 1, "timeout_s": 10}},
         "products": [product],
     }
-    return load_recipe(write_recipe(tmp_path / "recipe.yaml", data))
+    return load(write_recipe(tmp_path / "recipe.yaml", data))[0]
 
 
-def context(recipe, tmp_path):
-    ctx = prepare(recipe).context()
-    ctx.services["llm_settings"] = RunSettings(cache_dir=tmp_path / "cache", progress="off")
-    return ctx
+def context(recipe, tmp_path) -> Harness:
+    from gen.llm.engine import Engine
+
+    return Harness.from_recipe(recipe, engine=Engine(recipe.llm, RunSettings(cache_dir=tmp_path / "cache",
+                                                                              progress="off")))
 
 
 def options_of(recipe):
-    return dict(recipe.product_options())["time_content_questions"]
+    return next(b.product.options for b in bind(recipe) if b.name == "time_content_questions")
+
+
+def plan_items(ctx: Harness, options):
+    return tcq.plan_items(ctx.units, ctx.ctx, options)
 
 
 def turn_text(dia_id: str) -> str:
@@ -157,11 +162,10 @@ def expected_outcome(answers=SCRIPT, retries=2):
 def run_build(recipe, tmp_path, script):
     ctx = context(recipe, tmp_path)
     try:
-        rows = list(tcq.build(ctx, options_of(recipe)))
-        engine_rejects = list(ctx.llm().rejects)
+        rows = ctx.build("time_content_questions", options_of(recipe))
+        engine_rejects = list(ctx.ctx.llm().rejects)
     finally:
-        if "llm" in ctx.services:
-            ctx.services["llm"].close()
+        ctx.ctx.llm().close()
     return ctx, rows, engine_rejects
 
 
@@ -170,7 +174,7 @@ def run_build(recipe, tmp_path, script):
 def test_anchor_selection_on_sample_1(tmp_path):
     recipe = make_recipe(tmp_path)
     ctx = context(recipe, tmp_path)
-    items = tcq.plan_items(ctx, options_of(recipe))
+    items = plan_items(ctx, options_of(recipe))
     got = {i.question_id: {"dia": [r.source_turn_id for r in i.anchor.responses], "speaker": i.anchor.speaker,
                            "kind": i.slot.kind, "session": i.anchor.session_index, "date": i.anchor.date.isoformat()}
            for i in items}
@@ -185,15 +189,15 @@ def test_anchor_rules_on_both_samples(tmp_path):
             "llm": {"main": {"model": "m"}},
             "products": [{"type": "time_content_questions", "per_conversation": 12, "reference_mix": 0.25,
                           "anchor_size": {1: 0.5, 2: 0.25, 3: 0.25}, "min_anchor_words": 10}]}
-    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", data))
-    ctx = prepare(recipe).context()
+    recipe = load(write_recipe(tmp_path / "r.yaml", data))[0]
+    ctx = Harness.from_recipe(recipe)
     options = options_of(recipe)
-    first = tcq.plan_items(ctx, options)
-    again = tcq.plan_items(ctx, options)
+    first = plan_items(ctx, options)
+    again = plan_items(ctx, options)
     assert [(i.question_id, i.anchor.indices, i.slot.kind, i.reference) for i in first] == \
            [(i.question_id, i.anchor.indices, i.slot.kind, i.reference) for i in again]
-    recipe2 = load_recipe(write_recipe(tmp_path / "r2.yaml", {**data, "seed": 6}))
-    other = tcq.plan_items(prepare(recipe2).context(), options_of(recipe2))
+    recipe2 = load(write_recipe(tmp_path / "r2.yaml", {**data, "seed": 6}))[0]
+    other = plan_items(Harness.from_recipe(recipe2), options_of(recipe2))
     assert [i.anchor.indices for i in other] != [i.anchor.indices for i in first]
 
     for timeline in ctx.timelines:
@@ -228,13 +232,12 @@ def test_options_validation(tmp_path):
     assert options_of(make_recipe(tmp_path)).anchor_size == {1: 2.0, 2: 1.0}
     with pytest.raises(GenError):
         make_recipe(tmp_path, reference_mix=1.5)
-    recipe = make_recipe(tmp_path, endpoint="mian")
     with pytest.raises(GenError, match="unknown LLM endpoint 'mian'"):
-        tcq.plan_items(prepare(recipe).context(), options_of(recipe))
+        make_recipe(tmp_path, endpoint="mian")
 
 
 def test_registered():
-    assert REGISTRY["time_content_questions"] is tcq
+    assert REGISTRY["time_content_questions"] is tcq.TimeContentQuestions
 
 
 # --- question checks ------------------------------------------------------------------------------------
@@ -367,9 +370,9 @@ def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_re
         assert re.fullmatch(r"[0-9a-f]{12}", row["prompt_id"])
         assert set(row) == set(tcq.features())
 
-    checks = tcq.validate(rows, ctx, options_of(recipe))
+    checks = ctx.validate("time_content_questions", rows, options_of(recipe))
     assert checks.passed, checks.report()
-    assert tcq.summary(rows) == {
+    assert ctx.summary("time_content_questions", rows) == {
         "questions": 4, "conversations": 1,
         "by_reference_kind": {"date": {"questions": 2, "first_try": 1, "regenerated": 1},
                               "session": {"questions": 2, "first_try": 1, "regenerated": 1}},
@@ -378,7 +381,7 @@ def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_re
 
 
 def log_rows(ctx, dias):
-    records = [r for t in ctx.timelines for r in log_product.records(t)]
+    records = [r for t in ctx.timelines for r in log_records(t)]
     return [next(r for r in records if r["source_turn_id"] == d and not r["is_padding"]) for d in dias]
 
 
@@ -417,7 +420,7 @@ def test_verifier_no_regenerates_and_engine_failures_stay_with_the_engine(tmp_pa
     assert [(r["step"], r["item_id"]) for r in engine_rejects] == [("time_content_questions", "locomo/sample-1/tcq-006")]
     product_rejects = {r["item_id"] for r in ctx.rejects}
     assert product_rejects == {"locomo/sample-1/tcq-003"}
-    assert tcq.validate(rows, ctx, options_of(recipe)).passed
+    assert ctx.validate("time_content_questions", rows, options_of(recipe)).passed
 
 
 def test_rerun_with_warm_cache_makes_no_request_and_writes_the_same_rows(tmp_path):
@@ -438,12 +441,12 @@ def test_validator_catches_wrong_records(tmp_path):
         recipe = make_recipe(tmp_path, base_url=server.base_url)
         ctx, rows, _ = run_build(recipe, tmp_path, script)
     options = options_of(recipe)
-    assert tcq.validate(rows, ctx, options).passed
+    assert ctx.validate("time_content_questions", rows, options).passed
 
     def failing(change):
         broken = [dict(row) for row in rows]
         change(broken[0])
-        report = tcq.validate(broken, ctx, options).report()
+        report = ctx.validate("time_content_questions", broken, options).report()
         return sorted(name for name, result in report.items() if result["failed"])
 
     def shift(row):
@@ -463,14 +466,16 @@ def test_validator_catches_wrong_records(tmp_path):
     assert failing(lambda row: row.update(prompt_id="000000000000")) == ["prompt_id is the template's"]
     # a wrong year is a missing date
     date_row = next(r for r in rows if r["reference_kind"] == "date")
-    assert tcq.validate([{**date_row, "question": date_row["question"].replace("2024", "2023")}], ctx,
+    assert ctx.validate("time_content_questions", [{**date_row, "question": date_row["question"].replace("2024", "2023")}],
                         options).report()["question check: date missing"]["failed"] == 1
 
 
 def test_tasks_for_plan_and_preview(tmp_path):
     recipe = make_recipe(tmp_path)
     ctx = context(recipe, tmp_path)
-    tasks = tcq.tasks(ctx, options_of(recipe))
+    product = ctx.product("time_content_questions", options_of(recipe))
+    [(step, tasks, most_calls)] = product.llm_tasks(ctx.units, ctx.ctx)
+    assert step == "time_content_questions" and most_calls == 3  # first try and two regenerations
     assert [t.item_id for t in tasks] == list(ANCHORS)
     assert all(t.sample == 0 and t.endpoint == "main" and t.parser is tcq.Question for t in tasks)
     system, user = tasks[4].messages
@@ -512,11 +517,11 @@ def test_locomo10_end_to_end_with_plain_questions(tmp_path):
         data = {"name": "l", "seed": 13, "sources": [{"format": "locomo", "path": str(path)}],
                 "llm": {"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": None}},
                 "products": [{"type": "time_content_questions"}]}
-        recipe = load_recipe(write_recipe(tmp_path / "r.yaml", data))
+        recipe = load(write_recipe(tmp_path / "r.yaml", data))[0]
         ctx, rows, engine_rejects = run_build(recipe, tmp_path, plain)
         assert server.count == 200
     assert len(rows) == 200 and ctx.rejects == [] and engine_rejects == []
     assert sum(r["reference_kind"] == "date" for r in rows) == 100
     assert all(r["sample"] == 0 for r in rows)
-    checks = tcq.validate(rows, ctx, options_of(recipe))
+    checks = ctx.validate("time_content_questions", rows, options_of(recipe))
     assert checks.passed, checks.report()
