@@ -139,6 +139,7 @@ def data_affecting(recipe: Recipe) -> dict:
     """The recipe without run-only settings; endpoints reduced to what changes their replies."""
     data = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in RUN_ONLY_KEYS}
     data["llm"] = {name: data_params(endpoint) for name, endpoint in recipe.llm.items()}
+    data["products"] = sorted(data["products"], key=lambda entry: entry["type"])  # their order decides nothing
     return data
 
 
