@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
 
-PACKAGES = ("gen", "datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub", "python-dateutil")
+PACKAGES = ("gen", "datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub")
 LLM_BATCH = 64  # conversations per batch in the LLM stage: one engine step covers all their items
 Say = Callable[[str], None]
 
