@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import yaml
-
 from corpora import run_small_and_large  # bench/corpora.py
+
 from gen.recipe import load_recipe
 from gen.runner import run
 

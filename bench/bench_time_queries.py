@@ -21,10 +21,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gen.products import BuildContext, ambiguous_time_queries, time_queries  # noqa: E402
 from corpora import run_small_and_large  # bench/corpora.py
-from gen.recipe import load_recipe  # noqa: E402
-from gen.runner import prepare  # noqa: E402
+
+from gen.products import BuildContext, ambiguous_time_queries, time_queries
+from gen.recipe import load_recipe
+from gen.runner import prepare
 
 PRODUCTS = (time_queries, ambiguous_time_queries)
 

@@ -7,8 +7,8 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def synthetic_copy(raw: list[dict], copies: int) -> list[dict]:

@@ -20,8 +20,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from gen.errors import GenError
-from gen.hashing import canonical_json
 from gen.export.spec import ExportSpec
+from gen.hashing import canonical_json
 from gen.llm.config import EndpointConfig, data_params
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
@@ -46,7 +46,7 @@ class SourceSpec(StrictModel):
     default_interval: str | None = Field(None, description="CC only: the phrase used when an episode has none")
 
     @model_validator(mode="after")
-    def one_location(self) -> "SourceSpec":
+    def one_location(self) -> SourceSpec:
         if (self.path is None) == (self.hf is None):
             raise ValueError("give exactly one of `path` (a local file) or `hf` (owner/name on the Hub)")
         return self
@@ -63,7 +63,7 @@ class PaddingSpec(StrictModel):
     path: Path | None = Field(None, description="mode file: a JSON list of {speaker, text}")
 
     @model_validator(mode="after")
-    def file_needs_path(self) -> "PaddingSpec":
+    def file_needs_path(self) -> PaddingSpec:
         if self.mode == "file" and self.path is None:
             raise ValueError("padding mode `file` needs `path`")
         return self

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
 
 from gen.errors import GenError
 from gen.model import Conversation, Session, Turn

@@ -22,7 +22,7 @@ class RunFolder:
         self.path = final.parent / f".{final.name}.tmp-{os.getpid()}"
         self.keep_failed_at: Path | None = None
 
-    def __enter__(self) -> "RunFolder":
+    def __enter__(self) -> RunFolder:
         try:
             self.final.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(self.path, ignore_errors=True)

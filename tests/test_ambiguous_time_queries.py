@@ -55,7 +55,7 @@ def test_the_paper_frames_and_our_own_each_with_variants():
     variants = {(r["frame"], tuple(t["text"].replace(r["time_expression"], "{time}") for t in r["dialogue"]))
                 for r in rows if r["params"]["session"] == 3}
     frames = Counter(frame for frame, _ in variants)  # frame → number of wording variants
-    assert PAPER_FRAMES < set(frames) and len(frames) >= 4
+    assert set(frames) > PAPER_FRAMES and len(frames) >= 4
     assert all(n >= 2 for n in frames.values())
     calendar = next(r for r in rows if r["frame"] == "calendar" and r["params"]["session"] == 3)
     assert calendar["dialogue"][1]["speaker"] == "Bob"

@@ -16,6 +16,7 @@ from gen.products.temporal.windows import TESTS, base_questions
 from tests.conftest import write_json, write_recipe
 from tests.fixtures.time_timelines import ann_bob, context, late_padding, make_timeline
 
+
 # Ann/Bob: test → {params as JSON: relevant response indices}, all worked out by hand from the table in the fixture.
 def J(**params) -> str:
     return json.dumps(params, sort_keys=True)

@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def push(
     output_dir: Path = typer.Argument(..., help="The run folder `gen run` wrote (outputs/<name>)."),
-    repo_id: Optional[str] = typer.Option(None, "--repo-id", help="owner/name of the dataset repo "
+    repo_id: str | None = typer.Option(None, "--repo-id", help="owner/name of the dataset repo "
                                           "(default: export.hub.repo_id of the run's recipe)."),
-    private: Optional[bool] = typer.Option(None, "--private/--public", help="Visibility when the repo is created "
+    private: bool | None = typer.Option(None, "--private/--public", help="Visibility when the repo is created "
                                            "(default private). An existing public repo needs --public."),
-    revision: Optional[str] = typer.Option(None, "--revision", help="Branch to commit to (default main; created "
+    revision: str | None = typer.Option(None, "--revision", help="Branch to commit to (default main; created "
                                            "from main if missing)."),
     create_pr: bool = typer.Option(False, "--create-pr", help="Open a pull request instead of committing."),
-    message: Optional[str] = typer.Option(None, "--message", "-m", help="Commit message."),
-    max_shard_size: Optional[str] = typer.Option(None, "--max-shard-size", help="Split a config's parquet data "
+    message: str | None = typer.Option(None, "--message", "-m", help="Commit message."),
+    max_shard_size: str | None = typer.Option(None, "--max-shard-size", help="Split a config's parquet data "
                                                  "above this size (default 500MB)."),
-    export_dir: Optional[Path] = typer.Option(None, "--export-dir", help="Keep the export folder here (to look at "
+    export_dir: Path | None = typer.Option(None, "--export-dir", help="Keep the export folder here (to look at "
                                               "it, or load it offline with datasets)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Build the export and print the target, the files and "
                                  "the card; send nothing."),

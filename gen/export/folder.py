@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from gen.errors import GenError
-from gen.jsonl import read_jsonl
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
+from gen.jsonl import read_jsonl
 
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
 EXTRA_FILES = ("recipe.yaml", "run.json", "rejects.jsonl")

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -69,7 +69,7 @@ def recipe_target(run_dir: Path) -> HubTarget | None:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
         return ExportSpec.model_validate((data or {}).get("export") or {}).hub if isinstance(data, dict) else None
-    except Exception as exc:  # noqa: BLE001 - a broken copy only loses the defaults; say why
+    except Exception as exc:  # a broken copy only loses the defaults; say why
         raise GenError(f"the recipe's export section is not valid: {exc}", file=path, field="export.hub") from None
 
 
@@ -214,7 +214,7 @@ class hub_errors:
     def __init__(self, step: str, repo_id: str, source: str) -> None:
         self.step, self.repo_id, self.source = step, repo_id, source
 
-    def __enter__(self) -> "hub_errors":
+    def __enter__(self) -> hub_errors:
         return self
 
     def __exit__(self, kind, error, trace) -> bool:

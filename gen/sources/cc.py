@@ -4,8 +4,8 @@ with `time_interval` phrases ("A few days after") mapped to durations through a 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
-from typing import Iterable, Iterator
 
 from gen.errors import GenError
 from gen.model import Conversation, Session, Turn

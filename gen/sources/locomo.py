@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from gen.errors import GenError
 from gen.model import Conversation, Session, Turn

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from gen.errors import GenError
 from gen.model import Conversation, Session, Turn

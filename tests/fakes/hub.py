@@ -92,7 +92,7 @@ class FakeHub:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
                                        daemon=True)  # a short poll: shutdown() at the end of a test is quick
 
-    def __enter__(self) -> "FakeHub":
+    def __enter__(self) -> FakeHub:
         self.thread.start()
         return self
 
@@ -180,7 +180,7 @@ class FakeHub:
                     try:
                         status, payload, headers = action(user, auth, body, query,
                                                           *[unquote(g) if g else g for g in match.groups()])
-                    except Exception as exc:  # noqa: BLE001 - a broken fake must be loud, not hang the client
+                    except Exception as exc:  # a broken fake must be loud, not hang the client
                         status, payload, headers = 500, {"error": f"fake hub bug: {exc!r}"}, {}
                 return self.reply(request, status, payload, headers)
         with self.lock:

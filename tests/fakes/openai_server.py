@@ -58,10 +58,11 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["FakeOpenAI", "FakeRequest", "Reply", "FaultMix", "fake_openai", "count_words", "body_key"]
+__all__ = ["FakeOpenAI", "FakeRequest", "FaultMix", "Reply", "body_key", "count_words", "fake_openai"]
 
 
 def count_words(text: str | None) -> int:
@@ -153,15 +154,15 @@ class Reply:
     fault: str | None = None
 
     @classmethod
-    def text(cls, content: str, **kw) -> "Reply":
+    def text(cls, content: str, **kw) -> Reply:
         return cls(content=content, **kw)
 
     @classmethod
-    def json(cls, value: Any, **kw) -> "Reply":
+    def json(cls, value: Any, **kw) -> Reply:
         return cls(content=json.dumps(value), **kw)
 
     @classmethod
-    def rate_limited(cls, retry_after_s: float = 0.05, *, header: str = "both") -> "Reply":
+    def rate_limited(cls, retry_after_s: float = 0.05, *, header: str = "both") -> Reply:
         """429. ``header``: "ms" (``retry-after-ms``), "s" (``Retry-After``, whole seconds), "both" or "none"."""
         headers = {}
         if header in ("ms", "both"):
@@ -171,23 +172,23 @@ class Reply:
         return cls(status=429, headers=headers, error_message="Rate limit reached (fake)", fault="rate_limit")
 
     @classmethod
-    def server_error(cls, status: int = 500) -> "Reply":
+    def server_error(cls, status: int = 500) -> Reply:
         return cls(status=status, error_message="The server had an error (fake)", fault="server_error")
 
     @classmethod
-    def error(cls, status: int, message: str = "error (fake)") -> "Reply":
+    def error(cls, status: int, message: str = "error (fake)") -> Reply:
         return cls(status=status, error_message=message, fault=f"http_{status}")
 
     @classmethod
-    def slow(cls, seconds: float, content: str = "ok") -> "Reply":
+    def slow(cls, seconds: float, content: str = "ok") -> Reply:
         return cls(content=content, delay=seconds, fault="slow")
 
     @classmethod
-    def malformed(cls, content: str = '{"answer": "unterminated') -> "Reply":
+    def malformed(cls, content: str = '{"answer": "unterminated') -> Reply:
         return cls(content=content, fault="malformed")
 
     @classmethod
-    def truncated(cls, content: str = '{"answer": "cut off mid-') -> "Reply":
+    def truncated(cls, content: str = '{"answer": "cut off mid-') -> Reply:
         return cls(content=content, finish_reason="length", fault="truncated")
 
 
@@ -322,7 +323,7 @@ class FakeOpenAI:
         """Body hashes of the 200 replies delivered, in order (a repeated key = a repeated successful call)."""
         return [r.key for r in self.requests if r.delivered and r.status == 200]
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         self._thread = threading.Thread(target=self._run, name="fake-openai", daemon=True)
         self._thread.start()
         if not self._ready.wait(10):
@@ -341,7 +342,7 @@ class FakeOpenAI:
             self._thread.join(10)
             self._thread = None
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -464,7 +465,7 @@ class FakeOpenAI:
         self.requests.append(request)
         try:
             reply = _as_reply(self.script(request))
-        except Exception as exc:  # noqa: BLE001 - reported at the end of the with-block
+        except Exception as exc:  # reported at the end of the with-block
             self.script_errors.append(exc)
             reply = Reply(status=500, error_message=f"fake server script raised {type(exc).__name__}")
         request.status, request.fault = reply.status, reply.fault

@@ -39,10 +39,10 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 from gen.timeline import Response, Timeline
 
@@ -51,7 +51,8 @@ ASKING_FACTOR = 0.5
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 # Function words, chat fillers, verbs of saying and time words: none of them tells what a response is about.
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against ago all almost also always am an and any anyway are aren't around as at
 away back be because been before being below between both but by can can't cannot could couldn't did didn't
 do does doesn't doing don't done down during each either else enough even ever every few for from further get
@@ -68,13 +69,16 @@ we're we've well were weren't what what's whatever when where where's whether wh
 why will with won't would wouldn't wow yeah yes yet you you'd you'll you're you've your yours yourself
 yourselves mention mentioned mentions ask asked asks share shared sharing discuss discussed anything everything
 anyone everyone someone somebody definitely absolutely went along turn turns turned
-""".split()) | frozenset("""
+""".split()  # noqa: SIM905 - a word list reads and edits best as plain text
+) | frozenset(
+    """
 today tonight yesterday tomorrow morning afternoon evening night day days week weeks weekend month months year
 years last ago earlier later time times monday tuesday wednesday thursday friday saturday sunday january february
 march april june july august september october november december hour hours minute minutes second seconds
 zero two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred thousand half
 first third fourth fifth come comes coming came happen happened happens look looks looking looked want wants
-""".split())
+""".split()  # noqa: SIM905 - as above
+)
 
 
 def stem(word: str) -> str:

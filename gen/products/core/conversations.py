@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from collections.abc import Iterator
 
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks

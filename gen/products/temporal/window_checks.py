@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import calendar
 from collections import Counter, defaultdict
-from datetime import date, datetime, timedelta
-
 from collections.abc import Sequence
+from datetime import date, datetime, timedelta
 
 from gen.products.base import Unit
 from gen.products.checks import Checks

@@ -11,9 +11,9 @@ and the same `group_id`s.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
-from collections.abc import Iterator
 from typing import Literal, get_args
 
 from pydantic import Field, field_validator
