@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import yaml
@@ -20,6 +20,9 @@ import yaml
 from gen import templating
 from gen.jsonl import read_jsonl
 from gen.products.registry import config_spec
+
+if TYPE_CHECKING:
+    from gen.export.folder import ExportFile
 
 FACTS = "card/facts.yaml"
 OWNED_KEYS = ("configs", "dataset_info", "license")  # always gen's: they must describe the files next to the card
@@ -40,7 +43,7 @@ def front_matter(configs: dict[str, dict], split: str, extra: dict | None = None
 def config_entries(data_files: dict[str, str], split: str) -> list[dict]:
     entries = []
     for position, (name, path) in enumerate(data_files.items()):
-        entry = {"config_name": name, "data_files": [{"split": split, "path": path}]}
+        entry: dict[str, Any] = {"config_name": name, "data_files": [{"split": split, "path": path}]}
         if position == 0:
             entry["default"] = True  # load_dataset(repo) without a config name, and the viewer's first tab
         entries.append(entry)
@@ -235,8 +238,8 @@ def endpoints(recipe: dict) -> list[dict]:
 
 
 def reject_stats(folder: Path | None, configs: dict) -> dict:
-    counts: Counter = Counter()
-    reasons: dict[str, Counter] = {}
+    counts: Counter[str] = Counter()
+    reasons: dict[str, Counter[str]] = {}
     path = Path(folder) / "rejects.jsonl" if folder else None
     for row in read_jsonl(path) if path is not None and path.is_file() else ():
         product = str(row.get("product") or row.get("config") or row.get("step") or "?")
@@ -256,7 +259,7 @@ def reject_stats(folder: Path | None, configs: dict) -> dict:
 
 def card_data(report: dict, templates_dir: str | None = None, *, folder: Path | None = None,
               data_format: str = "jsonl", data_files: dict[str, str] | None = None, repo_id: str | None = None,
-              files: list[dict] | None = None) -> dict:
+              files: Sequence[ExportFile] | None = None) -> dict:
     """Everything the template shows, gathered from the run report, the run folder and the facts."""
     facts = load_facts(templates_dir)
     configs = report["configs"]
@@ -321,7 +324,7 @@ def card_metadata(data: dict, templates_dir: str | None = None, dataset_info: li
 
 def render_card(report: dict, templates_dir: str | None = None, *, folder: Path | None = None,
                 previous: Path | None = None, data_format: str = "jsonl", data_files: dict[str, str] | None = None,
-                dataset_info: list[dict] | None = None, repo_id: str | None = None, files: list[dict] | None = None,
+                dataset_info: list[dict] | None = None, repo_id: str | None = None, files: Sequence[ExportFile] | None = None,
                 existing: Iterable[dict] = (), overrides: dict | None = None) -> str:
     """The whole README.md.
 

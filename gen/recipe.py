@@ -14,7 +14,7 @@ import types
 import typing
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -23,6 +23,9 @@ from gen.errors import GenError
 from gen.export.spec import ExportSpec
 from gen.hashing import canonical_json
 from gen.llm.config import EndpointConfig, data_params
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
 SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc"]
@@ -35,15 +38,15 @@ class StrictModel(BaseModel):
 class SourceSpec(StrictModel):
     format: SourceFormat
     path: Path | None = None
-    hf: str | None = Field(None, description="owner/name of a Hugging Face dataset")
+    hf: str | None = Field(default=None, description="owner/name of a Hugging Face dataset")
     split: str | None = None
     revision: str | None = None
-    limit: int | None = Field(None, ge=0)
+    limit: int | None = Field(default=None, ge=0)
     ids: list[str] | None = None
-    longest: int | None = Field(None, ge=1)
-    min_sessions: int | None = Field(None, ge=1)
-    interval_phrases: dict[str, str] | None = Field(None, description="CC only: extra phrase → duration rows")
-    default_interval: str | None = Field(None, description="CC only: the phrase used when an episode has none")
+    longest: int | None = Field(default=None, ge=1)
+    min_sessions: int | None = Field(default=None, ge=1)
+    interval_phrases: dict[str, str] | None = Field(default=None, description="CC only: extra phrase → duration rows")
+    default_interval: str | None = Field(default=None, description="CC only: the phrase used when an episode has none")
 
     @model_validator(mode="after")
     def one_location(self) -> SourceSpec:
@@ -58,9 +61,9 @@ class SourceSpec(StrictModel):
 
 class PaddingSpec(StrictModel):
     mode: Literal["none", "donor", "file"] = "donor"
-    after_minutes: float = Field(60, ge=0)
-    target_words: int = Field(3000, ge=1)
-    path: Path | None = Field(None, description="mode file: a JSON list of {speaker, text}")
+    after_minutes: float = Field(default=60, ge=0)
+    target_words: int = Field(default=3000, ge=1)
+    path: Path | None = Field(default=None, description="mode file: a JSON list of {speaker, text}")
 
     @model_validator(mode="after")
     def file_needs_path(self) -> PaddingSpec:
@@ -70,12 +73,12 @@ class PaddingSpec(StrictModel):
 
 
 class TimelineSpec(StrictModel):
-    seconds_per_word: float = Field(0.46, gt=0)
-    session_gap_minutes: float = Field(20, gt=0)
-    now_offset_minutes: float = Field(50, ge=0)
+    seconds_per_word: float = Field(default=0.46, gt=0)
+    session_gap_minutes: float = Field(default=20, gt=0)
+    now_offset_minutes: float = Field(default=50, ge=0)
     padding: PaddingSpec = PaddingSpec()
-    anchor_start: datetime = Field(datetime(2023, 1, 2, 10, 0), description="session 1 start for MSC and CC")
-    shift_overlapping: bool = Field(False, description="move later sessions instead of failing on an overlap")
+    anchor_start: datetime = Field(default=datetime(2023, 1, 2, 10, 0), description="session 1 start for MSC and CC")
+    shift_overlapping: bool = Field(default=False, description="move later sessions instead of failing on an overlap")
 
 
 class ProductEntry(BaseModel):
@@ -91,14 +94,14 @@ class ProductEntry(BaseModel):
 class Recipe(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     seed: int = 0
-    split: str = Field("test", pattern=r"^[A-Za-z0-9_]+$")
+    split: str = Field(default="test", pattern=r"^[A-Za-z0-9_]+$")
     sources: list[SourceSpec] = Field(min_length=1)
     timeline: TimelineSpec = TimelineSpec()
     products: list[ProductEntry] = Field(min_length=1)
     output_dir: Path | None = None
-    templates_dir: Path | None = Field(None, description="templates here shadow the built-in ones")
-    llm: dict[str, EndpointConfig] = Field({}, description="named LLM endpoints that products refer to")
-    export: ExportSpec = Field(ExportSpec(), description="export: {hub: {repo_id: ...}} pushes the run at the end")
+    templates_dir: Path | None = Field(default=None, description="templates here shadow the built-in ones")
+    llm: dict[str, EndpointConfig] = Field(default={}, description="named LLM endpoints that products refer to")
+    export: ExportSpec = Field(default=ExportSpec(), description="export: {hub: {repo_id: ...}} pushes the run at the end")
 
     _file: Path = PrivateAttr(default=Path("recipe.yaml"))
     _fingerprint: str = PrivateAttr(default="")
@@ -184,7 +187,7 @@ def dotted(loc: tuple) -> str:
     return out
 
 
-def describe(model: type[BaseModel], error: dict, loc: tuple) -> str:
+def describe(model: type[BaseModel], error: ErrorDetails, loc: tuple) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         key = str(loc[-1])

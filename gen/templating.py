@@ -36,8 +36,10 @@ def environment(extra_dir: str | None = None) -> SandboxedEnvironment:
 def template_source(name: str, extra_dir: str | None = None) -> tuple[str, str]:
     """(source text, file path) of a template."""
     env = environment(extra_dir)
+    loader = env.loader
+    assert isinstance(loader, jinja2.FileSystemLoader)  # environment() always builds one
     try:
-        source, filename, _ = env.loader.get_source(env, name)
+        source, filename, _ = loader.get_source(env, name)
     except jinja2.TemplateNotFound:
         raise GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}") from None
     return source, filename

@@ -92,7 +92,7 @@ def build_timeline(conversation: Conversation, spec: TimelineSpec, donors: Seque
         starts.append(start)
         stamped.append([start + timedelta(seconds=s) for s in stamp_offsets(padding, spec.seconds_per_word)])
 
-    responses = []
+    responses: list[Response] = []
     for session_number, (session, stamps) in enumerate(zip(sessions, stamped), start=1):
         is_padding = session_number > len(conversation.sessions)
         for turn_index, (turn, stamp) in enumerate(zip(session.turns, stamps)):
@@ -132,6 +132,7 @@ def padding_turns(conversation: Conversation, spec: PaddingSpec, donors: Sequenc
     if spec.mode == "none":
         return [], []
     if spec.mode == "file":
+        assert spec.path is not None  # PaddingSpec requires a path in mode `file`
         return file_padding(spec.path, conversation.speakers), []
     return donor_padding(conversation, spec.target_words, donors, seed)
 

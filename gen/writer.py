@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from types import TracebackType
+from typing import Literal
 
 from gen.errors import GenError
 
@@ -31,7 +33,8 @@ class RunFolder:
             raise GenError(f"cannot create the output folder: {exc.strerror}", file=self.final.parent) from None
         return self
 
-    def __exit__(self, kind, error, trace) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> Literal[False]:
         if kind is not None:
             if self.keep_failed_at is not None and not isinstance(error, OSError):
                 self.replace(self.keep_failed_at)

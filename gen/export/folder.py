@@ -68,11 +68,12 @@ class Export:
 
 
 def human_size(size: int) -> str:
+    value: float = size  # an int until divided, so bytes print without a decimal point
     for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} GB"
+        if value < 1000 or unit == "GB":
+            return f"{value} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
 
 
 # --- reading the run folder -----------------------------------------------------------------------

@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import Literal
 
 import yaml
 
@@ -140,7 +142,7 @@ def push(run_dir: Path, target: HubTarget, *, dry_run: bool = False, export_dir:
 
 
 def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say) -> PushResult:
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetInfo, HfApi, constants
     from huggingface_hub.errors import RevisionNotFoundError
 
     if constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
@@ -162,16 +164,19 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
         try:
             info = api.repo_info(repo_id, repo_type="dataset", revision=target.revision)
         except RevisionNotFoundError:
+            if target.revision is None:  # main itself is missing: there is nothing to branch from
+                raise
             say(f"branch {target.revision} does not exist; creating it from main")
             api.create_branch(repo_id, repo_type="dataset", branch=target.revision)
             info = api.repo_info(repo_id, repo_type="dataset", revision=target.revision)
+    assert isinstance(info, DatasetInfo)  # what repo_info answers for repo_type="dataset"
     if info.private is False and target.private:
         raise GenError(f"{repo_id} already exists and is public, and this push asked for a private repo; "
                        "pass --public (or set export.hub.private: false) to publish to it", field="repo_id")
     if info.private and not target.private:
         say(f"note: {repo_id} already exists and is private; it stays private (change that in its settings)")
 
-    existing = info.card_data.to_dict() if getattr(info, "card_data", None) else {}
+    existing = info.card_data.to_dict() if info.card_data else {}
     export.write_card(repo_id, existing=[existing] if existing else [], overrides=target.card)
     files = export.all_files
     new_paths = {file.path for file in files}
@@ -197,7 +202,7 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
 
 def check_namespace(identity: dict, repo_id: str, source: str) -> None:
     name = identity.get("name") or "?"
-    orgs = [org.get("name") for org in identity.get("orgs") or [] if isinstance(org, dict)]
+    orgs = [org["name"] for org in identity.get("orgs") or [] if isinstance(org, dict) and isinstance(org.get("name"), str)]
     role = ((identity.get("auth") or {}).get("accessToken") or {}).get("role")
     if role == "read":
         raise GenError(f"the token from {source} is read-only; pushing needs write access: {TOKEN_HELP}")
@@ -217,7 +222,8 @@ class hub_errors:
     def __enter__(self) -> hub_errors:
         return self
 
-    def __exit__(self, kind, error, trace) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> Literal[False]:
         if error is None or isinstance(error, GenError):
             return False
         raise translate(error, self.step, self.repo_id, self.source) from None

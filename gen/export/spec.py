@@ -18,6 +18,7 @@ UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mi
 
 def parse_size(value: str | int) -> int:
     """'500MB' → 500_000_000 (kB/MB/GB decimal, KiB/MiB/GiB binary, or a plain number of bytes)."""
+    number: float
     if isinstance(value, int) and not isinstance(value, bool):
         number, unit = value, ""
     else:
@@ -37,12 +38,12 @@ class HubTarget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     repo_id: str = Field(pattern=REPO_ID, description="owner/name of the dataset repo on the Hub")
-    private: bool = Field(True, description="visibility when the repo is created (an existing repo keeps its own)")
-    revision: str | None = Field(None, description="branch to commit to (created from main when missing)")
-    create_pr: bool = Field(False, description="open a pull request instead of committing to the branch")
+    private: bool = Field(default=True, description="visibility when the repo is created (an existing repo keeps its own)")
+    revision: str | None = Field(default=None, description="branch to commit to (created from main when missing)")
+    create_pr: bool = Field(default=False, description="open a pull request instead of committing to the branch")
     commit_message: str | None = None
-    max_shard_size: str = Field(DEFAULT_MAX_SHARD_SIZE, description="split a config's parquet above this size")
-    card: dict[str, Any] = Field({}, description="extra card metadata (tags, language, license of your own data...)")
+    max_shard_size: str = Field(default=DEFAULT_MAX_SHARD_SIZE, description="split a config's parquet above this size")
+    card: dict[str, Any] = Field(default={}, description="extra card metadata (tags, language, license of your own data...)")
 
     @model_validator(mode="before")
     @classmethod

@@ -14,7 +14,8 @@ from gen.sources._io import read_json, read_json_or_jsonl
 
 # format → (what a file must hold, how to read it, how to parse the records)
 Parser = Callable[[Any, Any, SourceSpec], Iterator[Conversation]]
-FORMATS: dict[str, tuple[str, Callable, Parser]] = {
+Reader = Callable[[Path, str], Any]
+FORMATS: dict[str, tuple[str, Reader, Parser]] = {
     "locomo": (locomo.EXPECTED_FILE, read_json, lambda data, origin, spec: locomo.parse(data, origin, Path(str(origin)).stem)),
     "msc": ("ParlAI MSC session records as JSON lines", read_json_or_jsonl, lambda data, origin, spec: msc.parse(data, origin)),
     "msc_self_instruct": ("MSC-Self-Instruct records as JSON lines", read_json_or_jsonl,
@@ -30,10 +31,11 @@ FORMATS: dict[str, tuple[str, Callable, Parser]] = {
 def load_source(spec: SourceSpec) -> list[Conversation]:
     """Every conversation of one source entry, before selection (the padding donor pool)."""
     expected, read, parse = FORMATS[spec.format]
-    if spec.hf:
-        origin, data = f"hf:{spec.hf}", load_hub_records(spec)
-    else:
+    origin: str | Path
+    if spec.path is not None:
         origin, data = spec.path, read(spec.path, expected)
+    else:  # SourceSpec holds exactly one of path and hf
+        origin, data = f"hf:{spec.hf}", load_hub_records(spec)
     conversations = list(parse(data, origin, spec))
     seen: set[str] = set()
     for conversation in conversations:

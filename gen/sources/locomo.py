@@ -46,13 +46,13 @@ def parse(data: Any, origin, default_id: str = "conversation") -> Iterator[Conve
 
 
 def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversation:
-    speakers = tuple(require_str(conversation.get(key), file=origin, record=sample_id, field=key)
-                     for key in ("speaker_a", "speaker_b"))
+    speakers = (require_str(conversation.get("speaker_a"), file=origin, record=sample_id, field="speaker_a"),
+                require_str(conversation.get("speaker_b"), file=origin, record=sample_id, field="speaker_b"))
     numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.match(key)))
     if not numbers:
         raise GenError("no sessions", file=origin, record=sample_id, field="session_1",
                        expected="keys session_N with a list of turns")
-    sessions = []
+    sessions: list[Session] = []
     for number in numbers:  # a session_N_date_time without session_N is ignored (SPEC §3.2)
         label = f"session_{number}"
         record = f"{sample_id}, {label}"
@@ -63,9 +63,10 @@ def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversati
         if not raw_turns:
             raise GenError("empty session", file=origin, record=record, field=label, expected="at least one turn")
         turns = tuple(parse_turn(raw, speakers, origin, record, index) for index, raw in enumerate(raw_turns))
-        if sessions and start <= sessions[-1].start:
+        previous_start = sessions[-1].start if sessions else None
+        if previous_start is not None and start <= previous_start:
             raise GenError(f"session starts {start:%Y-%m-%d %H:%M}, not after {sessions[-1].label} "
-                           f"({sessions[-1].start:%Y-%m-%d %H:%M})", file=origin, record=record,
+                           f"({previous_start:%Y-%m-%d %H:%M})", file=origin, record=record,
                            field=f"{label}_date_time", expected="sessions in chronological order")
         sessions.append(Session(turns=turns, start=start, label=label))
     return Conversation(conversation_id=f"locomo/{sample_id}", speakers=speakers, sessions=tuple(sessions),

@@ -76,7 +76,9 @@ def parse_sessions(record: dict, conversation_id: str, file) -> tuple[Session, .
 
 
 def episode_id(record: dict, position: int) -> str:
-    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    metadata = record.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     return str(metadata.get("initial_data_id") or record.get("initial_data_id") or f"episode-{position}")
 
 
@@ -93,7 +95,7 @@ def parse(records: Iterable[dict], origin, prefix: str = "msc") -> Iterator[Conv
             raise GenError("record is not an object", file=origin, record=f"line {position + 1}",
                            expected="a ParlAI MSC session record")
         conversation_id = f"{prefix}/{episode_id(record, position)}"
-        metadata = {"source_format": prefix.replace("-", "_")}
+        metadata: dict[str, Any] = {"source_format": prefix.replace("-", "_")}
         if isinstance(record.get("self_instruct"), dict):
             metadata["self_instruct"] = {"question": record["self_instruct"].get("B"),
                                          "answer": record["self_instruct"].get("A")}

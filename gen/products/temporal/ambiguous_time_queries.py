@@ -30,9 +30,9 @@ DESCRIPTION = "short dialogues that anchor a time, then ask about it with a pron
 
 class Options(WindowOptions):
     pairing: Literal["rotate", "all"] = Field(
-        "rotate", description="rotate: each dialogue variant once per base question, time phrases in turn; "
+        default="rotate", description="rotate: each dialogue variant once per base question, time phrases in turn; "
                               "all: every dialogue variant with every time phrase")
-    frames: list[str] | None = Field(None, description="names of the dialogue frames to use "
+    frames: list[str] | None = Field(default=None, description="names of the dialogue frames to use "
                                                        "(files under templates/ambiguous/frames/); default all")
 
 

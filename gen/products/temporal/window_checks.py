@@ -13,12 +13,14 @@ import calendar
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from gen.products.base import Unit
 from gen.products.checks import Checks
-from gen.products.temporal.windows import TESTS
+from gen.products.temporal.windows import TESTS, WindowOptions
 
 SPAN_TESTS = ("session_span", "date_span")
+Key = tuple[str, tuple[tuple[str, Any], ...]]  # a base question: test and sorted params
 
 
 class LogView:
@@ -103,7 +105,7 @@ class LogView:
         if test == "dates":
             return [{"date": d} for d in self.real_dates]
         if test == "date_span":
-            out = []
+            out: list[dict[str, Any]] = []
             for i in range(len(self.real_sessions) - span_length + 1):
                 first = self.first_date_of_session[self.real_sessions[i]]
                 last = self.first_date_of_session[self.real_sessions[i + span_length - 1]]
@@ -132,7 +134,7 @@ class LogView:
         raise ValueError(f"unknown test {test!r}")
 
 
-def key(test: str, params: dict) -> tuple:
+def key(test: str, params: dict) -> Key:
     return test, tuple(sorted(params.items()))
 
 
@@ -152,7 +154,7 @@ def names_mentioned(test: str, params: dict) -> list[str]:
     return []
 
 
-def check_unit(unit: Unit, rows: Sequence[dict], options, checks: Checks, product: str,
+def check_unit(unit: Unit, rows: Sequence[dict], options: WindowOptions, checks: Checks, product: str,
                now_offset_minutes: float) -> None:
     """Checks both products share, for one conversation, against its `log` records."""
     ids = Counter(row["question_id"] for row in rows)
@@ -162,9 +164,9 @@ def check_unit(unit: Unit, rows: Sequence[dict], options, checks: Checks, produc
     check_conversation(view, list(rows), options, checks, unit.conversation_id, product)
 
 
-def check_conversation(view: LogView, rows: list[dict], options, checks: Checks, conversation_id: str,
+def check_conversation(view: LogView, rows: list[dict], options: WindowOptions, checks: Checks, conversation_id: str,
                        product: str) -> None:
-    windows: dict[str, list[int]] = {}
+    windows: dict[Key, list[int]] = {}
     groups: dict[str, tuple] = {}
     for row in rows:
         test, params, where = row["test"], row["params"], f"{conversation_id} {row['question_id']}"
@@ -188,7 +190,7 @@ def check_conversation(view: LogView, rows: list[dict], options, checks: Checks,
         checks.check("the variants of a base question share test, params and relevant set",
                      groups.setdefault(row["group_id"], signature) == signature, where)
 
-    present: dict[str, set[str]] = defaultdict(set)
+    present: dict[str, set[Key]] = defaultdict(set)
     for row in rows:
         present[row["test"]].add(key(row["test"], row["params"]))
     for test in options.tests:
@@ -208,9 +210,9 @@ def check_conversation(view: LogView, rows: list[dict], options, checks: Checks,
                      max(group_count.values(), default=0) <= options.max_variants_per_group, conversation_id)
 
 
-def count(rows: Sequence[dict]) -> Counter:
+def count(rows: Sequence[dict]) -> Counter[tuple[str, str]]:
     """One conversation's share of the summary: per test, base questions, variants and whether it has any."""
-    counts: Counter = Counter()
+    counts: Counter[tuple[str, str]] = Counter()
     groups: dict[str, set[str]] = defaultdict(set)
     for row in rows:
         counts["variants", row["test"]] += 1

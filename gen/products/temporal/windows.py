@@ -24,8 +24,9 @@ from gen.timeline import Response, Timeline
 
 Test = Literal["session", "session_span", "rel_session", "dates", "date_span", "month", "rel_day", "rel_month",
                "day_span", "last_day", "earlier_today"]
-TESTS: tuple[str, ...] = get_args(Test)  # the one list of the 11 tests, in the order reports show them
+TESTS: tuple[Test, ...] = get_args(Test)  # the one list of the 11 tests, in the order reports show them
 NumeralStyle = Literal["digits", "words"]
+NUMERAL_STYLES: tuple[NumeralStyle, ...] = get_args(NumeralStyle)
 
 
 class WindowOptions(StrictModel):
@@ -33,11 +34,11 @@ class WindowOptions(StrictModel):
 
     tests: list[Test] = Field(default_factory=lambda: list(TESTS), min_length=1,
                               description="which of the 11 tests to build")
-    span_length: int = Field(3, ge=2, description="L: sessions per run for session_span and date_span")
+    span_length: int = Field(default=3, ge=2, description="L: sessions per run for session_span and date_span")
     day_spans: list[int] = Field(default_factory=lambda: [3, 7], min_length=1,
                                  description="N for day_span: dates with 0 <= (today - date).days <= N")
-    numeral_styles: list[NumeralStyle] = Field(default_factory=lambda: ["digits", "words"], min_length=1)
-    max_variants_per_group: int | None = Field(None, ge=1, description="keep at most this many wordings per "
+    numeral_styles: list[NumeralStyle] = Field(default_factory=lambda: list(NUMERAL_STYLES), min_length=1)
+    max_variants_per_group: int | None = Field(default=None, ge=1, description="keep at most this many wordings per "
                                                "base question (a seeded sample); default all")
 
     @field_validator("day_spans")

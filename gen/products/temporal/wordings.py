@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Sequence
 from datetime import date
 
 from gen import templating
@@ -57,7 +58,7 @@ def lines(text: str) -> list[str]:
 class Wordings:
     """Renders phrases and frames for one recipe (its templates_dir), caching what does not vary."""
 
-    def __init__(self, templates_dir: str | None, styles: list[str]):
+    def __init__(self, templates_dir: str | None, styles: Sequence[str]):
         self.templates_dir = templates_dir
         self.styles = styles
         self._frames: dict[str, list[str]] = {}
@@ -65,7 +66,7 @@ class Wordings:
         self._dialogues: dict[tuple, list[tuple[str, int, tuple[tuple[str, str], ...]]]] = {}
 
     @classmethod
-    def for_recipe(cls, templates_dir: str | None, styles: list[str]) -> Wordings:
+    def for_recipe(cls, templates_dir: str | None, styles: Sequence[str]) -> Wordings:
         """One Wordings per templates folder and styles in a process, so frames are rendered once per run."""
         key = (templates_dir, tuple(styles))
         if key not in _SHARED:
