@@ -20,26 +20,37 @@ from gen.runner import run
 
 def measure(source: Path, workdir: Path, label: str) -> None:
     recipe_path = workdir / f"{label}.yaml"
-    recipe_path.write_text(yaml.safe_dump({
-        "name": label, "seed": 13, "sources": [{"format": "locomo", "path": str(source)}],
-        "products": [{"type": "log"}, {"type": "conversations"}]}))
+    recipe_path.write_text(
+        yaml.safe_dump(
+            {
+                "name": label,
+                "seed": 13,
+                "sources": [{"format": "locomo", "path": str(source)}],
+                "products": [{"type": "log"}, {"type": "conversations"}],
+            }
+        )
+    )
     started = time.perf_counter()
     folder = run(load_recipe(recipe_path), output_dir=workdir / "out")
     elapsed = time.perf_counter() - started
     report = json.loads((folder / "run.json").read_text())
     responses = report["configs"]["log"]["records"]
     log_timing = report["timings_s"]["log"]
-    print(f"{label:>14}: {report['configs']['conversations']['records']:>5} conversations, {responses:>9,} responses, "
-          f"wall {elapsed:7.2f} s, {responses / elapsed:>9,.0f} responses/s "
-          f"(prepare {report['timings_s']['prepare']:.2f} s, log build {log_timing['build']:.2f} s, "
-          f"validate {log_timing['validate']:.2f} s, write {log_timing['write']:.2f} s)")
+    print(
+        f"{label:>14}: {report['configs']['conversations']['records']:>5} conversations, {responses:>9,} responses, "
+        f"wall {elapsed:7.2f} s, {responses / elapsed:>9,.0f} responses/s "
+        f"(prepare {report['timings_s']['prepare']:.2f} s, log build {log_timing['build']:.2f} s, "
+        f"validate {log_timing['validate']:.2f} s, write {log_timing['write']:.2f} s)"
+    )
     return elapsed
 
 
 def main() -> None:
     small, big, copies = run_small_and_large(__doc__, measure)
-    print(f"ratio: {big / small:.1f}× the time for {copies}× the data; "
-          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(
+        f"ratio: {big / small:.1f}× the time for {copies}× the data; "
+        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

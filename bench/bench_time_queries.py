@@ -32,9 +32,16 @@ PRODUCTS = (time_queries, ambiguous_time_queries)
 
 def measure(source: Path, workdir: Path, label: str) -> dict:
     recipe_path = workdir / f"{label}.yaml"
-    recipe_path.write_text(yaml.safe_dump({
-        "name": label, "seed": 13, "sources": [{"format": "locomo", "path": str(source)}],
-        "products": [{"type": "time_queries"}, {"type": "ambiguous_time_queries"}]}))
+    recipe_path.write_text(
+        yaml.safe_dump(
+            {
+                "name": label,
+                "seed": 13,
+                "sources": [{"format": "locomo", "path": str(source)}],
+                "products": [{"type": "time_queries"}, {"type": "ambiguous_time_queries"}],
+            }
+        )
+    )
     recipe = load_recipe(recipe_path)
     started = time.perf_counter()
     prepared = prepare(recipe)
@@ -58,10 +65,12 @@ def measure(source: Path, workdir: Path, label: str) -> dict:
     for name, total in totals.items():
         verdict = "passed" if not total["failed"] else f"FAILED for {total['failed']} conversations"
         wall = total["build"] + total["validate"]
-        print(f"  {name:>22}: {total['rows']:>10,} questions | build {total['build']:7.2f} s "
-              f"({total['rows'] / total['build']:>9,.0f} q/s) | validate {total['validate']:7.2f} s | "
-              f"build+validate {wall:7.2f} s ({total['rows'] / wall:>9,.0f} q/s) | "
-              f"validation {verdict}")
+        print(
+            f"  {name:>22}: {total['rows']:>10,} questions | build {total['build']:7.2f} s "
+            f"({total['rows'] / total['build']:>9,.0f} q/s) | validate {total['validate']:7.2f} s | "
+            f"build+validate {wall:7.2f} s ({total['rows'] / wall:>9,.0f} q/s) | "
+            f"validation {verdict}"
+        )
     return {name: total["build"] + total["validate"] for name, total in totals.items()}
 
 

@@ -27,11 +27,19 @@ if TYPE_CHECKING:
 FACTS = "card/facts.yaml"
 OWNED_KEYS = ("configs", "dataset_info", "license")  # always gen's: they must describe the files next to the card
 BUNDLED_DATA = Path(__file__).resolve().parent / "data"
-SIZE_CATEGORIES = ((10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"),
-                   (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"))
+SIZE_CATEGORIES = (
+    (10**3, "n<1K"),
+    (10**4, "1K<n<10K"),
+    (10**5, "10K<n<100K"),
+    (10**6, "100K<n<1M"),
+    (10**7, "1M<n<10M"),
+    (10**8, "10M<n<100M"),
+    (10**9, "100M<n<1B"),
+)
 
 
 # --- header ---------------------------------------------------------------------------------------
+
 
 def front_matter(configs: dict[str, dict], split: str, extra: dict | None = None) -> str:
     """`configs:` entries that let `datasets.load_dataset(folder, config)` find each config's files."""
@@ -59,10 +67,10 @@ def split_card(text: str) -> tuple[dict, str]:
     if text.startswith("---\n"):
         end = text.find("\n---\n", 3)
         if end != -1:
-            data = yaml.safe_load(text[4:end + 1]) or {}
+            data = yaml.safe_load(text[4 : end + 1]) or {}
             if not isinstance(data, dict):
                 raise ValueError("the card's YAML header is not a mapping")
-            return data, text[end + 5:]
+            return data, text[end + 5 :]
     return {}, text
 
 
@@ -97,11 +105,14 @@ def merge_metadata(existing: dict, generated: dict) -> dict:
         elif isinstance(value, list) and isinstance(merged[key], list):
             merged[key] = merged[key] + [item for item in value if item not in merged[key]]
     # keep the keys that locate the data at the end, where a reader expects them
-    return {**{k: v for k, v in merged.items() if k not in ("configs", "dataset_info")},
-            **{k: merged[k] for k in ("configs", "dataset_info") if k in merged}}
+    return {
+        **{k: v for k, v in merged.items() if k not in ("configs", "dataset_info")},
+        **{k: merged[k] for k in ("configs", "dataset_info") if k in merged},
+    }
 
 
 # --- facts ----------------------------------------------------------------------------------------
+
 
 def load_facts(templates_dir: str | None = None) -> dict:
     text, filename = templating.template_source(FACTS, templates_dir)
@@ -127,13 +138,16 @@ def licenses(sources: list[dict]) -> list[dict]:
     seen: dict[str, dict] = {}
     for source in sources:
         facts = source["facts"]
-        seen.setdefault(facts["license"], {"id": facts["license"], "name": facts["license_name"],
-                                           "url": facts.get("license_url"), "sources": []})
+        seen.setdefault(
+            facts["license"],
+            {"id": facts["license"], "name": facts["license_name"], "url": facts.get("license_url"), "sources": []},
+        )
         seen[facts["license"]]["sources"].append(facts["name"])
     return list(seen.values())
 
 
 # --- body data ------------------------------------------------------------------------------------
+
 
 def feature_type(feature: Any) -> str:
     """A short readable type: string, int64, list[int64], {speaker: string, text: string}..."""
@@ -197,14 +211,24 @@ def summary_tables(summary: Any) -> list[dict]:
 
 def pairs(title: str | None, key: str, values: dict) -> dict:
     counts = all(isinstance(v, int) and not isinstance(v, bool) for v in values.values())
-    return {"title": title, "key": key, "columns": ["count" if counts else "value"], "total": None,
-            "rows": [[k, v if is_scalar(v) else json.dumps(v, ensure_ascii=False)] for k, v in values.items()]}
+    return {
+        "title": title,
+        "key": key,
+        "columns": ["count" if counts else "value"],
+        "total": None,
+        "rows": [[k, v if is_scalar(v) else json.dumps(v, ensure_ascii=False)] for k, v in values.items()],
+    }
 
 
 def grid(title: str | None, key: str, rows: dict) -> dict:
     columns = list(dict.fromkeys(column for value in rows.values() for column in value))
-    return {"title": title, "key": key, "columns": columns, "total": None,
-            "rows": [[name, *[value.get(column, "") for column in columns]] for name, value in rows.items()]}
+    return {
+        "title": title,
+        "key": key,
+        "columns": columns,
+        "total": None,
+        "rows": [[name, *[value.get(column, "") for column in columns]] for name, value in rows.items()],
+    }
 
 
 def is_scalar(value: Any) -> bool:
@@ -217,8 +241,13 @@ def provenance(configs: dict) -> list[dict]:
     for name, info in configs.items():
         found = info.get("provenance") or {}
         if found.get("models") or found.get("prompts"):
-            out.append({"config": name, "models": [tuple(m) for m in found.get("models", [])],
-                        "prompts": [tuple(p) for p in found.get("prompts", [])]})
+            out.append(
+                {
+                    "config": name,
+                    "models": [tuple(m) for m in found.get("models", [])],
+                    "prompts": [tuple(p) for p in found.get("prompts", [])],
+                }
+            )
     return out
 
 
@@ -250,22 +279,32 @@ def reject_stats(folder: Path | None, configs: dict) -> dict:
     for product, count in counts.most_common():
         kept = configs.get(product, {}).get("records")
         rate = count / (count + kept) if isinstance(kept, int) and count + kept else None
-        by_product.append({"product": product, "count": count, "rate": rate,
-                           "reasons": reasons[product].most_common()})
+        by_product.append({"product": product, "count": count, "rate": rate, "reasons": reasons[product].most_common()})
     return {"total": sum(counts.values()), "by_product": by_product}
 
 
 # --- the card -------------------------------------------------------------------------------------
 
-def card_data(report: dict, templates_dir: str | None = None, *, folder: Path | None = None,
-              data_format: str = "jsonl", data_files: dict[str, str] | None = None, repo_id: str | None = None,
-              files: Sequence[ExportFile] | None = None) -> dict:
+
+def card_data(
+    report: dict,
+    templates_dir: str | None = None,
+    *,
+    folder: Path | None = None,
+    data_format: str = "jsonl",
+    data_files: dict[str, str] | None = None,
+    repo_id: str | None = None,
+    files: Sequence[ExportFile] | None = None,
+) -> dict:
     """Everything the template shows, gathered from the run report, the run folder and the facts."""
     facts = load_facts(templates_dir)
     configs = report["configs"]
     data_files = data_files or {name: info["path"] for name, info in configs.items()}
-    recipe_text = (Path(folder) / "recipe.yaml").read_text(encoding="utf-8") if folder and \
-        (Path(folder) / "recipe.yaml").is_file() else None
+    recipe_text = (
+        (Path(folder) / "recipe.yaml").read_text(encoding="utf-8")
+        if folder and (Path(folder) / "recipe.yaml").is_file()
+        else None
+    )
     try:
         recipe = yaml.safe_load(recipe_text) if recipe_text else {}
     except yaml.YAMLError:
@@ -275,27 +314,47 @@ def card_data(report: dict, templates_dir: str | None = None, *, folder: Path | 
     config_list = []
     for name, info in configs.items():
         validation = report.get("validation", {}).get(info.get("product", name), {})
-        config_list.append({
-            "name": name, "records": info["records"], "description": info.get("description", ""),
-            "data_files": data_files[name], "fields": config_fields(name), "method": methods.get(name),
-            "summary": summary_tables(info.get("summary")),
-            "validation": {"passed": validation.get("passed"), "checks": [
-                {"name": check, **result} for check, result in validation.get("checks", {}).items()]},
-        })
+        config_list.append(
+            {
+                "name": name,
+                "records": info["records"],
+                "description": info.get("description", ""),
+                "data_files": data_files[name],
+                "fields": config_fields(name),
+                "method": methods.get(name),
+                "summary": summary_tables(info.get("summary")),
+                "validation": {
+                    "passed": validation.get("passed"),
+                    "checks": [{"name": check, **result} for check, result in validation.get("checks", {}).items()],
+                },
+            }
+        )
     used_methods = list({m["id"]: m for m in (c["method"] for c in config_list) if m}.values())
     groups = retrieval_groups(configs)
     retrieval = list(groups)
     citations = [s["facts"].get("citation") for s in sources] + [m.get("citation") for m in used_methods]
     return {
-        "name": report["recipe"]["name"], "gen_version": report.get("packages", {}).get("gen", "?"),
-        "packages": report.get("packages", {}), "fingerprint": report["recipe"].get("fingerprint", ""),
-        "seed": report["recipe"].get("seed"), "split": report["split"], "format": data_format,
+        "name": report["recipe"]["name"],
+        "gen_version": report.get("packages", {}).get("gen", "?"),
+        "packages": report.get("packages", {}),
+        "fingerprint": report["recipe"].get("fingerprint", ""),
+        "seed": report["recipe"].get("seed"),
+        "split": report["split"],
+        "format": data_format,
         "on_hub": repo_id is not None,
-        "target": repo_id or (f"outputs/{report['recipe']['name']}" if data_format == "jsonl" else "path/to/this/folder"),
-        "configs": config_list, "config_names": list(configs), "sources": sources, "licenses": licenses(sources),
-        "methods": used_methods, "recipe_text": recipe_text, "endpoints": endpoints(recipe),
-        "provenance": provenance(configs), "rejects": reject_stats(folder, configs),
-        "files": files or [], "timings": report.get("timings_s", {}),
+        "target": repo_id
+        or (f"outputs/{report['recipe']['name']}" if data_format == "jsonl" else "path/to/this/folder"),
+        "configs": config_list,
+        "config_names": list(configs),
+        "sources": sources,
+        "licenses": licenses(sources),
+        "methods": used_methods,
+        "recipe_text": recipe_text,
+        "endpoints": endpoints(recipe),
+        "provenance": provenance(configs),
+        "rejects": reject_stats(folder, configs),
+        "files": files or [],
+        "timings": report.get("timings_s", {}),
         "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),
         "citations": list(dict.fromkeys(c.strip() for c in citations if c)),
         "scoring": {"retrieval": retrieval, "group_field": groups[retrieval[0]] if retrieval else "test"},
@@ -322,10 +381,20 @@ def card_metadata(data: dict, templates_dir: str | None = None, dataset_info: li
     return {k: v for k, v in header.items() if v not in ([], None)}
 
 
-def render_card(report: dict, templates_dir: str | None = None, *, folder: Path | None = None,
-                previous: Path | None = None, data_format: str = "jsonl", data_files: dict[str, str] | None = None,
-                dataset_info: list[dict] | None = None, repo_id: str | None = None, files: Sequence[ExportFile] | None = None,
-                existing: Iterable[dict] = (), overrides: dict | None = None) -> str:
+def render_card(
+    report: dict,
+    templates_dir: str | None = None,
+    *,
+    folder: Path | None = None,
+    previous: Path | None = None,
+    data_format: str = "jsonl",
+    data_files: dict[str, str] | None = None,
+    dataset_info: list[dict] | None = None,
+    repo_id: str | None = None,
+    files: Sequence[ExportFile] | None = None,
+    existing: Iterable[dict] = (),
+    overrides: dict | None = None,
+) -> str:
     """The whole README.md.
 
     folder: the run folder (recipe.yaml, rejects.jsonl and data files feed the provenance sections);
@@ -333,8 +402,15 @@ def render_card(report: dict, templates_dir: str | None = None, *, folder: Path 
     data_format / data_files / dataset_info / repo_id / files: what the export changes (parquet on the Hub);
     existing: more metadata to merge, above `previous` (e.g. the card already on the Hub);
     overrides: metadata that wins over everything gen derives (the recipe's export.hub.card)."""
-    data = card_data(report, templates_dir, folder=folder, data_format=data_format, data_files=data_files,
-                     repo_id=repo_id, files=files)
+    data = card_data(
+        report,
+        templates_dir,
+        folder=folder,
+        data_format=data_format,
+        data_files=data_files,
+        repo_id=repo_id,
+        files=files,
+    )
     base: dict = {}
     for metadata in [read_card_metadata(previous), *existing]:
         base = combine(base, metadata)

@@ -101,7 +101,9 @@ class Recipe(StrictModel):
     output_dir: Path | None = None
     templates_dir: Path | None = Field(default=None, description="templates here shadow the built-in ones")
     llm: dict[str, EndpointConfig] = Field(default={}, description="named LLM endpoints that products refer to")
-    export: ExportSpec = Field(default=ExportSpec(), description="export: {hub: {repo_id: ...}} pushes the run at the end")
+    export: ExportSpec = Field(
+        default=ExportSpec(), description="export: {hub: {repo_id: ...}} pushes the run at the end"
+    )
 
     _file: Path = PrivateAttr(default=Path("recipe.yaml"))
     _fingerprint: str = PrivateAttr(default="")
@@ -127,8 +129,11 @@ def load_recipe(path: str | Path) -> Recipe:
         raise GenError("recipe file not found", file=path, expected="a YAML recipe") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise GenError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path,
-                       record=f"line {mark.line + 1}" if mark else None) from None
+        raise GenError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}",
+            file=path,
+            record=f"line {mark.line + 1}" if mark else None,
+        ) from None
     if not isinstance(data, dict):
         raise GenError("the recipe is not a mapping", file=path, expected="keys name, sources, timeline, products")
     recipe = validate_model(Recipe, data, path, prefix=())
@@ -153,14 +158,19 @@ def fingerprint(data: Any) -> str:
 
 def resolve_paths(recipe: Recipe, base: Path) -> None:
     """Relative paths in a recipe are relative to the recipe file's folder."""
+
     def resolve(p: Path | None) -> Path | None:
         return p if p is None or p.is_absolute() else (base / p).resolve()
 
     for index, source in enumerate(recipe.sources):
         source.path = resolve(source.path)
         if source.path is not None and not source.path.exists():
-            raise GenError(f"file not found: {source.path}", file=recipe.file, field=f"sources[{index}].path",
-                           expected="a path relative to the recipe's folder, or absolute")
+            raise GenError(
+                f"file not found: {source.path}",
+                file=recipe.file,
+                field=f"sources[{index}].path",
+                expected="a path relative to the recipe's folder, or absolute",
+            )
     padding = recipe.timeline.padding
     padding.path = resolve(padding.path)
     if padding.path is not None and not padding.path.exists():
@@ -171,13 +181,16 @@ def resolve_paths(recipe: Recipe, base: Path) -> None:
 
 # --- error messages -------------------------------------------------------------------------------
 
+
 def validate_model(model: type[BaseModel], data: Any, file: Path, prefix: tuple) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = prefix + tuple(first["loc"])
-        raise GenError(describe(model, first, tuple(first["loc"])), file=file, field=dotted(loc) or "(top level)") from None
+        raise GenError(
+            describe(model, first, tuple(first["loc"])), file=file, field=dotted(loc) or "(top level)"
+        ) from None
 
 
 def dotted(loc: tuple) -> str:

@@ -57,7 +57,9 @@ def render(name: str, extra_dir: str | None = None, **variables) -> str:
     try:
         return env.get_template(name).render(**variables)
     except jinja2.TemplateSyntaxError as exc:
-        raise GenError(f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}") from None
+        raise GenError(
+            f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}"
+        ) from None
     except jinja2.UndefinedError as exc:
         raise GenError(
             f"template uses an undefined variable: {exc.message}",

@@ -70,8 +70,9 @@ def ceil_to_second(moment: datetime) -> datetime:
     return moment if not moment.microsecond else moment.replace(microsecond=0) + timedelta(seconds=1)
 
 
-def build_timeline(conversation: Conversation, spec: TimelineSpec, donors: Sequence[Conversation] = (),
-                   seed: int = 0) -> Timeline:
+def build_timeline(
+    conversation: Conversation, spec: TimelineSpec, donors: Sequence[Conversation] = (), seed: int = 0
+) -> Timeline:
     sessions = list(conversation.sessions)
     gap = timedelta(minutes=spec.session_gap_minutes)
     starts: list[datetime] = []
@@ -86,8 +87,9 @@ def build_timeline(conversation: Conversation, spec: TimelineSpec, donors: Seque
     padding, donor_ids = padding_turns(conversation, spec.padding, donors, seed)
     if padding:
         last_start, last_response = starts[-1], stamped[-1][-1]
-        start = ceil_to_second(max(last_start + timedelta(minutes=spec.padding.after_minutes),
-                                   last_response + gap + timedelta(minutes=1)))
+        start = ceil_to_second(
+            max(last_start + timedelta(minutes=spec.padding.after_minutes), last_response + gap + timedelta(minutes=1))
+        )
         sessions.append(Session(turns=tuple(padding), start=start, label="padding"))
         starts.append(start)
         stamped.append([start + timedelta(seconds=s) for s in stamp_offsets(padding, spec.seconds_per_word)])
@@ -96,18 +98,33 @@ def build_timeline(conversation: Conversation, spec: TimelineSpec, donors: Seque
     for session_number, (session, stamps) in enumerate(zip(sessions, stamped), start=1):
         is_padding = session_number > len(conversation.sessions)
         for turn_index, (turn, stamp) in enumerate(zip(session.turns, stamps)):
-            responses.append(Response(
-                response_index=len(responses), session_index=session_number, turn_index=turn_index,
-                speaker=turn.speaker, text=turn.text, timestamp=stamp, is_padding=is_padding,
-                source_turn_id=None if is_padding else turn.source_turn_id,
-                image_caption=turn.image_caption))
+            responses.append(
+                Response(
+                    response_index=len(responses),
+                    session_index=session_number,
+                    turn_index=turn_index,
+                    speaker=turn.speaker,
+                    text=turn.text,
+                    timestamp=stamp,
+                    is_padding=is_padding,
+                    source_turn_id=None if is_padding else turn.source_turn_id,
+                    image_caption=turn.image_caption,
+                )
+            )
     now = responses[-1].timestamp + timedelta(minutes=spec.now_offset_minutes)
-    return Timeline(conversation=conversation, responses=tuple(responses), session_starts=tuple(starts),
-                    num_real_sessions=len(conversation.sessions), now=now, padding_donors=tuple(donor_ids))
+    return Timeline(
+        conversation=conversation,
+        responses=tuple(responses),
+        session_starts=tuple(starts),
+        num_real_sessions=len(conversation.sessions),
+        now=now,
+        padding_donors=tuple(donor_ids),
+    )
 
 
-def session_start(session: Session, starts: list[datetime], stamped: list[list[datetime]],
-                  spec: TimelineSpec) -> datetime:
+def session_start(
+    session: Session, starts: list[datetime], stamped: list[list[datetime]], spec: TimelineSpec
+) -> datetime:
     if session.start is not None:
         return session.start
     if not starts:
@@ -115,20 +132,30 @@ def session_start(session: Session, starts: list[datetime], stamped: list[list[d
     return ceil_to_second(stamped[-1][-1] + (session.gap_before or timedelta(0)))
 
 
-def resolve_overlap(conversation: Conversation, sessions: list[Session], number: int, start: datetime,
-                    previous_end: datetime, spec: TimelineSpec) -> datetime:
+def resolve_overlap(
+    conversation: Conversation,
+    sessions: list[Session],
+    number: int,
+    start: datetime,
+    previous_end: datetime,
+    spec: TimelineSpec,
+) -> datetime:
     if spec.shift_overlapping:
         return previous_end + timedelta(minutes=spec.session_gap_minutes + 1)
     previous, current = sessions[number - 2], sessions[number - 1]
     raise GenError(
         f"{previous.label or f'session {number - 1}'} ends at {previous_end:%Y-%m-%d %H:%M:%S}, which is not more than "
         f"{spec.session_gap_minutes:g} minutes before {current.label or f'session {number}'} starts at {start:%Y-%m-%d %H:%M:%S}",
-        file=conversation.source_file, record=conversation.conversation_id, field="session start",
-        expected="sessions separated by more than timeline.session_gap_minutes, or timeline.shift_overlapping: true")
+        file=conversation.source_file,
+        record=conversation.conversation_id,
+        field="session start",
+        expected="sessions separated by more than timeline.session_gap_minutes, or timeline.shift_overlapping: true",
+    )
 
 
-def padding_turns(conversation: Conversation, spec: PaddingSpec, donors: Sequence[Conversation],
-                  seed: int) -> tuple[list[Turn], list[str]]:
+def padding_turns(
+    conversation: Conversation, spec: PaddingSpec, donors: Sequence[Conversation], seed: int
+) -> tuple[list[Turn], list[str]]:
     if spec.mode == "none":
         return [], []
     if spec.mode == "file":
@@ -137,15 +164,22 @@ def padding_turns(conversation: Conversation, spec: PaddingSpec, donors: Sequenc
     return donor_padding(conversation, spec.target_words, donors, seed)
 
 
-def donor_padding(conversation: Conversation, target_words: int, donors: Sequence[Conversation],
-                  seed: int) -> tuple[list[Turn], list[str]]:
+def donor_padding(
+    conversation: Conversation, target_words: int, donors: Sequence[Conversation], seed: int
+) -> tuple[list[Turn], list[str]]:
     """Consecutive sessions of a donor chosen by seed (wrapping round, then the next donor) until the target."""
-    candidates = sorted((d for d in donors if d.conversation_id != conversation.conversation_id and d.sessions),
-                        key=lambda d: d.conversation_id)
+    candidates = sorted(
+        (d for d in donors if d.conversation_id != conversation.conversation_id and d.sessions),
+        key=lambda d: d.conversation_id,
+    )
     if not candidates:
-        raise GenError("padding mode `donor` needs another conversation from the same source, and there is none",
-                       file=conversation.source_file, record=conversation.conversation_id, field="timeline.padding.mode",
-                       expected="a source with two or more conversations, or padding mode `none` or `file`")
+        raise GenError(
+            "padding mode `donor` needs another conversation from the same source, and there is none",
+            file=conversation.source_file,
+            record=conversation.conversation_id,
+            field="timeline.padding.mode",
+            expected="a source with two or more conversations, or padding mode `none` or `file`",
+        )
     rng = random.Random(f"{seed}/{conversation.conversation_id}")
     first = rng.randrange(len(candidates))
     turns: list[Turn] = []
@@ -165,8 +199,13 @@ def donor_padding(conversation: Conversation, target_words: int, donors: Sequenc
 
 def file_padding(path: Path, speakers: tuple[str, str]) -> list[Turn]:
     """A JSON list of {speaker, text}; its speakers, in order of appearance, become the conversation's two."""
-    raw = require_list(read_json(path, "a JSON list of {speaker, text}"), file=path, record="top level",
-                       field="(list)", expected="a JSON list of {speaker, text}")
+    raw = require_list(
+        read_json(path, "a JSON list of {speaker, text}"),
+        file=path,
+        record="top level",
+        field="(list)",
+        expected="a JSON list of {speaker, text}",
+    )
     names: list[str] = []
     turns = []
     for index, item in enumerate(raw):
@@ -177,8 +216,13 @@ def file_padding(path: Path, speakers: tuple[str, str]) -> list[Turn]:
         if name not in names:
             names.append(name)
         if len(names) > 2:
-            raise GenError(f"a third speaker {name!r}", file=path, record=where, field="speaker",
-                           expected="a dialogue between two speakers")
+            raise GenError(
+                f"a third speaker {name!r}",
+                file=path,
+                record=where,
+                field="speaker",
+                expected="a dialogue between two speakers",
+            )
         turns.append(Turn(speaker=speakers[names.index(name)], text=text))
     if not turns:
         raise GenError("no turns", file=path, expected="a JSON list of {speaker, text}")

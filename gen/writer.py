@@ -33,16 +33,19 @@ class RunFolder:
             raise GenError(f"cannot create the output folder: {exc.strerror}", file=self.final.parent) from None
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> Literal[False]:
         if kind is not None:
             if self.keep_failed_at is not None and not isinstance(error, OSError):
                 self.replace(self.keep_failed_at)
                 return False
             shutil.rmtree(self.path, ignore_errors=True)
             if isinstance(error, OSError):  # e.g. a full disk: say so plainly, the old output is intact
-                raise GenError(f"writing the run failed ({error.strerror or error}); the previous output is unchanged",
-                               file=self.final) from None
+                raise GenError(
+                    f"writing the run failed ({error.strerror or error}); the previous output is unchanged",
+                    file=self.final,
+                ) from None
             return False
         self.replace(self.final)
         return False

@@ -68,5 +68,6 @@ def locomo_sample(sample_id: str, speakers=("Ann", "Bob"), sessions=None) -> dic
     for number, (when, texts) in enumerate(sessions or [], start=1):
         conversation[f"session_{number}_date_time"] = when
         conversation[f"session_{number}"] = [
-            {"speaker": speakers[i % 2], "dia_id": f"D{number}:{i + 1}", "text": text} for i, text in enumerate(texts)]
+            {"speaker": speakers[i % 2], "dia_id": f"D{number}:{i + 1}", "text": text} for i, text in enumerate(texts)
+        ]
     return {"sample_id": sample_id, "conversation": conversation}

@@ -33,8 +33,13 @@ class Harness:
 
     @classmethod
     def from_timelines(cls, *timelines: Timeline, templates_dir=None, seed: int = 0) -> Harness:
-        recipe = Recipe(name="hand", seed=seed, sources=[{"format": "locomo", "path": "hand.json"}],
-                        products=[{"type": "log"}], templates_dir=templates_dir)
+        recipe = Recipe(
+            name="hand",
+            seed=seed,
+            sources=[{"format": "locomo", "path": "hand.json"}],
+            products=[{"type": "log"}],
+            templates_dir=templates_dir,
+        )
         return cls(recipe, [Unit(t.conversation, t) for t in timelines])
 
     @property

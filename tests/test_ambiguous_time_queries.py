@@ -37,7 +37,9 @@ def test_dialogues_anchor_the_time_then_ask_without_it():
         assert row["time_expression"] in row["resolved_question"]
     checks = ctx.validate("ambiguous_time_queries", rows, options)
     assert checks.passed, {k: v for k, v in checks.report().items() if v["failed"]}
-    assert checks.report()["relevant set equals the time_queries group's with the same group_id"]["checked"] == len(rows)
+    assert checks.report()["relevant set equals the time_queries group's with the same group_id"]["checked"] == len(
+        rows
+    )
 
 
 def test_groups_and_relevant_sets_are_those_of_time_queries():
@@ -52,8 +54,11 @@ def test_groups_and_relevant_sets_are_those_of_time_queries():
 
 def test_the_paper_frames_and_our_own_each_with_variants():
     rows, _, _, _ = build_both(ann_bob(), tests=["session"])
-    variants = {(r["frame"], tuple(t["text"].replace(r["time_expression"], "{time}") for t in r["dialogue"]))
-                for r in rows if r["params"]["session"] == 3}
+    variants = {
+        (r["frame"], tuple(t["text"].replace(r["time_expression"], "{time}") for t in r["dialogue"]))
+        for r in rows
+        if r["params"]["session"] == 3
+    }
     frames = Counter(frame for frame, _ in variants)  # frame → number of wording variants
     assert set(frames) > PAPER_FRAMES and len(frames) >= 4
     assert all(n >= 2 for n in frames.values())
@@ -88,7 +93,9 @@ def test_validator_catches_a_final_utterance_that_gives_the_time_away():
     swapped = [dict(r) for r in rows]
     swapped[0]["relevant_response_indices"] = swapped[0]["relevant_response_indices"][:-1]
     swapped[0]["num_relevant"] -= 1
-    failed = {name for name, r in ctx.validate("ambiguous_time_queries", swapped, options).report().items() if r["failed"]}
+    failed = {
+        name for name, r in ctx.validate("ambiguous_time_queries", swapped, options).report().items() if r["failed"]
+    }
     assert "relevant set equals the window recomputed from the log" in failed
     assert "relevant set equals the time_queries group's with the same group_id" in failed
 
@@ -97,7 +104,8 @@ def test_frames_option_and_a_user_frame(tmp_path):
     folder = tmp_path / "templates" / "ambiguous" / "frames"
     folder.mkdir(parents=True)
     (folder / "diary.j2").write_text(
-        "A: My diary says we met {{ time }}, {{ speaker_b }}.\nB: It does?\nA: What did we talk about?\n")
+        "A: My diary says we met {{ time }}, {{ speaker_b }}.\nB: It does?\nA: What did we talk about?\n"
+    )
     rows, _, ctx, options = build_both(ann_bob(), templates_dir=tmp_path / "templates", tests=["dates"])
     assert "diary" in {r["frame"] for r in rows}
     only = ctx.build("ambiguous_time_queries", ambiguous.Options(tests=["dates"], frames=["diary"]))

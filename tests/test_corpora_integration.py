@@ -22,9 +22,11 @@ def run_recipe(tmp_path, capsys, sources: list[dict], timeline: dict | None = No
     code, _, err = run_cli(["run", write_recipe(tmp_path / "r.yaml", recipe), "--output-dir", tmp_path / "out"], capsys)
     assert code == 0, err
     folder = tmp_path / "out" / name
-    return {"log": read_jsonl(folder / "log" / "test.jsonl"),
-            "conversations": {c["conversation_id"]: c for c in read_jsonl(folder / "conversations" / "test.jsonl")},
-            "folder": folder}
+    return {
+        "log": read_jsonl(folder / "log" / "test.jsonl"),
+        "conversations": {c["conversation_id"]: c for c in read_jsonl(folder / "conversations" / "test.jsonl")},
+        "folder": folder,
+    }
 
 
 def expected_stamps(start: datetime, texts: list[str]) -> list[str]:
@@ -44,8 +46,10 @@ def by_conversation(rows: list[dict]) -> dict[str, list[dict]]:
 
 def check_padding(rows: list[dict], conversation: dict, last_real: dict, last_real_start: str) -> None:
     padding = [r for r in rows if r["is_padding"]]
-    start = max(datetime.fromisoformat(last_real_start) + timedelta(minutes=60),
-                datetime.fromisoformat(last_real["timestamp"]) + timedelta(minutes=21))
+    start = max(
+        datetime.fromisoformat(last_real_start) + timedelta(minutes=60),
+        datetime.fromisoformat(last_real["timestamp"]) + timedelta(minutes=21),
+    )
     assert conversation["session_starts"][-1] == start.isoformat()
     assert [r["timestamp"] for r in padding] == expected_stamps(start, [r["text"] for r in padding])
     assert conversation["now"] == (datetime.fromisoformat(rows[-1]["timestamp"]) + timedelta(minutes=50)).isoformat()
@@ -78,21 +82,23 @@ def test_locomo10_log(tmp_path, capsys):
 
 def test_msc_parlai_sample_log(tmp_path, capsys):
     path = require_shared("msc/parlai_msc_v0.1_sample/msc/msc_dialogue/session_3/test.txt")
-    out = run_recipe(tmp_path, capsys, [{"format": "msc", "path": str(path)}],
-                     {"anchor_start": "2023-01-02T10:00:00"})
+    out = run_recipe(tmp_path, capsys, [{"format": "msc", "path": str(path)}], {"anchor_start": "2023-01-02T10:00:00"})
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     grouped = by_conversation(out["log"])
     assert len(grouped) == len(records) == 20
     units = {"hour": 3600, "hours": 3600, "day": 86400, "days": 86400}
     for record in records:
         rows = grouped[f"msc/{record['metadata']['initial_data_id']}"]
-        sessions = [[t["text"] for t in d["dialog"]] for d in record["previous_dialogs"]] + \
-                   [[t["text"] for t in record["dialog"]]]
+        sessions = [[t["text"] for t in d["dialog"]] for d in record["previous_dialogs"]] + [
+            [t["text"] for t in record["dialog"]]
+        ]
         start, expected, starts = datetime(2023, 1, 2, 10, 0), [], []
         for k, texts in enumerate(sessions):
             if k:
                 gap = record["previous_dialogs"][k - 1]
-                start = datetime.fromisoformat(expected[-1]) + timedelta(seconds=gap["time_num"] * units[gap["time_unit"]])
+                start = datetime.fromisoformat(expected[-1]) + timedelta(
+                    seconds=gap["time_num"] * units[gap["time_unit"]]
+                )
             starts.append(start.isoformat())
             expected += expected_stamps(start, [t.strip() for t in texts])
         real = [r for r in rows if not r["is_padding"]]
@@ -103,9 +109,12 @@ def test_msc_parlai_sample_log(tmp_path, capsys):
 
 def test_conversation_chronicles_layout_sample_log(tmp_path, capsys):
     path = require_shared("teabag/theanine_sample/sample_dialogue.json")
-    out = run_recipe(tmp_path, capsys,
-                     [{"format": "cc", "path": str(path), "default_interval": "A few days after"}],
-                     {"anchor_start": "2023-01-02T10:00:00", "padding": {"mode": "none"}})
+    out = run_recipe(
+        tmp_path,
+        capsys,
+        [{"format": "cc", "path": str(path), "default_interval": "A few days after"}],
+        {"anchor_start": "2023-01-02T10:00:00", "padding": {"mode": "none"}},
+    )
     episode = json.loads(path.read_text())[0]
     ordinals = ["first", "second", "third", "fourth", "fifth"]
     start, expected = datetime(2023, 1, 2, 10, 0), []

@@ -58,16 +58,20 @@ def relative_files(folder: Path) -> set[str]:
 
 # --- layout and loading ---------------------------------------------------------------------------
 
+
 def test_export_layout_is_parquet_per_config_plus_card_recipe_and_report(quickstart, exported):
     configs = configs_of(quickstart)
     assert set(configs) >= {"log", "conversations"}
-    expected = {"README.md", "recipe.yaml", "run.json"} | {f"data/{name}/test-00000-of-00001.parquet" for name in configs}
+    expected = {"README.md", "recipe.yaml", "run.json"} | {
+        f"data/{name}/test-00000-of-00001.parquet" for name in configs
+    }
     assert relative_files(exported.folder) == expected  # rejects.jsonl is empty in the quickstart, so left out
     assert (exported.folder / "recipe.yaml").read_bytes() == (REPO / "recipes" / "quickstart.yaml").read_bytes()
 
 
-def test_every_config_loads_offline_with_the_jsonl_rows_and_the_declared_features(quickstart, exported, offline,
-                                                                                     tmp_path):
+def test_every_config_loads_offline_with_the_jsonl_rows_and_the_declared_features(
+    quickstart, exported, offline, tmp_path
+):
     import datasets
 
     from gen.products.registry import config_spec
@@ -86,8 +90,9 @@ def test_dates_stay_strings_in_the_export(quickstart, exported, offline, tmp_pat
     log = datasets.load_dataset(str(exported.folder), "log", split="test", cache_dir=str(tmp_path / "cache"))
     first = read_jsonl(quickstart / "log" / "test.jsonl")[0]
     assert (log[0]["timestamp"], log[0]["date"]) == (first["timestamp"], first["date"])
-    conversations = datasets.load_dataset(str(exported.folder), "conversations", split="test",
-                                          cache_dir=str(tmp_path / "cache"))
+    conversations = datasets.load_dataset(
+        str(exported.folder), "conversations", split="test", cache_dir=str(tmp_path / "cache")
+    )
     assert conversations[0]["session_starts"][0] == "2024-03-22T16:12:00"  # sample-1, session 1: 4:12 pm 22 Mar 2024
 
 
@@ -111,6 +116,7 @@ def test_a_config_above_the_shard_size_is_split_into_ordered_shards(quickstart, 
 
 # --- the card -------------------------------------------------------------------------------------
 
+
 def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, exported):
     from datasets import Features
 
@@ -125,8 +131,9 @@ def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, 
     for info in header["dataset_info"]:
         name = info["config_name"]
         assert Features._from_yaml_list(info["features"]) == config_spec(name)[1].features()
-        assert info["splits"] == [{"name": "test", "num_bytes": info["dataset_size"],
-                                   "num_examples": configs[name]["records"]}]
+        assert info["splits"] == [
+            {"name": "test", "num_bytes": info["dataset_size"], "num_examples": configs[name]["records"]}
+        ]
     assert header["license"] == "mit"  # the quickstart reads gen's own bundled sample, not LoCoMo
     assert header["pretty_name"] == "quickstart"
     for name, info in configs.items():
@@ -139,24 +146,49 @@ def test_run_folder_card_points_at_the_jsonl_and_has_no_dataset_info(quickstart)
     "2024-03-22" into "2024-03-22 00:00:00": the run folder's card leaves the types to the parquet export."""
     header, body = split_card((quickstart / "README.md").read_text())
     assert "dataset_info" not in header
-    assert {c["config_name"]: c["data_files"][0]["path"] for c in header["configs"]} == \
-           {name: f"{name}/test.jsonl" for name in configs_of(quickstart)}
+    assert {c["config_name"]: c["data_files"][0]["path"] for c in header["configs"]} == {
+        name: f"{name}/test.jsonl" for name in configs_of(quickstart)
+    }
     assert "JSON lines" in body
 
 
 def report_for(sources: list[dict], configs: dict | None = None) -> dict:
-    return {"recipe": {"name": "mix", "fingerprint": "f" * 64, "seed": 1}, "packages": {"gen": "0.1.0"},
-            "split": "test", "sources": sources,
-            "configs": configs or {"log": {"records": 3, "path": "log/test.jsonl", "description": "responses"}},
-            "validation": {"log": {"passed": True, "checks": {"a check": {"checked": 3, "failed": 0}}}}}
+    return {
+        "recipe": {"name": "mix", "fingerprint": "f" * 64, "seed": 1},
+        "packages": {"gen": "0.1.0"},
+        "split": "test",
+        "sources": sources,
+        "configs": configs or {"log": {"records": 3, "path": "log/test.jsonl", "description": "responses"}},
+        "validation": {"log": {"passed": True, "checks": {"a check": {"checked": 3, "failed": 0}}}},
+    }
 
 
 def test_license_and_citations_come_from_the_sources():
-    report = report_for([
-        {"format": "locomo", "origin": "/data/locomo10.json", "origin_name": "locomo10.json", "loaded": 10, "selected": 10},
-        {"format": "cc", "origin": "hf:jihyoung/ConversationChronicles", "origin_name": "x", "loaded": 5, "selected": 5},
-        {"format": "msc", "origin": "/data/msc/session_3/test.txt", "origin_name": "test.txt", "loaded": 2, "selected": 2},
-    ])
+    report = report_for(
+        [
+            {
+                "format": "locomo",
+                "origin": "/data/locomo10.json",
+                "origin_name": "locomo10.json",
+                "loaded": 10,
+                "selected": 10,
+            },
+            {
+                "format": "cc",
+                "origin": "hf:jihyoung/ConversationChronicles",
+                "origin_name": "x",
+                "loaded": 5,
+                "selected": 5,
+            },
+            {
+                "format": "msc",
+                "origin": "/data/msc/session_3/test.txt",
+                "origin_name": "test.txt",
+                "loaded": 2,
+                "selected": 2,
+            },
+        ]
+    )
     header, body = split_card(render_card(report))
     body = flat(body)
     assert header["license"] == ["cc-by-nc-4.0", "cc-by-4.0", "unknown"]
@@ -166,11 +198,23 @@ def test_license_and_citations_come_from_the_sources():
 
 
 def test_a_locomo_layout_run_is_cc_by_nc(tmp_path):
-    sample = locomo_sample("conv-1", sessions=[("1:56 pm on 8 May, 2023", ["hello there", "hi"]),
-                                               ("2:00 pm on 9 May, 2023", ["again", "yes again"])])
+    sample = locomo_sample(
+        "conv-1",
+        sessions=[
+            ("1:56 pm on 8 May, 2023", ["hello there", "hi"]),
+            ("2:00 pm on 9 May, 2023", ["again", "yes again"]),
+        ],
+    )
     source = write_json(tmp_path / "locomo10.json", [sample])
-    recipe = write_recipe(tmp_path / "r.yaml", {"name": "nc", "sources": [{"format": "locomo", "path": str(source)}],
-                                                "timeline": {"padding": {"mode": "none"}}, "products": [{"type": "log"}]})
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "nc",
+            "sources": [{"format": "locomo", "path": str(source)}],
+            "timeline": {"padding": {"mode": "none"}},
+            "products": [{"type": "log"}],
+        },
+    )
     folder = run(load_recipe(recipe), output_dir=tmp_path / "out")
     header, body = split_card((folder / "README.md").read_text())
     assert header["license"] == "cc-by-nc-4.0"
@@ -181,26 +225,50 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
     folder = tmp_path / "run"
     write_json(folder / "run.json", {})
     (folder / "time_content_questions").mkdir()
-    rows = [{"question_id": "a", "model": "gpt-x", "prompt_id": "p111"},
-            {"question_id": "b", "model": "gpt-x", "prompt_id": "p111"},
-            {"question_id": "c", "model": "gpt-y", "prompt_id": "p222"}]
+    rows = [
+        {"question_id": "a", "model": "gpt-x", "prompt_id": "p111"},
+        {"question_id": "b", "model": "gpt-x", "prompt_id": "p111"},
+        {"question_id": "c", "model": "gpt-y", "prompt_id": "p222"},
+    ]
     (folder / "time_content_questions" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    rejects = [{"product": "time_content_questions", "item_id": "x", "reason": "copies the anchor: overlap 0.9"},
-               {"product": "time_content_questions", "item_id": "y", "reason": "copies the anchor: overlap 0.8"}]
+    rejects = [
+        {"product": "time_content_questions", "item_id": "x", "reason": "copies the anchor: overlap 0.9"},
+        {"product": "time_content_questions", "item_id": "y", "reason": "copies the anchor: overlap 0.8"},
+    ]
     (folder / "rejects.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rejects))
-    (folder / "recipe.yaml").write_text(yaml.safe_dump({"name": "mix", "llm": {"main": {
-        "model": "gpt-x", "base_url": "https://llm.example.org/v1", "temperature": 0.2}}}))
-    summary = {"by_test": {"date": {"base_questions": 2, "variants": 2}, "session": {"base_questions": 1,
-                                                                                     "variants": 1}},
-               "total": {"base_questions": 3, "variants": 3}}
+    (folder / "recipe.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "mix",
+                "llm": {"main": {"model": "gpt-x", "base_url": "https://llm.example.org/v1", "temperature": 0.2}},
+            }
+        )
+    )
+    summary = {
+        "by_test": {"date": {"base_questions": 2, "variants": 2}, "session": {"base_questions": 1, "variants": 1}},
+        "total": {"base_questions": 3, "variants": 3},
+    }
     from gen.runner import provenance as count_provenance
 
-    assert count_provenance(rows) == {("model", "gpt-x"): 2, ("model", "gpt-y"): 1, ("prompt", "p111"): 2,
-                                      ("prompt", "p222"): 1}
+    assert count_provenance(rows) == {
+        ("model", "gpt-x"): 2,
+        ("model", "gpt-y"): 1,
+        ("prompt", "p111"): 2,
+        ("prompt", "p222"): 1,
+    }
     provenance = {"models": [["gpt-x", 2], ["gpt-y", 1]], "prompts": [["p111", 2], ["p222", 1]]}  # as in run.json
-    report = report_for([], {"time_content_questions": {"records": 3, "path": "time_content_questions/test.jsonl",
-                                                        "description": "questions", "summary": summary,
-                                                        "provenance": provenance}})
+    report = report_for(
+        [],
+        {
+            "time_content_questions": {
+                "records": 3,
+                "path": "time_content_questions/test.jsonl",
+                "description": "questions",
+                "summary": summary,
+                "provenance": provenance,
+            }
+        },
+    )
     report["validation"] = {}
     card = render_card(report, folder=folder)
     assert "| date | 2 | 2 |" in card and "| session | 1 | 1 |" in card and "| **total** | **3** | **3** |" in card
@@ -213,8 +281,13 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
 
 def test_card_metadata_is_merged_into_an_existing_card():
     report = report_for([{"format": "cc", "origin": "hf:x/y", "origin_name": "y", "loaded": 1, "selected": 1}])
-    old = {"pretty_name": "My title", "tags": ["mine"], "license": "apache-2.0", "annotations_creators": ["machine"],
-           "configs": [{"config_name": "gone", "data_files": "gone/*"}]}
+    old = {
+        "pretty_name": "My title",
+        "tags": ["mine"],
+        "license": "apache-2.0",
+        "annotations_creators": ["machine"],
+        "configs": [{"config_name": "gone", "data_files": "gone/*"}],
+    }
     header, body = split_card(render_card(report, existing=[old]))
     assert header["pretty_name"] == "My title" and header["annotations_creators"] == ["machine"]
     assert header["tags"][0] == "mine" and "long-term-memory" in header["tags"]
@@ -248,13 +321,17 @@ def test_the_scoring_recipe_in_the_card_runs(quickstart, exported, offline, tmp_
     gold = {r["question_id"]: r["relevant_response_indices"] for r in rows}
     one_test = {r["question_id"]: r["relevant_response_indices"] for r in rows if r["test"] == "session"}
     share = 1 / len({r["test"] for r in rows})  # tests weigh the same, however many questions each has
-    for predictions, expected in ((gold, "recall 1.000  F2 1.000"), ({}, "recall 0.000  F2 0.000"),
-                                  (one_test, f"recall {share:.3f}  F2 {share:.3f}")):
+    for predictions, expected in (
+        (gold, "recall 1.000  F2 1.000"),
+        ({}, "recall 0.000  F2 0.000"),
+        (one_test, f"recall {share:.3f}  F2 {share:.3f}"),
+    ):
         exec(code.replace("predictions = {}", f"predictions = {predictions!r}"), {"datasets": datasets})
         assert capsys.readouterr().out.strip() == expected
 
 
 # --- refusals -------------------------------------------------------------------------------------
+
 
 def copy_run(quickstart: Path, tmp_path: Path) -> Path:
     import shutil
@@ -308,15 +385,20 @@ def test_the_export_never_overwrites_an_unrelated_folder(quickstart, tmp_path):
 
 
 def test_the_recipe_export_section_is_checked(tmp_path):
-    base = {"name": "x", "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
-            "products": [{"type": "log"}]}
+    base = {
+        "name": "x",
+        "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+        "products": [{"type": "log"}],
+    }
     recipe = load_recipe(write_recipe(tmp_path / "ok.yaml", {**base, "export": {"hub": {"repo_id": "me/x"}}}))
     assert recipe.export.hub.repo_id == "me/x" and recipe.export.hub.private is True
-    cases = [({"hub": {"repo_id": "me/x", "token": "hf_abc"}}, "never holds a Hub token"),
-             ({"hub": {"repo_id": "me/x", "max_shard_size": "lots"}}, "not a size"),
-             ({"hub": {"repo_id": "me/x", "card": {"configs": []}}}, "written by gen"),
-             ({"hub": {"repo_id": "no-slash"}}, "export.hub.repo_id"),
-             ({"hubb": {}}, "did you mean 'hub'")]
+    cases = [
+        ({"hub": {"repo_id": "me/x", "token": "hf_abc"}}, "never holds a Hub token"),
+        ({"hub": {"repo_id": "me/x", "max_shard_size": "lots"}}, "not a size"),
+        ({"hub": {"repo_id": "me/x", "card": {"configs": []}}}, "written by gen"),
+        ({"hub": {"repo_id": "no-slash"}}, "export.hub.repo_id"),
+        ({"hubb": {}}, "did you mean 'hub'"),
+    ]
     for index, (export, expected) in enumerate(cases):
         with pytest.raises(GenError) as caught:
             load_recipe(write_recipe(tmp_path / f"bad{index}.yaml", {**base, "export": export}))

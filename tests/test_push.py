@@ -88,7 +88,8 @@ def test_push_makes_one_private_commit_with_the_export_and_never_shows_the_token
     assert len(commits) == 1
     exported = files_under(export_dir)
     assert set(exported) == {"README.md", "recipe.yaml", "run.json"} | {
-        f"data/{name}/test-00000-of-00001.parquet" for name in configs_of(quickstart)}
+        f"data/{name}/test-00000-of-00001.parquet" for name in configs_of(quickstart)
+    }
     assert commits[0].added == sorted(exported) and commits[0].deleted == []
     assert {k: v for k, v in repo.files().items() if k != ".gitattributes"} == exported
     assert f"{hub.url}/datasets/me/quickstart" in out and "(private)" in out
@@ -109,8 +110,13 @@ def test_dry_run_prints_target_files_and_card_and_sends_nothing(small_run, hub, 
     assert hub_calls(hub) == [] and hub.repos == {}
     assert "nothing was sent" in out and f"{hub.url}/datasets/me/quickstart" in out
     assert "private when the repo is created" in out and "token       from HF_TOKEN (never shown)" in out
-    for path in ("README.md", "recipe.yaml", "run.json", "data/log/test-00000-of-00001.parquet",
-                 "data/conversations/test-00000-of-00001.parquet"):
+    for path in (
+        "README.md",
+        "recipe.yaml",
+        "run.json",
+        "data/log/test-00000-of-00001.parquet",
+        "data/conversations/test-00000-of-00001.parquet",
+    ):
         assert f"\n  {path} " in out
     card = out.split("----- README.md -----\n", 1)[1].split("\n----- end of README.md -----", 1)[0]
     expected = build_export(small_run, tmp_path / "same", repo_id="me/quickstart").card

@@ -9,13 +9,14 @@ from gen.products.registry import load
 from gen.recipe import load_recipe
 from tests.conftest import REPO, locomo_sample, run_cli, write_json, write_recipe
 
-TWO_SAMPLES = [locomo_sample("c1", ("Ann", "Bob"), [("1:56 pm on 8 May, 2023", ["hi there", "hello"])]),
-               locomo_sample("c2", ("Cat", "Dan"), [("9:00 am on 9 May, 2023", ["one", "two three"])])]
+TWO_SAMPLES = [
+    locomo_sample("c1", ("Ann", "Bob"), [("1:56 pm on 8 May, 2023", ["hi there", "hello"])]),
+    locomo_sample("c2", ("Cat", "Dan"), [("9:00 am on 9 May, 2023", ["one", "two three"])]),
+]
 
 
 def recipe_dict(**changes) -> dict:
-    recipe = {"name": "t", "sources": [{"format": "locomo", "path": "data/convs.json"}],
-              "products": [{"type": "log"}]}
+    recipe = {"name": "t", "sources": [{"format": "locomo", "path": "data/convs.json"}], "products": [{"type": "log"}]}
     recipe.update(changes)
     return recipe
 
@@ -32,17 +33,23 @@ def test_relative_paths_resolve_against_the_recipe_folder(folder, monkeypatch):
     assert recipe.sources[0].path == (folder / "data" / "convs.json").resolve()
 
 
-@pytest.mark.parametrize("change, field, message", [
-    ({"products": [{"type": "log"}, {"type": "log", "test": 1}]}, "products[1].test", "unknown key 'test'"),
-    ({"timeline": {"seconds_per_wrd": 0.5}}, "timeline.seconds_per_wrd", "did you mean 'seconds_per_word'?"),
-    ({"sources": [{"format": "locomo", "path": "data/convs.json", "longst": 2}]}, "sources[0].longst",
-     "did you mean 'longest'?"),
-    ({"timeline": {"seconds_per_word": "fast"}}, "timeline.seconds_per_word", "valid number"),
-    ({"seed": [1]}, "seed", "valid integer"),
-    ({"sources": [{"format": "locomo", "path": "data/missing.json"}]}, "sources[0].path", "file not found"),
-    ({"sources": [{"format": "lokomo", "path": "data/convs.json"}]}, "sources[0].format", "'locomo'"),
-    ({"products": [{"type": "logs"}]}, "products[0].type", "did you mean 'log'?"),
-])
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        ({"products": [{"type": "log"}, {"type": "log", "test": 1}]}, "products[1].test", "unknown key 'test'"),
+        ({"timeline": {"seconds_per_wrd": 0.5}}, "timeline.seconds_per_wrd", "did you mean 'seconds_per_word'?"),
+        (
+            {"sources": [{"format": "locomo", "path": "data/convs.json", "longst": 2}]},
+            "sources[0].longst",
+            "did you mean 'longest'?",
+        ),
+        ({"timeline": {"seconds_per_word": "fast"}}, "timeline.seconds_per_word", "valid number"),
+        ({"seed": [1]}, "seed", "valid integer"),
+        ({"sources": [{"format": "locomo", "path": "data/missing.json"}]}, "sources[0].path", "file not found"),
+        ({"sources": [{"format": "lokomo", "path": "data/convs.json"}]}, "sources[0].format", "'locomo'"),
+        ({"products": [{"type": "logs"}]}, "products[0].type", "did you mean 'log'?"),
+    ],
+)
 def test_bad_recipes_name_the_key_path(folder, change, field, message):
     with pytest.raises(GenError) as error:
         load(write_recipe(folder / "r.yaml", recipe_dict(**change)))
@@ -61,14 +68,18 @@ def test_cli_user_error_is_one_line_without_traceback(folder, capsys):
     recipe = write_recipe(folder / "r.yaml", recipe_dict(timeline={"seconds_per_wrd": 1}))
     code, out, err = run_cli(["run", recipe, "--output-dir", folder / "out"], capsys)
     assert code == 2
-    assert err.strip() == (f"error: {recipe}: timeline.seconds_per_wrd: unknown key 'seconds_per_wrd'; "
-                           f"did you mean 'seconds_per_word'?")
+    assert err.strip() == (
+        f"error: {recipe}: timeline.seconds_per_wrd: unknown key 'seconds_per_wrd'; did you mean 'seconds_per_word'?"
+    )
     assert "Traceback" not in err and not (folder / "out").exists()
 
 
 def test_cli_bad_source_data_names_file_record_field(folder, capsys):
-    bad = [locomo_sample("c1", ("Ann", "Bob"), [("1:56 pm on 8 May, 2023", ["hi", "there"]),
-                                                ("25:00 on 9 May, 2023", ["x", "y"])])]
+    bad = [
+        locomo_sample(
+            "c1", ("Ann", "Bob"), [("1:56 pm on 8 May, 2023", ["hi", "there"]), ("25:00 on 9 May, 2023", ["x", "y"])]
+        )
+    ]
     write_json(folder / "data" / "convs.json", bad)
     code, _, err = run_cli(["validate", write_recipe(folder / "r.yaml", recipe_dict())], capsys)
     assert code == 2

@@ -20,8 +20,14 @@ def quickstart(tmp_path_factory):
 
 def test_quickstart_writes_the_documented_layout(quickstart):
     names = sorted(p.relative_to(quickstart).as_posix() for p in quickstart.rglob("*") if p.is_file())
-    assert {"README.md", "run.json", "recipe.yaml", "rejects.jsonl", "log/test.jsonl",
-            "conversations/test.jsonl"} <= set(names)
+    assert {
+        "README.md",
+        "run.json",
+        "recipe.yaml",
+        "rejects.jsonl",
+        "log/test.jsonl",
+        "conversations/test.jsonl",
+    } <= set(names)
     assert not [p for p in quickstart.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
 
 
@@ -33,8 +39,9 @@ def test_quickstart_log_matches_the_sample_turn_for_turn(quickstart):
         turns = [t for n in range(1, 50) for t in conversation.get(f"session_{n}", [])]
         mine = [r for r in rows if r["conversation_id"] == f"locomo/{entry['sample_id']}"]
         real = [r for r in mine if not r["is_padding"]]
-        assert [(r["source_turn_id"], r["speaker"], r["text"]) for r in real] == \
-               [(t["dia_id"], t["speaker"], t["text"]) for t in turns]
+        assert [(r["source_turn_id"], r["speaker"], r["text"]) for r in real] == [
+            (t["dia_id"], t["speaker"], t["text"]) for t in turns
+        ]
         assert [r["response_index"] for r in mine] == list(range(len(mine)))
         assert sum(len(r["text"].split()) for r in mine if r["is_padding"]) >= 800  # the recipe's target_words
 
@@ -70,9 +77,15 @@ def test_fingerprint_ignores_output_dir_but_not_the_timeline(tmp_path):
 
 
 def make_recipe(tmp_path, source: str) -> str:
-    return write_recipe(tmp_path / "r.yaml", {
-        "name": "atomic", "sources": [{"format": "locomo", "path": source}],
-        "timeline": {"padding": {"mode": "none"}}, "products": [{"type": "log"}]})
+    return write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "atomic",
+            "sources": [{"format": "locomo", "path": source}],
+            "timeline": {"padding": {"mode": "none"}},
+            "products": [{"type": "log"}],
+        },
+    )
 
 
 def test_a_failed_run_leaves_the_previous_output_intact(tmp_path, capsys):
@@ -108,8 +121,12 @@ def test_a_run_that_fails_validation_is_kept_aside_and_not_published(tmp_path, c
 
 def test_fingerprint_ignores_llm_run_limits_but_not_the_model(tmp_path):
     sample = write_json(tmp_path / "s.json", json.loads((REPO / "gen" / "data" / "sample_locomo.json").read_text()))
-    base = {"name": "f", "sources": [{"format": "locomo", "path": str(sample)}], "products": [{"type": "log"}],
-            "llm": {"main": {"model": "m1", "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 4}}}
+    base = {
+        "name": "f",
+        "sources": [{"format": "locomo", "path": str(sample)}],
+        "products": [{"type": "log"}],
+        "llm": {"main": {"model": "m1", "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 4}},
+    }
     first = load_recipe(write_recipe(tmp_path / "a.yaml", base)).fingerprint
     faster = json.loads(json.dumps(base))
     faster["llm"]["main"].update(max_concurrency=64, requests_per_minute=1000)

@@ -43,11 +43,17 @@ def source_counts(sample_id: str) -> dict[str, tuple[int, int]]:
 
 
 def test_a_product_with_two_configs_and_a_need_runs_end_to_end(tmp_path, capsys, speaker_turns):
-    recipe = write_recipe(tmp_path / "r.yaml", {
-        "name": "turns", "seed": 1, "templates_dir": str(FIXTURE_TEMPLATES),
-        "sources": [{"format": "locomo", "path": str(SAMPLE), "ids": ["sample-1"]}],
-        "timeline": {"padding": {"mode": "none"}},
-        "products": [{"type": "speaker_turns"}]})
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "turns",
+            "seed": 1,
+            "templates_dir": str(FIXTURE_TEMPLATES),
+            "sources": [{"format": "locomo", "path": str(SAMPLE), "ids": ["sample-1"]}],
+            "timeline": {"padding": {"mode": "none"}},
+            "products": [{"type": "speaker_turns"}],
+        },
+    )
     code, _, err = run_cli(["run", recipe, "--output-dir", tmp_path / "out"], capsys)
     assert code == 0, err
     folder = tmp_path / "out" / "turns"
@@ -83,13 +89,23 @@ def run_folder_bytes(folder: Path) -> dict[str, bytes]:
 
 
 def test_the_order_of_products_in_a_recipe_changes_nothing(tmp_path, capsys):
-    products = [{"type": "ambiguous_time_queries", "tests": ["session", "dates"]},
-                {"type": "time_queries", "tests": ["session", "dates"]}, {"type": "log"}]
+    products = [
+        {"type": "ambiguous_time_queries", "tests": ["session", "dates"]},
+        {"type": "time_queries", "tests": ["session", "dates"]},
+        {"type": "log"},
+    ]
     outputs = []
     for name, order in (("a", products), ("b", products[::-1])):
-        recipe = write_recipe(tmp_path / name / "r.yaml", {
-            "name": "same", "seed": 3, "sources": [{"format": "locomo", "path": str(SAMPLE)}],
-            "timeline": {"padding": {"mode": "donor", "target_words": 300}}, "products": order})
+        recipe = write_recipe(
+            tmp_path / name / "r.yaml",
+            {
+                "name": "same",
+                "seed": 3,
+                "sources": [{"format": "locomo", "path": str(SAMPLE)}],
+                "timeline": {"padding": {"mode": "donor", "target_words": 300}},
+                "products": order,
+            },
+        )
         code, _, err = run_cli(["run", recipe, "--output-dir", tmp_path / name / "out"], capsys)
         assert code == 0, err
         outputs.append(run_folder_bytes(tmp_path / name / "out" / "same"))
@@ -101,8 +117,10 @@ def test_the_order_of_products_in_a_recipe_changes_nothing(tmp_path, capsys):
 def test_one_or_two_workers_write_the_same_bytes(tmp_path, capsys):
     outputs = []
     for workers in ("1", "2"):
-        code, _, err = run_cli(["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path / workers,
-                                "--workers", workers], capsys)
+        code, _, err = run_cli(
+            ["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path / workers, "--workers", workers],
+            capsys,
+        )
         assert code == 0, err
         outputs.append(run_folder_bytes(tmp_path / workers / "quickstart"))
     assert outputs[0] == outputs[1]
@@ -110,25 +128,34 @@ def test_one_or_two_workers_write_the_same_bytes(tmp_path, capsys):
 
 
 def test_the_configuration_layer_imports_no_product_and_no_engine():
-    code = ("import sys, gen.recipe, gen.sources, gen.timeline, gen.llm.config; "
-            "loaded = [m for m in sys.modules if m.startswith(('gen.products', 'gen.llm.engine', 'gen.runner', "
-            "'gen.card', 'openai', 'datasets'))]; print(loaded)")
+    code = (
+        "import sys, gen.recipe, gen.sources, gen.timeline, gen.llm.config; "
+        "loaded = [m for m in sys.modules if m.startswith(('gen.products', 'gen.llm.engine', 'gen.runner', "
+        "'gen.card', 'openai', 'datasets'))]; print(loaded)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert result.stdout.strip() == "[]"
 
 
-def test_a_recipe_without_time_products_needs_no_timeline_or_padding(tmp_path, capsys, session_sizes,
-                                                                     speaker_turns):
+def test_a_recipe_without_time_products_needs_no_timeline_or_padding(tmp_path, capsys, session_sizes, speaker_turns):
     """One conversation and donor padding: products that need time fail (no donor), this one needs none."""
     single = write_json(tmp_path / "one.json", [json.loads(SAMPLE.read_text())[1]])  # no other conversation
-    recipe = {"name": "no-time", "sources": [{"format": "locomo", "path": str(single)}],
-              "products": [{"type": "session_sizes"}]}
+    recipe = {
+        "name": "no-time",
+        "sources": [{"format": "locomo", "path": str(single)}],
+        "products": [{"type": "session_sizes"}],
+    }
     code, _, err = run_cli(["validate", write_recipe(tmp_path / "a.yaml", recipe)], capsys)
     assert code == 0 and "no product needs timelines" in err, err
     code, _, err = run_cli(["run", tmp_path / "a.yaml", "--output-dir", tmp_path / "out"], capsys)
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "out" / "no-time").iterdir()) == [
-        "README.md", "recipe.yaml", "rejects.jsonl", "run.json", "session_sizes"]  # no log, no conversations
+        "README.md",
+        "recipe.yaml",
+        "rejects.jsonl",
+        "run.json",
+        "session_sizes",
+    ]  # no log, no conversations
     sessions = json.loads(SAMPLE.read_text())[1]["conversation"]
     expected = [len(sessions[f"session_{n}"]) for n in range(1, 10) if f"session_{n}" in sessions]
     assert [r["turns"] for r in read_jsonl(tmp_path / "out" / "no-time" / "session_sizes" / "test.jsonl")] == expected
@@ -141,9 +168,13 @@ def test_a_recipe_without_time_products_needs_no_timeline_or_padding(tmp_path, c
 @pytest.mark.integration
 def test_validate_passes_on_a_teabag_shaped_recipe_over_the_cc_sample(tmp_path, capsys, session_sizes):
     sample = require_shared("teabag/theanine_sample/sample_dialogue.json")
-    recipe = write_recipe(tmp_path / "r.yaml", {
-        "name": "teabag-shaped",
-        "sources": [{"format": "cc", "path": str(sample), "default_interval": "A few days after"}],
-        "products": [{"type": "session_sizes"}]})
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "teabag-shaped",
+            "sources": [{"format": "cc", "path": str(sample), "default_interval": "A few days after"}],
+            "products": [{"type": "session_sizes"}],
+        },
+    )
     code, _, err = run_cli(["validate", recipe], capsys)
     assert code == 0 and "1 conversations" in err and "no product needs timelines" in err, err

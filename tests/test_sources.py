@@ -11,8 +11,11 @@ from gen.recipe import SourceSpec
 from gen.sources import cc, load_source, locomo, msc, select
 from tests.conftest import locomo_sample, write_json
 
-SAMPLE = locomo_sample("conv-1", ("Ann", "Bob"), [("1:56 pm on 8 May, 2023", ["hi there", "hello"]),
-                                                 ("9:05 am on 10 May, 2023", ["again", "yes"])])
+SAMPLE = locomo_sample(
+    "conv-1",
+    ("Ann", "Bob"),
+    [("1:56 pm on 8 May, 2023", ["hi there", "hello"]), ("9:05 am on 10 May, 2023", ["again", "yes"])],
+)
 
 
 def test_locomo_accepts_a_list_a_single_sample_and_a_bare_conversation(tmp_path):
@@ -30,7 +33,7 @@ def test_locomo_keeps_image_captions_and_ignores_dates_without_sessions(tmp_path
     sample = json.loads(json.dumps(SAMPLE))
     sample["conversation"]["session_1"][0]["blip_caption"] = "a photo of a dog"
     sample["conversation"]["session_7_date_time"] = "4:00 pm on 1 June, 2023"  # no session_7: ignored
-    conversation, = locomo.parse([sample], "x.json")
+    (conversation,) = locomo.parse([sample], "x.json")
     assert conversation.sessions[0].turns[0].image_caption == "a photo of a dog"
     assert len(conversation.sessions) == 2
 
@@ -75,16 +78,18 @@ def test_a_file_that_is_not_json_is_an_error(tmp_path):
 
 
 def msc_record(**overrides) -> dict:
-    record = {"metadata": {"initial_data_id": "test_0"},
-              "previous_dialogs": [{"dialog": [{"text": "a"}, {"text": "b"}], "time_num": 4, "time_unit": "hours"}],
-              "dialog": [{"text": "c", "id": "12345"}, {"text": "d", "id": "Speaker 2"}, {"text": "e", "id": "777"}],
-              "personas": [["I like tea."], ["I like cats."]]}
+    record = {
+        "metadata": {"initial_data_id": "test_0"},
+        "previous_dialogs": [{"dialog": [{"text": "a"}, {"text": "b"}], "time_num": 4, "time_unit": "hours"}],
+        "dialog": [{"text": "c", "id": "12345"}, {"text": "d", "id": "Speaker 2"}, {"text": "e", "id": "777"}],
+        "personas": [["I like tea."], ["I like cats."]],
+    }
     record.update(overrides)
     return record
 
 
 def test_msc_worker_ids_are_resolved_by_alternation():
-    conversation, = msc.parse([msc_record()], "msc.txt")
+    (conversation,) = msc.parse([msc_record()], "msc.txt")
     assert conversation.conversation_id == "msc/test_0"
     assert [t.speaker for t in conversation.sessions[1].turns] == ["Speaker 1", "Speaker 2", "Speaker 1"]
     assert [t.speaker for t in conversation.sessions[0].turns] == ["Speaker 1", "Speaker 2"]
@@ -100,38 +105,48 @@ def test_msc_unknown_time_unit_is_an_error():
 
 
 def test_msc_self_instruct_carries_the_memory_question():
-    record = msc_record(self_instruct={"B": "What pet do I have?", "A": "A cat."},
-                        summary_speaker_1=[["likes tea"]], summary_speaker_2=[["likes cats"]])
-    conversation, = msc.parse_self_instruct([record], "si.jsonl")
+    record = msc_record(
+        self_instruct={"B": "What pet do I have?", "A": "A cat."},
+        summary_speaker_1=[["likes tea"]],
+        summary_speaker_2=[["likes cats"]],
+    )
+    (conversation,) = msc.parse_self_instruct([record], "si.jsonl")
     assert conversation.conversation_id == "msc-si/test_0"
     assert conversation.metadata["self_instruct"] == {"question": "What pet do I have?", "answer": "A cat."}
 
 
 def test_msc_persona_pairs_are_personas_only(tmp_path):
-    path = write_json(tmp_path / "p.json", {"train": [{"Speaker 1": ["I am tall."], "Speaker 2": ["I am short."],
-                                                       "in_dataset": 1}]})
-    conversation, = load_source(SourceSpec(format="msc_personas", path=path))
+    path = write_json(
+        tmp_path / "p.json", {"train": [{"Speaker 1": ["I am tall."], "Speaker 2": ["I am short."], "in_dataset": 1}]}
+    )
+    (conversation,) = load_source(SourceSpec(format="msc_personas", path=path))
     assert conversation.conversation_id == "msc-personas/train-0"
     assert conversation.sessions == () and conversation.personas["Speaker 2"] == ["I am short."]
 
 
 def cc_episode(**overrides) -> dict:
-    episode = {"dataID": "episode-1", "relationship": "Neighbors",
-               "time_interval": ["Start", "A few hours after"],
-               "first_session_dialogue": ["hi", "hello"], "first_session_speakers": ["Neighbors A", "Neighbors B"],
-               "second_session_dialogue": ["back", "yes"], "second_session_speakers": ["Neighbors A", "Neighbors B"]}
+    episode = {
+        "dataID": "episode-1",
+        "relationship": "Neighbors",
+        "time_interval": ["Start", "A few hours after"],
+        "first_session_dialogue": ["hi", "hello"],
+        "first_session_speakers": ["Neighbors A", "Neighbors B"],
+        "second_session_dialogue": ["back", "yes"],
+        "second_session_speakers": ["Neighbors A", "Neighbors B"],
+    }
     episode.update(overrides)
     return episode
 
 
 def test_cc_gaps_come_from_the_interval_table_and_the_recipe_can_extend_it():
-    conversation, = cc.parse([cc_episode()], "cc.jsonl")
+    (conversation,) = cc.parse([cc_episode()], "cc.jsonl")
     assert conversation.conversation_id == "cc/episode-1"
     assert conversation.speakers == ("Neighbors A", "Neighbors B")
     assert conversation.sessions[1].gap_before.total_seconds() == 3 * 3600
     assert conversation.metadata["relationship"] == "Neighbors"
-    custom, = cc.parse([cc_episode(time_interval=["Start", "Much later"])], "cc.jsonl",
-                       interval_phrases={"Much later": "2 weeks"})
+    (custom,) = cc.parse(
+        [cc_episode(time_interval=["Start", "Much later"])], "cc.jsonl", interval_phrases={"Much later": "2 weeks"}
+    )
     assert custom.sessions[1].gap_before.days == 14
 
 
@@ -147,21 +162,30 @@ def test_cc_without_intervals_needs_a_default():
     del episode["time_interval"]
     with pytest.raises(GenError, match="default_interval"):
         list(cc.parse([episode], "cc.jsonl"))
-    conversation, = cc.parse([episode], "cc.jsonl", default_interval="A few days after")
+    (conversation,) = cc.parse([episode], "cc.jsonl", default_interval="A few days after")
     assert conversation.sessions[1].gap_before.days == 3
 
 
 def test_selection_applies_ids_min_sessions_longest_and_limit(tmp_path):
-    samples = [locomo_sample(f"c{i}", ("Ann", "Bob"), [(f"1:00 pm on {d} May, 2023", ["w " * (i + 1)])
-                                                       for d in range(1, 2 + i % 3)]) for i in range(6)]
+    samples = [
+        locomo_sample(
+            f"c{i}", ("Ann", "Bob"), [(f"1:00 pm on {d} May, 2023", ["w " * (i + 1)]) for d in range(1, 2 + i % 3)]
+        )
+        for i in range(6)
+    ]
     pool = list(locomo.parse(samples, "x.json"))  # words: c_i has (i+1) × sessions words; sessions 1,2,3,1,2,3
-    assert [c.conversation_id for c in select(pool, SourceSpec(format="locomo", path="x", ids=["c1", "locomo/c4"]))] \
-        == ["locomo/c1", "locomo/c4"]
-    assert [c.conversation_id for c in select(pool, SourceSpec(format="locomo", path="x", min_sessions=3))] \
-        == ["locomo/c2", "locomo/c5"]
+    assert [
+        c.conversation_id for c in select(pool, SourceSpec(format="locomo", path="x", ids=["c1", "locomo/c4"]))
+    ] == ["locomo/c1", "locomo/c4"]
+    assert [c.conversation_id for c in select(pool, SourceSpec(format="locomo", path="x", min_sessions=3))] == [
+        "locomo/c2",
+        "locomo/c5",
+    ]
     # words: c0 1, c1 4, c2 9, c3 4, c4 10, c5 18 → the 2 longest are c4 and c5, kept in source order
-    assert [c.conversation_id for c in select(pool, SourceSpec(format="locomo", path="x", longest=2))] \
-        == ["locomo/c4", "locomo/c5"]
+    assert [c.conversation_id for c in select(pool, SourceSpec(format="locomo", path="x", longest=2))] == [
+        "locomo/c4",
+        "locomo/c5",
+    ]
     assert len(select(pool, SourceSpec(format="locomo", path="x", limit=4))) == 4
     with pytest.raises(GenError, match="ids not found: nope"):
         select(pool, SourceSpec(format="locomo", path="x", ids=["nope"]))

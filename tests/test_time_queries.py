@@ -23,37 +23,71 @@ def J(**params) -> str:
 
 
 ANN_BOB_WINDOWS = {
-    "session": {J(session=1): [0, 1], J(session=2): [2, 3, 4], J(session=3): [5, 6], J(session=4): [7, 8, 9],
-                J(session=5): [10, 11]},
-    "session_span": {J(first_session=1, last_session=3): [0, 1, 2, 3, 4, 5, 6],
-                     J(first_session=2, last_session=4): [2, 3, 4, 5, 6, 7, 8, 9],
-                     J(first_session=3, last_session=5): [5, 6, 7, 8, 9, 10, 11]},
+    "session": {
+        J(session=1): [0, 1],
+        J(session=2): [2, 3, 4],
+        J(session=3): [5, 6],
+        J(session=4): [7, 8, 9],
+        J(session=5): [10, 11],
+    },
+    "session_span": {
+        J(first_session=1, last_session=3): [0, 1, 2, 3, 4, 5, 6],
+        J(first_session=2, last_session=4): [2, 3, 4, 5, 6, 7, 8, 9],
+        J(first_session=3, last_session=5): [5, 6, 7, 8, 9, 10, 11],
+    },
     # current session is 7 (5 real + padding + 1): session 5 is "the session before last"
-    "rel_session": {J(session=5, sessions_ago=2): [10, 11], J(session=4, sessions_ago=3): [7, 8, 9],
-                    J(session=3, sessions_ago=4): [5, 6], J(session=2, sessions_ago=5): [2, 3, 4],
-                    J(session=1, sessions_ago=6): [0, 1]},
+    "rel_session": {
+        J(session=5, sessions_ago=2): [10, 11],
+        J(session=4, sessions_ago=3): [7, 8, 9],
+        J(session=3, sessions_ago=4): [5, 6],
+        J(session=2, sessions_ago=5): [2, 3, 4],
+        J(session=1, sessions_ago=6): [0, 1],
+    },
     # session 2 crosses midnight into 2024: its last response is on 1 January; today's window takes the padding too
-    "dates": {J(date="2023-11-30"): [0, 1], J(date="2023-12-31"): [2, 3], J(date="2024-01-01"): [4],
-              J(date="2024-01-08"): [5, 6], J(date="2024-01-14"): [7, 8], J(date="2024-01-15"): [9, 10, 11, 12, 13, 14]},
+    "dates": {
+        J(date="2023-11-30"): [0, 1],
+        J(date="2023-12-31"): [2, 3],
+        J(date="2024-01-01"): [4],
+        J(date="2024-01-08"): [5, 6],
+        J(date="2024-01-14"): [7, 8],
+        J(date="2024-01-15"): [9, 10, 11, 12, 13, 14],
+    },
     # a session's date is its first response's: run 2-4 ends on 14 January, so response 9 (15 January) is outside
-    "date_span": {J(first_date="2023-11-30", last_date="2024-01-08"): [0, 1, 2, 3, 4, 5, 6],
-                  J(first_date="2023-12-31", last_date="2024-01-14"): [2, 3, 4, 5, 6, 7, 8],
-                  J(first_date="2024-01-08", last_date="2024-01-15"): [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]},
-    "month": {J(month="2023-11"): [0, 1], J(month="2023-12"): [2, 3],
-              J(month="2024-01"): [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]},
+    "date_span": {
+        J(first_date="2023-11-30", last_date="2024-01-08"): [0, 1, 2, 3, 4, 5, 6],
+        J(first_date="2023-12-31", last_date="2024-01-14"): [2, 3, 4, 5, 6, 7, 8],
+        J(first_date="2024-01-08", last_date="2024-01-15"): [5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+    },
+    "month": {
+        J(month="2023-11"): [0, 1],
+        J(month="2023-12"): [2, 3],
+        J(month="2024-01"): [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+    },
     # 30 Nov → 15 Jan is 1 + 31 + 14 = 46 days
-    "rel_day": {J(date="2023-11-30", days_ago=46): [0, 1], J(date="2023-12-31", days_ago=15): [2, 3],
-                J(date="2024-01-01", days_ago=14): [4], J(date="2024-01-08", days_ago=7): [5, 6],
-                J(date="2024-01-14", days_ago=1): [7, 8], J(date="2024-01-15", days_ago=0): [9, 10, 11, 12, 13, 14]},
+    "rel_day": {
+        J(date="2023-11-30", days_ago=46): [0, 1],
+        J(date="2023-12-31", days_ago=15): [2, 3],
+        J(date="2024-01-01", days_ago=14): [4],
+        J(date="2024-01-08", days_ago=7): [5, 6],
+        J(date="2024-01-14", days_ago=1): [7, 8],
+        J(date="2024-01-15", days_ago=0): [9, 10, 11, 12, 13, 14],
+    },
     # December 2023 is "last month" in January 2024
-    "rel_month": {J(month="2023-11", months_ago=2): [0, 1], J(month="2023-12", months_ago=1): [2, 3],
-                  J(month="2024-01", months_ago=0): [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]},
+    "rel_month": {
+        J(month="2023-11", months_ago=2): [0, 1],
+        J(month="2023-12", months_ago=1): [2, 3],
+        J(month="2024-01", months_ago=0): [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+    },
     # 3 days: 12-15 January; 7 days: 8-15 January (0 <= today - date <= N)
-    "day_span": {J(days=3, first_date="2024-01-12", last_date="2024-01-15"): [7, 8, 9, 10, 11, 12, 13, 14],
-                 J(days=7, first_date="2024-01-08", last_date="2024-01-15"): [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]},
+    "day_span": {
+        J(days=3, first_date="2024-01-12", last_date="2024-01-15"): [7, 8, 9, 10, 11, 12, 13, 14],
+        J(days=7, first_date="2024-01-08", last_date="2024-01-15"): [5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+    },
     # today is Monday: "last Monday" is 8 January, 7 days back; Sunday is yesterday; 9-13 January are empty
-    "last_day": {J(weekday="Sunday", date="2024-01-14", days_ago=1): [7, 8],
-                 J(weekday="Monday", date="2024-01-08", days_ago=7): [5, 6]},
+    "last_day": {
+        J(weekday="Sunday", date="2024-01-14", days_ago=1): [7, 8],
+        J(weekday="Monday", date="2024-01-08", days_ago=7): [5, 6],
+    },
     "earlier_today": {J(date="2024-01-15"): [9, 10, 11, 12, 13, 14]},
 }
 
@@ -97,10 +131,16 @@ def test_windows_holding_only_padding_or_nothing_are_not_asked():
     windows = windows_by_generator(late_padding(), day_spans=[3, 7, 10])
     assert "earlier_today" not in windows and "last_day" not in windows
     assert windows["day_span"] == {J(days=10, first_date="2024-01-09", last_date="2024-01-19"): [4, 5, 6, 7]}
-    assert windows["rel_day"] == {J(date="2023-01-10", days_ago=374): [0, 1], J(date="2023-06-05", days_ago=228): [2, 3],
-                                  J(date="2024-01-10", days_ago=9): [4, 5]}
-    assert windows["rel_month"] == {J(month="2023-01", months_ago=12): [0, 1], J(month="2023-06", months_ago=7): [2, 3],
-                                    J(month="2024-01", months_ago=0): [4, 5, 6, 7]}
+    assert windows["rel_day"] == {
+        J(date="2023-01-10", days_ago=374): [0, 1],
+        J(date="2023-06-05", days_ago=228): [2, 3],
+        J(date="2024-01-10", days_ago=9): [4, 5],
+    }
+    assert windows["rel_month"] == {
+        J(month="2023-01", months_ago=12): [0, 1],
+        J(month="2023-06", months_ago=7): [2, 3],
+        J(month="2024-01", months_ago=0): [4, 5, 6, 7],
+    }
     rows, ctx, opts = build(late_padding(), day_spans=[3, 7, 10])
     assert all(row["relevant_response_indices"] != [6, 7] for row in rows)
     assert ctx.validate("time_queries", rows, opts).passed
@@ -110,21 +150,37 @@ def test_special_phrasings_and_numerals():
     rows, _, _ = build(ann_bob())
     questions = {row["question"] for row in rows}
     for expected in [
-        "What did we discuss today?", "What did we discuss yesterday?", "What did we discuss last Monday?",
-        "What did we discuss last Sunday?", "What did we discuss on Sunday?",  # 1 day back: "on Sunday" is clear
-        "What did we discuss in the session before last?", "What did we discuss 3 sessions ago?",
-        "What did we discuss three sessions ago?", "What did we discuss last month?", "What did we discuss this month?",
-        "What did we discuss in the last week?", "What did we discuss in the last 3 days?",
-        "What did we discuss over the past three days?", "What did we discuss earlier today?",
-        "What did we discuss in session 5?", "What did we discuss in session five?",
-        "What did we discuss in our 5th session?", "What did we discuss in our fifth conversation?",
-        "What did we discuss on December 31st, 2023?", "What did we discuss on December thirty-first, 2023?",
-        "What did we discuss on 31 December 2023?", "What did we discuss on December 31st?",
-        "What did we discuss on Monday, January 8th, 2024?", "What did we discuss in November 2023?",
-        "What did we discuss in November?", "What did we discuss 46 days ago?",
-        "What did we discuss forty-six days ago?", "What did we discuss a week ago today?",
+        "What did we discuss today?",
+        "What did we discuss yesterday?",
+        "What did we discuss last Monday?",
+        "What did we discuss last Sunday?",
+        "What did we discuss on Sunday?",  # 1 day back: "on Sunday" is clear
+        "What did we discuss in the session before last?",
+        "What did we discuss 3 sessions ago?",
+        "What did we discuss three sessions ago?",
+        "What did we discuss last month?",
+        "What did we discuss this month?",
+        "What did we discuss in the last week?",
+        "What did we discuss in the last 3 days?",
+        "What did we discuss over the past three days?",
+        "What did we discuss earlier today?",
+        "What did we discuss in session 5?",
+        "What did we discuss in session five?",
+        "What did we discuss in our 5th session?",
+        "What did we discuss in our fifth conversation?",
+        "What did we discuss on December 31st, 2023?",
+        "What did we discuss on December thirty-first, 2023?",
+        "What did we discuss on 31 December 2023?",
+        "What did we discuss on December 31st?",
+        "What did we discuss on Monday, January 8th, 2024?",
+        "What did we discuss in November 2023?",
+        "What did we discuss in November?",
+        "What did we discuss 46 days ago?",
+        "What did we discuss forty-six days ago?",
+        "What did we discuss a week ago today?",
         "What did we discuss between December 31st, 2023 and January 14th, 2024?",
-        "What did we discuss in sessions 1 to 3?", "What did we discuss from our first to our third conversation?",
+        "What did we discuss in sessions 1 to 3?",
+        "What did we discuss from our first to our third conversation?",
     ]:
         assert expected in questions, expected
     # today is Monday: "on Monday" would be ambiguous, so last Monday is only "last Monday" / "this past Monday"
@@ -141,14 +197,23 @@ def test_special_phrasings_and_numerals():
 
 
 def test_without_padding_the_last_real_session_is_last_time():
-    timeline = make_timeline("hand/no-padding", ("Eve", "Fay"), [
-        ["2024-02-28T10:00:00", "2024-02-28T10:00:30"], ["2024-02-29T10:00:00"], ["2024-03-01T09:00:00"]])
+    timeline = make_timeline(
+        "hand/no-padding",
+        ("Eve", "Fay"),
+        [["2024-02-28T10:00:00", "2024-02-28T10:00:30"], ["2024-02-29T10:00:00"], ["2024-03-01T09:00:00"]],
+    )
     rows, ctx, opts = build(timeline, tests=["rel_session", "rel_day", "day_span"], numeral_styles=["words"])
     asked = {(r["time_expression"], tuple(r["relevant_response_indices"])) for r in rows}
     # current session 4: session 3 is "last time", session 2 "the session before last"; leap day is yesterday
-    assert {("last time", (3,)), ("in the session before last", (2,)), ("three sessions ago", (0, 1)),
-            ("yesterday", (2,)), ("the day before yesterday", (0, 1)), ("today", (3,)),
-            ("over the past three days", (0, 1, 2, 3))} <= asked
+    assert {
+        ("last time", (3,)),
+        ("in the session before last", (2,)),
+        ("three sessions ago", (0, 1)),
+        ("yesterday", (2,)),
+        ("the day before yesterday", (0, 1)),
+        ("today", (3,)),
+        ("over the past three days", (0, 1, 2, 3)),
+    } <= asked
     assert ctx.validate("time_queries", rows, opts).passed
 
 
@@ -219,18 +284,32 @@ def test_validator_catches_wrong_records():
 
 
 def test_options_choose_tests_styles_spans_and_variant_limit():
-    rows, ctx, opts = build(ann_bob(), tests=["session_span", "day_span", "rel_day"], span_length=2,
-                            day_spans=[1], numeral_styles=["digits"], max_variants_per_group=4)
+    rows, ctx, opts = build(
+        ann_bob(),
+        tests=["session_span", "day_span", "rel_day"],
+        span_length=2,
+        day_spans=[1],
+        numeral_styles=["digits"],
+        max_variants_per_group=4,
+    )
     assert {r["test"] for r in rows} == {"session_span", "day_span", "rel_day"}
     spans = {(r["params"]["first_session"], r["params"]["last_session"]) for r in rows if r["test"] == "session_span"}
     assert spans == {(1, 2), (2, 3), (3, 4), (4, 5)}
-    day_span = {json.dumps(r["params"], sort_keys=True): r["relevant_response_indices"] for r in rows if r["test"] == "day_span"}
+    day_span = {
+        json.dumps(r["params"], sort_keys=True): r["relevant_response_indices"] for r in rows if r["test"] == "day_span"
+    }
     assert day_span == {J(days=1, first_date="2024-01-14", last_date="2024-01-15"): [7, 8, 9, 10, 11, 12, 13, 14]}
     assert not any("three" in r["question"] or "five" in r["question"] for r in rows)
     assert max(Counter(r["group_id"] for r in rows).values()) == 4
     assert ctx.validate("time_queries", rows, opts).passed
-    again, _, _ = build(ann_bob(), tests=["session_span", "day_span", "rel_day"], span_length=2,
-                        day_spans=[1], numeral_styles=["digits"], max_variants_per_group=4)
+    again, _, _ = build(
+        ann_bob(),
+        tests=["session_span", "day_span", "rel_day"],
+        span_length=2,
+        day_spans=[1],
+        numeral_styles=["digits"],
+        max_variants_per_group=4,
+    )
     assert [r["question"] for r in again] == [r["question"] for r in rows]
 
 
@@ -238,8 +317,11 @@ def test_unknown_option_values_are_recipe_errors(tmp_path):
     from gen.products.registry import load
 
     data = write_json(tmp_path / "c.json", [])
-    recipe = {"name": "r", "sources": [{"format": "locomo", "path": str(data)}],
-              "products": [{"type": "time_queries", "tests": ["session", "weekly"]}]}
+    recipe = {
+        "name": "r",
+        "sources": [{"format": "locomo", "path": str(data)}],
+        "products": [{"type": "time_queries", "tests": ["session", "weekly"]}],
+    }
     with pytest.raises(GenError) as caught:
         load(write_recipe(tmp_path / "r.yaml", recipe))
     assert "products[0].tests[1]" in str(caught.value)
@@ -255,8 +337,11 @@ def test_a_user_adds_a_wording_by_editing_templates(tmp_path):
     (folder / "phrases" / "last_day.j2").write_text("last {{ weekday }}\nthe {{ weekday }} just gone\n")
     rows, ctx, opts = build(ann_bob(), templates_dir=tmp_path / "templates", tests=["last_day"])
     assert {r["question"] for r in rows if r["params"]["weekday"] == "Monday"} == {
-        "What did we discuss last Monday?", "What was on our minds last Monday?",
-        "What did we discuss the Monday just gone?", "What was on our minds the Monday just gone?"}
+        "What did we discuss last Monday?",
+        "What was on our minds last Monday?",
+        "What did we discuss the Monday just gone?",
+        "What was on our minds the Monday just gone?",
+    }
     assert ctx.validate("time_queries", rows, opts).passed
 
 
@@ -297,9 +382,15 @@ def test_locomo10_every_conversation_gets_every_test(tmp_path):
     from tests.harness import Harness
 
     locomo = require_shared("locomo/locomo10.json")
-    recipe = write_recipe(tmp_path / "r.yaml", {
-        "name": "tq", "seed": 13, "sources": [{"format": "locomo", "path": str(locomo)}],
-        "products": [{"type": "time_queries"}, {"type": "ambiguous_time_queries"}]})
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "tq",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(locomo)}],
+            "products": [{"type": "time_queries"}, {"type": "ambiguous_time_queries"}],
+        },
+    )
     ctx = Harness.from_recipe(load_recipe(recipe))
     rows = ctx.build("time_queries")
     ambiguous_rows = ctx.build("ambiguous_time_queries")

@@ -9,20 +9,28 @@ import typer
 
 def push(
     output_dir: Path = typer.Argument(..., help="The run folder `gen run` wrote (outputs/<name>)."),
-    repo_id: str | None = typer.Option(None, "--repo-id", help="owner/name of the dataset repo "
-                                          "(default: export.hub.repo_id of the run's recipe)."),
-    private: bool | None = typer.Option(None, "--private/--public", help="Visibility when the repo is created "
-                                           "(default private). An existing public repo needs --public."),
-    revision: str | None = typer.Option(None, "--revision", help="Branch to commit to (default main; created "
-                                           "from main if missing)."),
+    repo_id: str | None = typer.Option(
+        None, "--repo-id", help="owner/name of the dataset repo (default: export.hub.repo_id of the run's recipe)."
+    ),
+    private: bool | None = typer.Option(
+        None,
+        "--private/--public",
+        help="Visibility when the repo is created (default private). An existing public repo needs --public.",
+    ),
+    revision: str | None = typer.Option(
+        None, "--revision", help="Branch to commit to (default main; created from main if missing)."
+    ),
     create_pr: bool = typer.Option(False, "--create-pr", help="Open a pull request instead of committing."),
     message: str | None = typer.Option(None, "--message", "-m", help="Commit message."),
-    max_shard_size: str | None = typer.Option(None, "--max-shard-size", help="Split a config's parquet data "
-                                                 "above this size (default 500MB)."),
-    export_dir: Path | None = typer.Option(None, "--export-dir", help="Keep the export folder here (to look at "
-                                              "it, or load it offline with datasets)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Build the export and print the target, the files and "
-                                 "the card; send nothing."),
+    max_shard_size: str | None = typer.Option(
+        None, "--max-shard-size", help="Split a config's parquet data above this size (default 500MB)."
+    ),
+    export_dir: Path | None = typer.Option(
+        None, "--export-dir", help="Keep the export folder here (to look at it, or load it offline with datasets)."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Build the export and print the target, the files and the card; send nothing."
+    ),
 ) -> None:
     """Publish a run folder to the Hugging Face Hub in one commit: parquet per config with explicit features,
     the dataset card, the recipe and the run report.
@@ -46,8 +54,9 @@ def push(
         defaults = None  # an explicit --repo-id does not need the recipe's export section
     settings = defaults.model_dump() if defaults else {}
     if repo_id is None and defaults is None:
-        raise GenError("say where to push: --repo-id owner/name (or export.hub.repo_id in the recipe)",
-                       field="--repo-id")
+        raise GenError(
+            "say where to push: --repo-id owner/name (or export.hub.repo_id in the recipe)", field="--repo-id"
+        )
     overrides = {"repo_id": repo_id, "private": private, "revision": revision, "max_shard_size": max_shard_size}
     settings.update({key: value for key, value in overrides.items() if value is not None})
     settings["create_pr"] = create_pr or settings.get("create_pr", False)
@@ -57,5 +66,12 @@ def push(
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "options"
         raise GenError(f"{first['msg']}, got {first.get('input')!r}", field=f"--{where.replace('_', '-')}") from None
-    push_run(output_dir, target, dry_run=dry_run, export_dir=export_dir, message=message,
-             out=typer.echo, say=lambda text: typer.echo(text, err=True))
+    push_run(
+        output_dir,
+        target,
+        dry_run=dry_run,
+        export_dir=export_dir,
+        message=message,
+        out=typer.echo,
+        say=lambda text: typer.echo(text, err=True),
+    )

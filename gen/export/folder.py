@@ -51,13 +51,25 @@ class Export:
     templates_dir: str | None = None
     card: str = ""
 
-    def write_card(self, repo_id: str | None = None, existing: Iterable[dict] = (), overrides: dict | None = None) -> str:
+    def write_card(
+        self, repo_id: str | None = None, existing: Iterable[dict] = (), overrides: dict | None = None
+    ) -> str:
         """Render README.md for `repo_id`, merging `existing` card metadata (e.g. the card already on the Hub)."""
         from gen.card import render_card
 
-        self.card = render_card(self.report, self.templates_dir, folder=self.run_dir, previous=self.run_dir / "README.md",
-                                data_format="parquet", data_files=self.data_files, dataset_info=self.dataset_info,
-                                repo_id=repo_id, files=self.files, existing=existing, overrides=overrides)
+        self.card = render_card(
+            self.report,
+            self.templates_dir,
+            folder=self.run_dir,
+            previous=self.run_dir / "README.md",
+            data_format="parquet",
+            data_files=self.data_files,
+            dataset_info=self.dataset_info,
+            repo_id=repo_id,
+            files=self.files,
+            existing=existing,
+            overrides=overrides,
+        )
         (self.folder / "README.md").write_text(self.card, encoding="utf-8")
         return self.card
 
@@ -78,6 +90,7 @@ def human_size(size: int) -> str:
 
 # --- reading the run folder -----------------------------------------------------------------------
 
+
 def read_run(run_dir: Path) -> dict:
     """run.json of a finished, validated run whose data files are all there."""
     run_dir = Path(run_dir)
@@ -85,8 +98,11 @@ def read_run(run_dir: Path) -> dict:
     if not run_dir.is_dir():
         raise GenError("no such folder", file=run_dir, expected="a run folder written by `gen run` (outputs/<name>)")
     if not report_path.is_file():
-        raise GenError("not a run folder: run.json is missing", file=run_dir,
-                       expected="a folder written by `gen run` (outputs/<name>)")
+        raise GenError(
+            "not a run folder: run.json is missing",
+            file=run_dir,
+            expected="a folder written by `gen run` (outputs/<name>)",
+        )
     try:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         configs, split = report["configs"], report["split"]
@@ -94,8 +110,11 @@ def read_run(run_dir: Path) -> dict:
         raise GenError(f"run.json is not a gen run report ({exc})", file=report_path) from None
     failed = [name for name, result in report.get("validation", {}).items() if not result.get("passed")]
     if failed:
-        raise GenError(f"validation failed for {', '.join(failed)}; a failed run is never published",
-                       file=report_path, field="validation")
+        raise GenError(
+            f"validation failed for {', '.join(failed)}; a failed run is never published",
+            file=report_path,
+            field="validation",
+        )
     if not configs:
         raise GenError("the run has no configs", file=report_path, field="configs")
     for name, info in configs.items():
@@ -112,12 +131,16 @@ def product_features(name: str, where: Path):
     found = config_spec(name)
     if found is None:
         known = [spec.name for product in REGISTRY.values() for spec in product.configs]
-        raise GenError(f"config {name!r} was made by a product this gen does not know", file=where,
-                       expected=f"one of {', '.join(known)}")
+        raise GenError(
+            f"config {name!r} was made by a product this gen does not know",
+            file=where,
+            expected=f"one of {', '.join(known)}",
+        )
     return found[1].features()
 
 
 # --- records → typed tables -----------------------------------------------------------------------
+
 
 def check_record(value: Any, feature: Any, where: str, path: Path, line: int, top: bool = False) -> None:
     """Fields must be exactly the schema's at the top level; nested objects may omit keys (stored as null) but
@@ -128,10 +151,21 @@ def check_record(value: Any, feature: Any, where: str, path: Path, line: int, to
         extra = [key for key in value if key not in feature]
         missing = [key for key in feature if key not in value] if top else []
         if extra or missing:
-            detail = "; ".join(part for part in (f"not in the schema: {', '.join(extra)}" if extra else "",
-                                                 f"missing: {', '.join(missing)}" if missing else "") if part)
-            raise GenError(f"the record's fields differ from the product's features() ({detail})", file=path,
-                           record=f"line {line}", field=where or None, expected=f"fields {', '.join(feature)}")
+            detail = "; ".join(
+                part
+                for part in (
+                    f"not in the schema: {', '.join(extra)}" if extra else "",
+                    f"missing: {', '.join(missing)}" if missing else "",
+                )
+                if part
+            )
+            raise GenError(
+                f"the record's fields differ from the product's features() ({detail})",
+                file=path,
+                record=f"line {line}",
+                field=where or None,
+                expected=f"fields {', '.join(feature)}",
+            )
         for key, sub in feature.items():
             if key in value:
                 check_record(value[key], sub, f"{where}.{key}" if where else key, path, line)
@@ -166,8 +200,13 @@ def locate_type_error(rows: list[dict], features, path: Path) -> GenError | None
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
                 shown = json.dumps(row.get(name), ensure_ascii=False)
                 shown = shown if len(shown) <= 60 else shown[:57] + "..."
-                return GenError(f"value {shown} does not fit the declared type", file=path, record=f"line {number}",
-                                field=name, expected=f"{feature_type(features[name])} (the product's features())")
+                return GenError(
+                    f"value {shown} does not fit the declared type",
+                    file=path,
+                    record=f"line {number}",
+                    field=name,
+                    expected=f"{feature_type(features[name])} (the product's features())",
+                )
     return None
 
 
@@ -182,9 +221,16 @@ def shards(table, max_bytes: int) -> list:
 
 # --- the export -----------------------------------------------------------------------------------
 
-def build_export(run_dir: Path, dest: Path, max_shard_size: str | int = DEFAULT_MAX_SHARD_SIZE,
-                 templates_dir: str | None = None, repo_id: str | None = None,
-                 existing: Iterable[dict] = (), overrides: dict | None = None) -> Export:
+
+def build_export(
+    run_dir: Path,
+    dest: Path,
+    max_shard_size: str | int = DEFAULT_MAX_SHARD_SIZE,
+    templates_dir: str | None = None,
+    repo_id: str | None = None,
+    existing: Iterable[dict] = (),
+    overrides: dict | None = None,
+) -> Export:
     """Write the export of `run_dir` into `dest` (which must not exist, or be empty, or be an earlier export)."""
     import pyarrow.parquet as pq
 
@@ -202,8 +248,11 @@ def build_export(run_dir: Path, dest: Path, max_shard_size: str | int = DEFAULT_
         features = product_features(name, source)
         rows = list(read_jsonl(source))
         if len(rows) != info["records"]:
-            raise GenError(f"run.json counts {info['records']} records for {name}, the file holds {len(rows)}",
-                           file=source, expected="the run folder as `gen run` wrote it")
+            raise GenError(
+                f"run.json counts {info['records']} records for {name}, the file holds {len(rows)}",
+                file=source,
+                expected="the run folder as `gen run` wrote it",
+            )
         table = to_table(rows, features, source)
         pieces = shards(table, max_bytes)
         download_size = 0
@@ -215,10 +264,15 @@ def build_export(run_dir: Path, dest: Path, max_shard_size: str | int = DEFAULT_
             download_size += size
             export.files.append(ExportFile(relative, size, piece.num_rows))
         export.data_files[name] = f"data/{name}/{split}-*"
-        export.dataset_info.append({
-            "config_name": name, "features": features._to_yaml_list(),
-            "splits": [{"name": split, "num_bytes": table.nbytes, "num_examples": table.num_rows}],
-            "download_size": download_size, "dataset_size": table.nbytes})
+        export.dataset_info.append(
+            {
+                "config_name": name,
+                "features": features._to_yaml_list(),
+                "splits": [{"name": split, "num_bytes": table.nbytes, "num_examples": table.num_rows}],
+                "download_size": download_size,
+                "dataset_size": table.nbytes,
+            }
+        )
     copy_extras(run_dir, dest, export)
     export.write_card(repo_id, existing, overrides)
     return export
@@ -230,8 +284,11 @@ def prepare_dest(dest: Path, run_dir: Path) -> None:
     if dest.exists():
         entries = {p.name for p in dest.iterdir()}
         if entries and not ({"README.md", "data", "run.json"} <= entries):
-            raise GenError("the export folder exists and is not an earlier export; not overwriting it", file=dest,
-                           expected="a new or empty folder")
+            raise GenError(
+                "the export folder exists and is not an earlier export; not overwriting it",
+                file=dest,
+                expected="a new or empty folder",
+            )
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
 
@@ -242,8 +299,9 @@ def copy_extras(run_dir: Path, dest: Path, export: Export) -> None:
         if not source.is_file() or (name == "rejects.jsonl" and source.stat().st_size == 0):
             continue
         if name == "run.json":
-            (dest / name).write_text(json.dumps(public_report(export.report), indent=2, ensure_ascii=False) + "\n",
-                                     encoding="utf-8")
+            (dest / name).write_text(
+                json.dumps(public_report(export.report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
         else:
             shutil.copyfile(source, dest / name)
         export.files.append(ExportFile(name, (dest / name).stat().st_size))

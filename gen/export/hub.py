@@ -77,17 +77,23 @@ def recipe_target(run_dir: Path) -> HubTarget | None:
 
 def default_message(report: dict) -> str:
     recipe = report["recipe"]
-    return f"Upload {recipe['name']} (gen {report.get('packages', {}).get('gen', '?')}, " \
-           f"recipe {recipe.get('fingerprint', '')[:12]})"
+    return (
+        f"Upload {recipe['name']} (gen {report.get('packages', {}).get('gen', '?')}, "
+        f"recipe {recipe.get('fingerprint', '')[:12]})"
+    )
 
 
 def commit_description(report: dict) -> str:
     lines = [f"- {name}: {info['records']:,} records ({report['split']})" for name, info in report["configs"].items()]
-    return "Published with `gen push`.\n\n" + "\n".join(lines) + \
-        f"\n\nRecipe fingerprint: {report['recipe'].get('fingerprint', '')}"
+    return (
+        "Published with `gen push`.\n\n"
+        + "\n".join(lines)
+        + f"\n\nRecipe fingerprint: {report['recipe'].get('fingerprint', '')}"
+    )
 
 
 # --- the plan (dry run) ---------------------------------------------------------------------------
+
 
 def describe_plan(export: Export, target: HubTarget, message: str) -> str:
     """What a push would send, for --dry-run: target, settings, every file with its size, then the card."""
@@ -102,8 +108,12 @@ def describe_plan(export: Export, target: HubTarget, message: str) -> str:
         f"  branch      {branch}" + ("  (created from main if it does not exist)" if target.revision else ""),
         f"  commit      {'a pull request against ' + branch if target.create_pr else 'one new commit on ' + branch}",
         f"  message     {message}",
-        "  visibility  " + ("private when the repo is created; an existing public repo needs --public"
-                            if target.private else "public when the repo is created"),
+        "  visibility  "
+        + (
+            "private when the repo is created; an existing public repo needs --public"
+            if target.private
+            else "public when the repo is created"
+        ),
         "  token       " + (f"from {source} (never shown)" if source else f"none found: {TOKEN_HELP}"),
         "",
         f"Files in the commit ({len(files)}, {human_size(sum(f.size for f in files))}):",
@@ -126,14 +136,29 @@ def describe_plan(export: Export, target: HubTarget, message: str) -> str:
 
 # --- the push -------------------------------------------------------------------------------------
 
-def push(run_dir: Path, target: HubTarget, *, dry_run: bool = False, export_dir: Path | None = None,
-         message: str | None = None, templates_dir: str | None = None, out: Say = print,
-         say: Say = lambda _: None) -> PushResult | None:
+
+def push(
+    run_dir: Path,
+    target: HubTarget,
+    *,
+    dry_run: bool = False,
+    export_dir: Path | None = None,
+    message: str | None = None,
+    templates_dir: str | None = None,
+    out: Say = print,
+    say: Say = lambda _: None,
+) -> PushResult | None:
     """Build the export of `run_dir` and publish it to `target` as one commit (or only describe it)."""
     with tempfile.TemporaryDirectory(prefix="gen-push-") as scratch:
         folder = Path(export_dir) if export_dir else Path(scratch) / "export"
-        export = build_export(run_dir, folder, target.max_shard_size, templates_dir=templates_dir,
-                              repo_id=target.repo_id, overrides=target.card)
+        export = build_export(
+            run_dir,
+            folder,
+            target.max_shard_size,
+            templates_dir=templates_dir,
+            repo_id=target.repo_id,
+            overrides=target.card,
+        )
         message = message or target.commit_message or default_message(export.report)
         if dry_run:
             out(describe_plan(export, target, message))
@@ -146,8 +171,10 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
     from huggingface_hub.errors import RevisionNotFoundError
 
     if constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
-        raise GenError("HF_HUB_OFFLINE is set, so the Hub cannot be reached; unset it to push "
-                       "(or use --dry-run to see what would be sent)")
+        raise GenError(
+            "HF_HUB_OFFLINE is set, so the Hub cannot be reached; unset it to push "
+            "(or use --dry-run to see what would be sent)"
+        )
     source = token_source()
     if source is None:
         raise GenError(f"no Hugging Face token found: {TOKEN_HELP}")
@@ -171,8 +198,11 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
             info = api.repo_info(repo_id, repo_type="dataset", revision=target.revision)
     assert isinstance(info, DatasetInfo)  # what repo_info answers for repo_type="dataset"
     if info.private is False and target.private:
-        raise GenError(f"{repo_id} already exists and is public, and this push asked for a private repo; "
-                       "pass --public (or set export.hub.private: false) to publish to it", field="repo_id")
+        raise GenError(
+            f"{repo_id} already exists and is public, and this push asked for a private repo; "
+            "pass --public (or set export.hub.private: false) to publish to it",
+            field="repo_id",
+        )
     if info.private and not target.private:
         say(f"note: {repo_id} already exists and is private; it stays private (change that in its settings)")
 
@@ -180,17 +210,29 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
     export.write_card(repo_id, existing=[existing] if existing else [], overrides=target.card)
     files = export.all_files
     new_paths = {file.path for file in files}
-    stale = sorted(s.rfilename for s in (info.siblings or [])
-                   if s.rfilename.startswith(DATA_PREFIX) and s.rfilename not in new_paths)
-    operations = [CommitOperationAdd(path_in_repo=file.path, path_or_fileobj=str(export.folder / file.path))
-                  for file in files] + [CommitOperationDelete(path_in_repo=path) for path in stale]
-    say(f"committing {len(files)} files ({human_size(sum(f.size for f in files))})"
-        + (f" and deleting {len(stale)} stale data files" if stale else ""))
+    stale = sorted(
+        s.rfilename
+        for s in (info.siblings or [])
+        if s.rfilename.startswith(DATA_PREFIX) and s.rfilename not in new_paths
+    )
+    operations = [
+        CommitOperationAdd(path_in_repo=file.path, path_or_fileobj=str(export.folder / file.path)) for file in files
+    ] + [CommitOperationDelete(path_in_repo=path) for path in stale]
+    say(
+        f"committing {len(files)} files ({human_size(sum(f.size for f in files))})"
+        + (f" and deleting {len(stale)} stale data files" if stale else "")
+    )
     with hub_errors("committing", repo_id, source):
-        commit = api.create_commit(repo_id, operations, repo_type="dataset", commit_message=message,
-                                   commit_description=commit_description(export.report), revision=target.revision,
-                                   create_pr=target.create_pr,
-                                   parent_commit=None if target.create_pr else getattr(info, "sha", None))
+        commit = api.create_commit(
+            repo_id,
+            operations,
+            repo_type="dataset",
+            commit_message=message,
+            commit_description=commit_description(export.report),
+            revision=target.revision,
+            create_pr=target.create_pr,
+            parent_commit=None if target.create_pr else getattr(info, "sha", None),
+        )
     result = PushResult(repo_url(repo_id), commit.commit_url, commit.pr_url, info.private, len(files), stale)
     visibility = "private" if info.private else "public"
     if commit.pr_url:
@@ -202,15 +244,20 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
 
 def check_namespace(identity: dict, repo_id: str, source: str) -> None:
     name = identity.get("name") or "?"
-    orgs = [org["name"] for org in identity.get("orgs") or [] if isinstance(org, dict) and isinstance(org.get("name"), str)]
+    orgs = [
+        org["name"] for org in identity.get("orgs") or [] if isinstance(org, dict) and isinstance(org.get("name"), str)
+    ]
     role = ((identity.get("auth") or {}).get("accessToken") or {}).get("role")
     if role == "read":
         raise GenError(f"the token from {source} is read-only; pushing needs write access: {TOKEN_HELP}")
     owner, _, repo_name = repo_id.partition("/")
     if owner != name and owner not in orgs:
         mine = f" (organizations: {', '.join(orgs)})" if orgs else ""
-        raise GenError(f"{repo_id} belongs to {owner!r}, and the token from {source} is for {name!r}{mine}; "
-                       f"push to a repo you own, e.g. {name}/{repo_name}", field="repo_id")
+        raise GenError(
+            f"{repo_id} belongs to {owner!r}, and the token from {source} is for {name!r}{mine}; "
+            f"push to a repo you own, e.g. {name}/{repo_name}",
+            field="repo_id",
+        )
 
 
 class hub_errors:
@@ -222,8 +269,9 @@ class hub_errors:
     def __enter__(self) -> hub_errors:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> Literal[False]:
         if error is None or isinstance(error, GenError):
             return False
         raise translate(error, self.step, self.repo_id, self.source) from None
@@ -242,35 +290,46 @@ def translate(error: BaseException, step: str, repo_id: str, source: str) -> Gen
         server = (getattr(error, "server_message", None) or "").strip().splitlines()
         detail = f" (the Hub said: {server[0][:200]})" if server else ""
         if status == 401:
-            return GenError(f"the Hub refused the token from {source} while {step} (401 Unauthorized): it is "
-                            f"invalid, expired or revoked{nothing}; {TOKEN_HELP}")
+            return GenError(
+                f"the Hub refused the token from {source} while {step} (401 Unauthorized): it is "
+                f"invalid, expired or revoked{nothing}; {TOKEN_HELP}"
+            )
         if status == 403:
-            return GenError(f"the token from {source} may not write to {repo_id} (403 Forbidden while {step})"
-                            f"{detail}{nothing}; push to a repo you own, or use a token with write access to it")
+            return GenError(
+                f"the token from {source} may not write to {repo_id} (403 Forbidden while {step})"
+                f"{detail}{nothing}; push to a repo you own, or use a token with write access to it"
+            )
         if status == 429:
             wait = error.response.headers.get("Retry-After")
             when = f"after {wait} seconds" if wait and wait.isdigit() else "later"
-            return GenError(f"the Hub's rate limit was reached while {step} (429 Too Many Requests){detail}"
-                            f"{nothing}; try again {when}: `gen push` is safe to repeat")
+            return GenError(
+                f"the Hub's rate limit was reached while {step} (429 Too Many Requests){detail}"
+                f"{nothing}; try again {when}: `gen push` is safe to repeat"
+            )
         if status in (409, 412) and step == "committing":
-            return GenError(f"{repo_id} changed while pushing (someone else committed){detail}; nothing was "
-                            "committed; run `gen push` again")
+            return GenError(
+                f"{repo_id} changed while pushing (someone else committed){detail}; nothing was "
+                "committed; run `gen push` again"
+            )
         if status == 404:
-            return GenError(f"{repo_id} was not found while {step} (404){detail}{nothing}; check the repo id, "
-                            "and that the token can see it")
+            return GenError(
+                f"{repo_id} was not found while {step} (404){detail}{nothing}; check the repo id, "
+                "and that the token can see it"
+            )
         return GenError(f"the Hub answered {status} while {step}{detail}{nothing}")
     if isinstance(error, OSError) or type(error).__module__.startswith(("httpx", "httpcore")):
-        return GenError(f"cannot reach the Hub at {endpoint()} while {step} ({type(error).__name__}: {error})"
-                        f"{nothing}")
+        return GenError(f"cannot reach the Hub at {endpoint()} while {step} ({type(error).__name__}: {error}){nothing}")
     return GenError(f"{step} failed: {type(error).__name__}: {error}{nothing}")
 
 
 # --- `export: {hub: ...}` at the end of `gen run` ---------------------------------------------------
+
 
 def push_after_run(run_dir: Path, target: HubTarget, templates_dir: str | None, say: Say) -> None:
     """The hook gen/runner.py calls once the run folder is in place. A failure keeps the run and says how to retry."""
     try:
         push(run_dir, target, templates_dir=templates_dir, out=say, say=say)
     except GenError as exc:
-        raise GenError(f"the run was written to {run_dir}, but publishing it failed: {exc}. Fix that and run "
-                       f"`gen push {run_dir}`") from None
+        raise GenError(
+            f"the run was written to {run_dir}, but publishing it failed: {exc}. Fix that and run `gen push {run_dir}`"
+        ) from None

@@ -38,12 +38,16 @@ class HubTarget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     repo_id: str = Field(pattern=REPO_ID, description="owner/name of the dataset repo on the Hub")
-    private: bool = Field(default=True, description="visibility when the repo is created (an existing repo keeps its own)")
+    private: bool = Field(
+        default=True, description="visibility when the repo is created (an existing repo keeps its own)"
+    )
     revision: str | None = Field(default=None, description="branch to commit to (created from main when missing)")
     create_pr: bool = Field(default=False, description="open a pull request instead of committing to the branch")
     commit_message: str | None = None
     max_shard_size: str = Field(default=DEFAULT_MAX_SHARD_SIZE, description="split a config's parquet above this size")
-    card: dict[str, Any] = Field(default={}, description="extra card metadata (tags, language, license of your own data...)")
+    card: dict[str, Any] = Field(
+        default={}, description="extra card metadata (tags, language, license of your own data...)"
+    )
 
     @model_validator(mode="before")
     @classmethod

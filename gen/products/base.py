@@ -82,8 +82,10 @@ class Unit:
 
     def records_of(self, config: str) -> Sequence[Record]:
         if config not in self.inputs:
-            raise RuntimeError(f"{self.conversation_id}: records of {config!r} were not provided; declare the "
-                               "product that writes them in needs.products")
+            raise RuntimeError(
+                f"{self.conversation_id}: records of {config!r} were not provided; declare the "
+                "product that writes them in needs.products"
+            )
         return self.inputs[config]
 
 
@@ -98,8 +100,13 @@ class Reject:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> Record:
-        return {"product": self.product, "item_id": self.item_id, "reason": self.reason, "raw_text": self.raw_text,
-                **self.details}
+        return {
+            "product": self.product,
+            "item_id": self.item_id,
+            "reason": self.reason,
+            "raw_text": self.raw_text,
+            **self.details,
+        }
 
 
 @dataclass
@@ -187,5 +194,9 @@ def require_endpoint(recipe: Recipe, endpoint: str, where: str) -> None:
     """An LLM product's `endpoint` option must name an endpoint of the recipe's `llm:` section."""
     if endpoint not in recipe.llm:
         names = ", ".join(sorted(recipe.llm)) or "none defined"
-        raise GenError(f"unknown LLM endpoint {endpoint!r}", file=recipe.file, field=f"{where}.endpoint",
-                       expected=f"a name of the recipe's llm: section ({names})")
+        raise GenError(
+            f"unknown LLM endpoint {endpoint!r}",
+            file=recipe.file,
+            field=f"{where}.endpoint",
+            expected=f"a name of the recipe's llm: section ({names})",
+        )

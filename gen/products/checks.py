@@ -43,5 +43,7 @@ class Checks:
         return all(result.failed == 0 for result in self.results.values())
 
     def report(self) -> dict:
-        return {name: {"checked": r.checked, "failed": r.failed, **({"examples": r.examples} if r.examples else {})}
-                for name, r in self.results.items()}
+        return {
+            name: {"checked": r.checked, "failed": r.failed, **({"examples": r.examples} if r.examples else {})}
+            for name, r in self.results.items()
+        }

@@ -30,9 +30,13 @@ def ordinal(n: int, style: str) -> str:
 
 def date_variables(day: date, style: str = "digits", prefix: str = "") -> dict[str, str]:
     """Template variables of a date: month ("May"), day ("8"), day_ordinal ("8th"/"eighth"), year, weekday."""
-    return {f"{prefix}month": calendar.month_name[day.month], f"{prefix}day": str(day.day),
-            f"{prefix}day_ordinal": ordinal(day.day, style), f"{prefix}year": str(day.year),
-            f"{prefix}weekday": calendar.day_name[day.weekday()]}
+    return {
+        f"{prefix}month": calendar.month_name[day.month],
+        f"{prefix}day": str(day.day),
+        f"{prefix}day_ordinal": ordinal(day.day, style),
+        f"{prefix}year": str(day.year),
+        f"{prefix}weekday": calendar.day_name[day.weekday()],
+    }
 
 
 def yearless_dates(dates: Iterable[date]) -> set[date]:

@@ -21,13 +21,16 @@ from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
 from gen.recipe import Recipe, load_recipe, validate_model
 
-REGISTRY: dict[str, type[Product]] = {product.name: product for product in (
-    Log,
-    Conversations,
-    TimeQueries,
-    AmbiguousTimeQueries,
-    TimeContentQuestions,
-)}
+REGISTRY: dict[str, type[Product]] = {
+    product.name: product
+    for product in (
+        Log,
+        Conversations,
+        TimeQueries,
+        AmbiguousTimeQueries,
+        TimeContentQuestions,
+    )
+}
 
 # Questions refer to `now` and `current_session`, which only the conversations config records.
 WRITTEN_WITH_TIMELINES = ("conversations",)
@@ -72,8 +75,12 @@ def bind(recipe: Recipe) -> list[Bound]:
         cls = lookup(entry.type, recipe, where)
         options = validate_model(cls.Options, entry.options(), recipe.file, prefix=("products", index))
         if entry.type in chosen:
-            raise GenError(f"product {entry.type!r} is listed twice", file=recipe.file, field=f"{where}.type",
-                           expected="each product type once")
+            raise GenError(
+                f"product {entry.type!r} is listed twice",
+                file=recipe.file,
+                field=f"{where}.type",
+                expected="each product type once",
+            )
         product = cls(options)
         product.check_recipe(recipe, where)
         chosen[entry.type] = product
@@ -82,8 +89,10 @@ def bind(recipe: Recipe) -> list[Bound]:
         wanted.update(WRITTEN_WITH_TIMELINES)
     needed = closure(chosen)
     order = [name for name in REGISTRY if name in needed]
-    return [Bound(chosen.get(name) or REGISTRY[name](REGISTRY[name].Options()), written=name in wanted)
-            for name in topological(order)]
+    return [
+        Bound(chosen.get(name) or REGISTRY[name](REGISTRY[name].Options()), written=name in wanted)
+        for name in topological(order)
+    ]
 
 
 def lookup(name: str, recipe: Recipe, where: str) -> type[Product]:
@@ -91,8 +100,12 @@ def lookup(name: str, recipe: Recipe, where: str) -> type[Product]:
     if cls is None:
         near = difflib.get_close_matches(name, REGISTRY, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise GenError(f"unknown product type {name!r}{hint}", file=recipe.file, field=f"{where}.type",
-                       expected=f"one of {', '.join(REGISTRY)}")
+        raise GenError(
+            f"unknown product type {name!r}{hint}",
+            file=recipe.file,
+            field=f"{where}.type",
+            expected=f"one of {', '.join(REGISTRY)}",
+        )
     return cls
 
 

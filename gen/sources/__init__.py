@@ -16,15 +16,33 @@ from gen.sources._io import read_json, read_json_or_jsonl
 Parser = Callable[[Any, Any, SourceSpec], Iterator[Conversation]]
 Reader = Callable[[Path, str], Any]
 FORMATS: dict[str, tuple[str, Reader, Parser]] = {
-    "locomo": (locomo.EXPECTED_FILE, read_json, lambda data, origin, spec: locomo.parse(data, origin, Path(str(origin)).stem)),
-    "msc": ("ParlAI MSC session records as JSON lines", read_json_or_jsonl, lambda data, origin, spec: msc.parse(data, origin)),
-    "msc_self_instruct": ("MSC-Self-Instruct records as JSON lines", read_json_or_jsonl,
-                          lambda data, origin, spec: msc.parse_self_instruct(data, origin)),
-    "msc_personas": ('{"train": [{"Speaker 1": [...], "Speaker 2": [...]}, ...], ...}', read_json,
-                     lambda data, origin, spec: msc.parse_personas(data, origin)),
-    "cc": ("Conversation Chronicles episodes (JSON lines or a JSON list)", read_json_or_jsonl,
-           lambda data, origin, spec: cc.parse(data, origin, interval_phrases=spec.interval_phrases,
-                                               default_interval=spec.default_interval)),
+    "locomo": (
+        locomo.EXPECTED_FILE,
+        read_json,
+        lambda data, origin, spec: locomo.parse(data, origin, Path(str(origin)).stem),
+    ),
+    "msc": (
+        "ParlAI MSC session records as JSON lines",
+        read_json_or_jsonl,
+        lambda data, origin, spec: msc.parse(data, origin),
+    ),
+    "msc_self_instruct": (
+        "MSC-Self-Instruct records as JSON lines",
+        read_json_or_jsonl,
+        lambda data, origin, spec: msc.parse_self_instruct(data, origin),
+    ),
+    "msc_personas": (
+        '{"train": [{"Speaker 1": [...], "Speaker 2": [...]}, ...], ...}',
+        read_json,
+        lambda data, origin, spec: msc.parse_personas(data, origin),
+    ),
+    "cc": (
+        "Conversation Chronicles episodes (JSON lines or a JSON list)",
+        read_json_or_jsonl,
+        lambda data, origin, spec: cc.parse(
+            data, origin, interval_phrases=spec.interval_phrases, default_interval=spec.default_interval
+        ),
+    ),
 }
 
 
@@ -40,8 +58,12 @@ def load_source(spec: SourceSpec) -> list[Conversation]:
     seen: set[str] = set()
     for conversation in conversations:
         if conversation.conversation_id in seen:
-            raise GenError("duplicate conversation id", file=origin, record=conversation.conversation_id,
-                           expected="unique ids within a source")
+            raise GenError(
+                "duplicate conversation id",
+                file=origin,
+                record=conversation.conversation_id,
+                expected="unique ids within a source",
+            )
         seen.add(conversation.conversation_id)
     return conversations
 
@@ -52,8 +74,12 @@ def load_hub_records(spec: SourceSpec) -> list[dict]:
     try:
         rows = datasets.load_dataset(spec.hf, split=spec.split or "train", revision=spec.revision)
     except Exception as exc:  # the Hub library raises many types; the user needs the name and the reason
-        raise GenError(f"cannot load Hugging Face dataset: {type(exc).__name__}: {exc}", file=f"hf:{spec.hf}",
-                       field="hf", expected="a reachable dataset id (owner/name) with that split and revision") from None
+        raise GenError(
+            f"cannot load Hugging Face dataset: {type(exc).__name__}: {exc}",
+            file=f"hf:{spec.hf}",
+            field="hf",
+            expected="a reachable dataset id (owner/name) with that split and revision",
+        ) from None
     return [dict(row) for row in rows]
 
 
@@ -65,8 +91,12 @@ def select(conversations: Iterable[Conversation], spec: SourceSpec) -> list[Conv
         chosen = [c for c in chosen if c.conversation_id in wanted or c.conversation_id.split("/", 1)[1] in wanted]
         found = {c.conversation_id for c in chosen} | {c.conversation_id.split("/", 1)[1] for c in chosen}
         if missing := sorted(wanted - found):
-            raise GenError(f"ids not found: {', '.join(missing)}", file=spec.origin, field="ids",
-                           expected="conversation ids present in the source")
+            raise GenError(
+                f"ids not found: {', '.join(missing)}",
+                file=spec.origin,
+                field="ids",
+                expected="conversation ids present in the source",
+            )
     if spec.min_sessions:
         chosen = [c for c in chosen if len(c.sessions) >= spec.min_sessions]
     if spec.longest:

@@ -23,8 +23,9 @@ def read_json(path: Path, expected: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise GenError(f"not valid JSON ({exc.msg})", file=path, record=f"line {exc.lineno}, column {exc.colno}",
-                       expected=expected) from None
+        raise GenError(
+            f"not valid JSON ({exc.msg})", file=path, record=f"line {exc.lineno}, column {exc.colno}", expected=expected
+        ) from None
 
 
 def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
@@ -44,8 +45,9 @@ def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise GenError(f"not valid JSON ({exc.msg})", file=path, record=f"line {line_number}",
-                           expected=expected) from None
+            raise GenError(
+                f"not valid JSON ({exc.msg})", file=path, record=f"line {line_number}", expected=expected
+            ) from None
     if not records:
         raise GenError("file holds no records", file=path, expected=expected)
     return records

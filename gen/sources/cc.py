@@ -31,8 +31,12 @@ def normalise(phrase: str) -> str:
 def parse_duration(text: str, *, where: str) -> timedelta:
     match = DURATION.match(text)
     if not match:
-        raise GenError(f"cannot read duration {text!r}", record=where, field="interval_phrases",
-                       expected='a duration like "3 days", "12 hours", "2 weeks" or "30 minutes"')
+        raise GenError(
+            f"cannot read duration {text!r}",
+            record=where,
+            field="interval_phrases",
+            expected='a duration like "3 days", "12 hours", "2 weeks" or "30 minutes"',
+        )
     number, unit = float(match.group(1)), match.group(2).lower()
     return timedelta(**{unit + "s": number})
 
@@ -42,13 +46,22 @@ def interval_table(extra: dict[str, str] | None) -> dict[str, timedelta]:
     return {phrase: parse_duration(value, where=f"phrase {phrase!r}") for phrase, value in table.items()}
 
 
-def parse(records: Iterable[dict], origin, *, interval_phrases: dict[str, str] | None = None,
-          default_interval: str | None = None) -> Iterator[Conversation]:
+def parse(
+    records: Iterable[dict],
+    origin,
+    *,
+    interval_phrases: dict[str, str] | None = None,
+    default_interval: str | None = None,
+) -> Iterator[Conversation]:
     table = interval_table(interval_phrases)
     for position, record in enumerate(records):
         if not isinstance(record, dict):
-            raise GenError("record is not an object", file=origin, record=f"record {position}",
-                           expected="a Conversation Chronicles episode")
+            raise GenError(
+                "record is not an object",
+                file=origin,
+                record=f"record {position}",
+                expected="a Conversation Chronicles episode",
+            )
         episode = str(record.get("dataID") or f"episode-{position}")
         yield parse_episode(record, episode, origin, table, default_interval)
 
@@ -56,22 +69,47 @@ def parse(records: Iterable[dict], origin, *, interval_phrases: dict[str, str] |
 def parse_episode(record: dict, episode: str, origin, table, default_interval: str | None) -> Conversation:
     ordinals = [o for o in ORDINALS if f"{o}_session_dialogue" in record]
     if not ordinals:
-        raise GenError("no sessions", file=origin, record=episode, field="first_session_dialogue",
-                       expected="keys <ordinal>_session_dialogue and <ordinal>_session_speakers")
+        raise GenError(
+            "no sessions",
+            file=origin,
+            record=episode,
+            field="first_session_dialogue",
+            expected="keys <ordinal>_session_dialogue and <ordinal>_session_speakers",
+        )
     intervals = interval_phrases_of(record, episode, origin, len(ordinals), default_interval)
     sessions, speakers = [], []
     for number, ordinal in enumerate(ordinals, start=1):
         where = f"{episode}, session {number}"
-        texts = require_list(record.get(f"{ordinal}_session_dialogue"), file=origin, record=where,
-                             field=f"{ordinal}_session_dialogue", expected="a list of utterances")
-        names = require_list(record.get(f"{ordinal}_session_speakers"), file=origin, record=where,
-                             field=f"{ordinal}_session_speakers", expected="a list of speaker names, one per utterance")
+        texts = require_list(
+            record.get(f"{ordinal}_session_dialogue"),
+            file=origin,
+            record=where,
+            field=f"{ordinal}_session_dialogue",
+            expected="a list of utterances",
+        )
+        names = require_list(
+            record.get(f"{ordinal}_session_speakers"),
+            file=origin,
+            record=where,
+            field=f"{ordinal}_session_speakers",
+            expected="a list of speaker names, one per utterance",
+        )
         if not texts:
-            raise GenError("empty session", file=origin, record=where, field=f"{ordinal}_session_dialogue",
-                           expected="at least one utterance")
+            raise GenError(
+                "empty session",
+                file=origin,
+                record=where,
+                field=f"{ordinal}_session_dialogue",
+                expected="at least one utterance",
+            )
         if len(names) != len(texts):
-            raise GenError(f"{len(names)} speakers for {len(texts)} utterances", file=origin, record=where,
-                           field=f"{ordinal}_session_speakers", expected="one speaker per utterance")
+            raise GenError(
+                f"{len(names)} speakers for {len(texts)} utterances",
+                file=origin,
+                record=where,
+                field=f"{ordinal}_session_speakers",
+                expected="one speaker per utterance",
+            )
         turns = []
         for index, (name, text) in enumerate(zip(names, texts)):
             turn_where = f"{where}, turn {index + 1}"
@@ -83,33 +121,67 @@ def parse_episode(record: dict, episode: str, origin, table, default_interval: s
         gap_before = None if number == 1 else interval(intervals[number - 1], table, origin, where)
         sessions.append(Session(turns=tuple(turns), gap_before=gap_before, label=f"{ordinal}_session"))
     if len(speakers) != 2:
-        raise GenError(f"{len(speakers)} distinct speakers ({', '.join(speakers)})", file=origin, record=episode,
-                       field="<ordinal>_session_speakers", expected="exactly two speakers")
-    metadata = {"source_format": "cc", "relationship": record.get("relationship"), "summary": record.get("summary"),
-                "time_interval": intervals}
-    return Conversation(conversation_id=f"cc/{episode}", speakers=(speakers[0], speakers[1]),
-                        sessions=tuple(sessions), metadata=metadata, source_file=str(origin))
+        raise GenError(
+            f"{len(speakers)} distinct speakers ({', '.join(speakers)})",
+            file=origin,
+            record=episode,
+            field="<ordinal>_session_speakers",
+            expected="exactly two speakers",
+        )
+    metadata = {
+        "source_format": "cc",
+        "relationship": record.get("relationship"),
+        "summary": record.get("summary"),
+        "time_interval": intervals,
+    }
+    return Conversation(
+        conversation_id=f"cc/{episode}",
+        speakers=(speakers[0], speakers[1]),
+        sessions=tuple(sessions),
+        metadata=metadata,
+        source_file=str(origin),
+    )
 
 
 def interval_phrases_of(record: dict, episode: str, origin, count: int, default_interval: str | None) -> list[str]:
     phrases = record.get("time_interval")
     if phrases is None:
         if default_interval is None:
-            raise GenError("missing", file=origin, record=episode, field="time_interval",
-                           expected="a list of interval phrases, or the source option `default_interval`")
+            raise GenError(
+                "missing",
+                file=origin,
+                record=episode,
+                field="time_interval",
+                expected="a list of interval phrases, or the source option `default_interval`",
+            )
         return ["Start"] + [default_interval] * (count - 1)
-    phrases = require_list(phrases, file=origin, record=episode, field="time_interval",
-                           expected="a list of interval phrases, the first 'Start'")
+    phrases = require_list(
+        phrases,
+        file=origin,
+        record=episode,
+        field="time_interval",
+        expected="a list of interval phrases, the first 'Start'",
+    )
     if len(phrases) < count:
-        raise GenError(f"{len(phrases)} phrases for {count} sessions", file=origin, record=episode,
-                       field="time_interval", expected="one phrase per session")
+        raise GenError(
+            f"{len(phrases)} phrases for {count} sessions",
+            file=origin,
+            record=episode,
+            field="time_interval",
+            expected="one phrase per session",
+        )
     return [str(p) for p in phrases]
 
 
 def interval(phrase: str, table: dict[str, timedelta], origin, where: str) -> timedelta:
     duration = table.get(normalise(phrase))
     if duration is None:
-        raise GenError(f"unknown interval phrase {phrase!r}", file=origin, record=where, field="time_interval",
-                       expected=f"one of {sorted(table)}, or map it with the source option "
-                                f"`interval_phrases: {{\"{phrase}\": \"3 days\"}}`")
+        raise GenError(
+            f"unknown interval phrase {phrase!r}",
+            file=origin,
+            record=where,
+            field="time_interval",
+            expected=f"one of {sorted(table)}, or map it with the source option "
+            f'`interval_phrases: {{"{phrase}": "3 days"}}`',
+        )
     return duration

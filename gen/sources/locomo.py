@@ -21,8 +21,13 @@ def parse_date(text: Any, *, file, record: str, field: str) -> datetime:
     try:
         return datetime.strptime(value.strip(), DATE_FORMAT)
     except ValueError:
-        raise GenError(f"cannot parse date {value!r}", file=file, record=record, field=field,
-                       expected='a date like "1:56 pm on 8 May, 2023" (%I:%M %p on %d %B, %Y)') from None
+        raise GenError(
+            f"cannot parse date {value!r}",
+            file=file,
+            record=record,
+            field=field,
+            expected='a date like "1:56 pm on 8 May, 2023" (%I:%M %p on %d %B, %Y)',
+        ) from None
 
 
 def as_samples(data: Any, default_id: str, file) -> list[dict]:
@@ -39,38 +44,62 @@ def as_samples(data: Any, default_id: str, file) -> list[dict]:
 def parse(data: Any, origin, default_id: str = "conversation") -> Iterator[Conversation]:
     for position, sample in enumerate(as_samples(data, default_id, origin)):
         if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
-            raise GenError("sample has no `conversation` object", file=origin, record=f"sample {position}",
-                           field="conversation", expected=EXPECTED_FILE)
+            raise GenError(
+                "sample has no `conversation` object",
+                file=origin,
+                record=f"sample {position}",
+                field="conversation",
+                expected=EXPECTED_FILE,
+            )
         sample_id = str(sample.get("sample_id") or f"{default_id}-{position}")
         yield parse_conversation(sample["conversation"], sample_id, origin)
 
 
 def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversation:
-    speakers = (require_str(conversation.get("speaker_a"), file=origin, record=sample_id, field="speaker_a"),
-                require_str(conversation.get("speaker_b"), file=origin, record=sample_id, field="speaker_b"))
+    speakers = (
+        require_str(conversation.get("speaker_a"), file=origin, record=sample_id, field="speaker_a"),
+        require_str(conversation.get("speaker_b"), file=origin, record=sample_id, field="speaker_b"),
+    )
     numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.match(key)))
     if not numbers:
-        raise GenError("no sessions", file=origin, record=sample_id, field="session_1",
-                       expected="keys session_N with a list of turns")
+        raise GenError(
+            "no sessions",
+            file=origin,
+            record=sample_id,
+            field="session_1",
+            expected="keys session_N with a list of turns",
+        )
     sessions: list[Session] = []
     for number in numbers:  # a session_N_date_time without session_N is ignored (SPEC §3.2)
         label = f"session_{number}"
         record = f"{sample_id}, {label}"
-        start = parse_date(conversation.get(f"{label}_date_time"), file=origin, record=record,
-                           field=f"{label}_date_time")
-        raw_turns = require_list(conversation[label], file=origin, record=record, field=label,
-                                 expected="a list of turns")
+        start = parse_date(
+            conversation.get(f"{label}_date_time"), file=origin, record=record, field=f"{label}_date_time"
+        )
+        raw_turns = require_list(
+            conversation[label], file=origin, record=record, field=label, expected="a list of turns"
+        )
         if not raw_turns:
             raise GenError("empty session", file=origin, record=record, field=label, expected="at least one turn")
         turns = tuple(parse_turn(raw, speakers, origin, record, index) for index, raw in enumerate(raw_turns))
         previous_start = sessions[-1].start if sessions else None
         if previous_start is not None and start <= previous_start:
-            raise GenError(f"session starts {start:%Y-%m-%d %H:%M}, not after {sessions[-1].label} "
-                           f"({previous_start:%Y-%m-%d %H:%M})", file=origin, record=record,
-                           field=f"{label}_date_time", expected="sessions in chronological order")
+            raise GenError(
+                f"session starts {start:%Y-%m-%d %H:%M}, not after {sessions[-1].label} "
+                f"({previous_start:%Y-%m-%d %H:%M})",
+                file=origin,
+                record=record,
+                field=f"{label}_date_time",
+                expected="sessions in chronological order",
+            )
         sessions.append(Session(turns=turns, start=start, label=label))
-    return Conversation(conversation_id=f"locomo/{sample_id}", speakers=speakers, sessions=tuple(sessions),
-                        metadata={"source_format": "locomo", "sample_id": sample_id}, source_file=str(origin))
+    return Conversation(
+        conversation_id=f"locomo/{sample_id}",
+        speakers=speakers,
+        sessions=tuple(sessions),
+        metadata={"source_format": "locomo", "sample_id": sample_id},
+        source_file=str(origin),
+    )
 
 
 def parse_turn(raw: Any, speakers: tuple[str, str], origin, record: str, index: int) -> Turn:
@@ -80,9 +109,15 @@ def parse_turn(raw: Any, speakers: tuple[str, str], origin, record: str, index: 
         raise GenError("turn is not an object", file=origin, record=where, expected="{speaker, text, dia_id}")
     speaker = require_str(raw.get("speaker"), file=origin, record=where, field="speaker")
     if speaker not in speakers:
-        raise GenError(f"speaker {speaker!r} is neither speaker_a nor speaker_b", file=origin, record=where,
-                       field="speaker", expected=" or ".join(repr(s) for s in speakers))
+        raise GenError(
+            f"speaker {speaker!r} is neither speaker_a nor speaker_b",
+            file=origin,
+            record=where,
+            field="speaker",
+            expected=" or ".join(repr(s) for s in speakers),
+        )
     text = require_str(raw.get("text"), file=origin, record=where, field="text")
     caption = raw.get("blip_caption")
-    return Turn(speaker=speaker, text=text, source_turn_id=turn_id,
-                image_caption=caption if isinstance(caption, str) else None)
+    return Turn(
+        speaker=speaker, text=text, source_turn_id=turn_id, image_caption=caption if isinstance(caption, str) else None
+    )

@@ -11,8 +11,12 @@ from gen.model import Conversation, Session, Turn
 from gen.sources._io import require_list, require_str
 
 SPEAKERS = ("Speaker 1", "Speaker 2")
-UNITS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1),
-         "week": timedelta(weeks=1)}
+UNITS = {
+    "minute": timedelta(minutes=1),
+    "hour": timedelta(hours=1),
+    "day": timedelta(days=1),
+    "week": timedelta(weeks=1),
+}
 
 
 def gap(previous: dict, *, file, record: str) -> timedelta:
@@ -22,8 +26,13 @@ def gap(previous: dict, *, file, record: str) -> timedelta:
         raise GenError(f"got {number!r}", file=file, record=record, field="time_num", expected="a number >= 0")
     base = UNITS.get(str(unit).strip().lower().rstrip("s"))
     if base is None:
-        raise GenError(f"unknown time unit {unit!r}", file=file, record=record, field="time_unit",
-                       expected=f"one of {', '.join(u + '(s)' for u in UNITS)}")
+        raise GenError(
+            f"unknown time unit {unit!r}",
+            file=file,
+            record=record,
+            field="time_unit",
+            expected=f"one of {', '.join(u + '(s)' for u in UNITS)}",
+        )
     return base * number
 
 
@@ -57,20 +66,32 @@ def session_turns(raw_turns: Any, speakers: list[str], *, file, record: str, fie
 
 
 def parse_sessions(record: dict, conversation_id: str, file) -> tuple[Session, ...]:
-    previous = require_list(record.get("previous_dialogs", []), file=file, record=conversation_id,
-                            field="previous_dialogs", expected="a list of earlier sessions")
+    previous = require_list(
+        record.get("previous_dialogs", []),
+        file=file,
+        record=conversation_id,
+        field="previous_dialogs",
+        expected="a list of earlier sessions",
+    )
     sessions = []
     for k, dialog in enumerate(previous):
         label = f"previous_dialogs[{k}]"
         raw = dialog.get("dialog") if isinstance(dialog, dict) else None
         alternating = [SPEAKERS[i % 2] for i in range(len(raw or []))]  # no ids: alternate from Speaker 1
         turns = session_turns(raw, alternating, file=file, record=f"{conversation_id}, {label}", field="dialog")
-        gap_before = gap(previous[k - 1], file=file, record=f"{conversation_id}, previous_dialogs[{k - 1}]") if k else None
+        gap_before = (
+            gap(previous[k - 1], file=file, record=f"{conversation_id}, previous_dialogs[{k - 1}]") if k else None
+        )
         sessions.append(Session(turns=turns, gap_before=gap_before, label=label))
-    current = require_list(record.get("dialog"), file=file, record=conversation_id, field="dialog",
-                           expected="a list of turns")
+    current = require_list(
+        record.get("dialog"), file=file, record=conversation_id, field="dialog", expected="a list of turns"
+    )
     turns = session_turns(current, speaker_ids(current), file=file, record=f"{conversation_id}, dialog", field="dialog")
-    last_gap = gap(previous[-1], file=file, record=f"{conversation_id}, previous_dialogs[{len(previous) - 1}]") if previous else None
+    last_gap = (
+        gap(previous[-1], file=file, record=f"{conversation_id}, previous_dialogs[{len(previous) - 1}]")
+        if previous
+        else None
+    )
     sessions.append(Session(turns=turns, gap_before=last_gap, label="dialog"))
     return tuple(sessions)
 
@@ -92,19 +113,30 @@ def personas_of(record: dict) -> dict[str, list[str]]:
 def parse(records: Iterable[dict], origin, prefix: str = "msc") -> Iterator[Conversation]:
     for position, record in enumerate(records):
         if not isinstance(record, dict):
-            raise GenError("record is not an object", file=origin, record=f"line {position + 1}",
-                           expected="a ParlAI MSC session record")
+            raise GenError(
+                "record is not an object",
+                file=origin,
+                record=f"line {position + 1}",
+                expected="a ParlAI MSC session record",
+            )
         conversation_id = f"{prefix}/{episode_id(record, position)}"
         metadata: dict[str, Any] = {"source_format": prefix.replace("-", "_")}
         if isinstance(record.get("self_instruct"), dict):
-            metadata["self_instruct"] = {"question": record["self_instruct"].get("B"),
-                                         "answer": record["self_instruct"].get("A")}
+            metadata["self_instruct"] = {
+                "question": record["self_instruct"].get("B"),
+                "answer": record["self_instruct"].get("A"),
+            }
         for speaker in (1, 2):
             if f"summary_speaker_{speaker}" in record:
                 metadata[f"summary_speaker_{speaker}"] = record[f"summary_speaker_{speaker}"]
-        yield Conversation(conversation_id=conversation_id, speakers=SPEAKERS,
-                           sessions=parse_sessions(record, conversation_id, origin),
-                           personas=personas_of(record), metadata=metadata, source_file=str(origin))
+        yield Conversation(
+            conversation_id=conversation_id,
+            speakers=SPEAKERS,
+            sessions=parse_sessions(record, conversation_id, origin),
+            personas=personas_of(record),
+            metadata=metadata,
+            source_file=str(origin),
+        )
 
 
 def parse_self_instruct(records: Iterable[dict], origin) -> Iterator[Conversation]:
@@ -115,14 +147,26 @@ def parse_personas(data: Any, origin) -> Iterator[Conversation]:
     """`{"train": [pair, ...], ...}` or a bare list of `{"Speaker 1": [...], "Speaker 2": [...]}`: personas only."""
     splits = data.items() if isinstance(data, dict) else [("all", data)]
     for split, pairs in splits:
-        pairs = require_list(pairs, file=origin, record=str(split), field=str(split), expected="a list of persona pairs")
+        pairs = require_list(
+            pairs, file=origin, record=str(split), field=str(split), expected="a list of persona pairs"
+        )
         for position, pair in enumerate(pairs):
             record = f"{split}[{position}]"
             personas = {}
             for speaker in SPEAKERS:
-                facts = require_list(pair.get(speaker) if isinstance(pair, dict) else None, file=origin,
-                                     record=record, field=speaker, expected="a list of persona sentences")
+                facts = require_list(
+                    pair.get(speaker) if isinstance(pair, dict) else None,
+                    file=origin,
+                    record=record,
+                    field=speaker,
+                    expected="a list of persona sentences",
+                )
                 personas[speaker] = [require_str(f, file=origin, record=record, field=speaker) for f in facts]
-            yield Conversation(conversation_id=f"msc-personas/{split}-{position}", speakers=SPEAKERS, sessions=(),
-                               personas=personas, metadata={"source_format": "msc_personas", "split": split},
-                               source_file=str(origin))
+            yield Conversation(
+                conversation_id=f"msc-personas/{split}-{position}",
+                speakers=SPEAKERS,
+                sessions=(),
+                personas=personas,
+                metadata={"source_format": "msc_personas", "split": split},
+                source_file=str(origin),
+            )

@@ -75,7 +75,7 @@ class Repo:
         if not text.startswith("---\n"):
             return None
         end = text.find("\n---\n", 3)
-        return yaml.safe_load(text[4:end + 1]) if end != -1 else None
+        return yaml.safe_load(text[4 : end + 1]) if end != -1 else None
 
 
 class FakeHub:
@@ -89,8 +89,9 @@ class FakeHub:
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)  # a short poll: shutdown() at the end of a test is quick
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )  # a short poll: shutdown() at the end of a test is quick
 
     def __enter__(self) -> FakeHub:
         self.thread.start()
@@ -105,8 +106,9 @@ class FakeHub:
     def add_repo(self, repo_id: str, private: bool = True, files: dict[str, bytes] | None = None) -> Repo:
         repo = Repo(repo_id, private)
         self.repos[repo_id] = repo
-        self.apply(repo, "main", "initial commit", "", {".gitattributes": b"*.parquet filter=lfs\n", **(files or {})},
-                   [], None)
+        self.apply(
+            repo, "main", "initial commit", "", {".gitattributes": b"*.parquet filter=lfs\n", **(files or {})}, [], None
+        )
         return repo
 
     def fail_next(self, kind: str, status: int, headers: dict | None = None, message: str = "") -> None:
@@ -115,8 +117,16 @@ class FakeHub:
     def commits(self) -> list[Commit]:
         return [c for repo in self.repos.values() for c in repo.commits if c.message != "initial commit"]
 
-    def apply(self, repo: Repo, branch: str, message: str, description: str, added: dict[str, bytes],
-              deleted: list[str], pr: int | None) -> Commit:
+    def apply(
+        self,
+        repo: Repo,
+        branch: str,
+        message: str,
+        description: str,
+        added: dict[str, bytes],
+        deleted: list[str],
+        pr: int | None,
+    ) -> Commit:
         parent = repo.heads.get(branch)
         base = dict(repo.branches.get(branch, {}))
         for path in deleted:
@@ -178,8 +188,9 @@ class FakeHub:
                         status, headers, message = self.faults[kind].pop(0)
                         return self.reply(request, status, {"error": message or f"injected {status}"}, headers)
                     try:
-                        status, payload, headers = action(user, auth, body, query,
-                                                          *[unquote(g) if g else g for g in match.groups()])
+                        status, payload, headers = action(
+                            user, auth, body, query, *[unquote(g) if g else g for g in match.groups()]
+                        )
                     except Exception as exc:  # a broken fake must be loud, not hang the client
                         status, payload, headers = 500, {"error": f"fake hub bug: {exc!r}"}, {}
                 return self.reply(request, status, payload, headers)
@@ -203,13 +214,19 @@ class FakeHub:
 
     @staticmethod
     def unauthorized():
-        return 401, {"error": "Invalid credentials in Authorization header"}, \
-            {"X-Error-Message": "Invalid credentials in Authorization header"}
+        return (
+            401,
+            {"error": "Invalid credentials in Authorization header"},
+            {"X-Error-Message": "Invalid credentials in Authorization header"},
+        )
 
     @staticmethod
     def not_found(repo_id: str):
-        return 404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound",
-                                                         "X-Error-Message": "Repository not found"}
+        return (
+            404,
+            {"error": "Repository not found"},
+            {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"},
+        )
 
     @staticmethod
     def can_write(user: User | None, repo_id: str) -> bool:
@@ -225,8 +242,16 @@ class FakeHub:
     def whoami(self, user, auth, body, query):
         if user is None:
             return self.unauthorized()
-        return 200, {"type": "user", "name": user.name, "orgs": [{"name": org} for org in user.orgs],
-                     "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": user.role}}}, {}
+        return (
+            200,
+            {
+                "type": "user",
+                "name": user.name,
+                "orgs": [{"name": org} for org in user.orgs],
+                "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": user.role}},
+            },
+            {},
+        )
 
     def create(self, user, auth, body, query):
         if user is None:
@@ -236,8 +261,14 @@ class FakeHub:
         if payload.get("type") != "dataset":
             return 400, {"error": f"this fake only makes dataset repos, got {payload.get('type')}"}, {}
         if not self.can_write(user, repo_id):
-            return 403, {"error": f"You don't have the rights to create a dataset under the namespace "
-                                  f"\"{repo_id.split('/')[0]}\""}, {}
+            return (
+                403,
+                {
+                    "error": f"You don't have the rights to create a dataset under the namespace "
+                    f'"{repo_id.split("/")[0]}"'
+                },
+                {},
+            )
         if repo_id in self.repos:
             return 409, {"error": "You already created this dataset repo", "url": f"{self.url}/datasets/{repo_id}"}, {}
         private = payload.get("visibility", "private" if payload.get("private") else "public") == "private"
@@ -248,7 +279,7 @@ class FakeHub:
         content = json.loads(body)["content"]
         try:
             if content.startswith("---\n"):
-                yaml.safe_load(content[4:content.index("\n---\n", 3)])
+                yaml.safe_load(content[4 : content.index("\n---\n", 3)])
         except (ValueError, yaml.YAMLError) as exc:
             return 400, {"errors": [{"message": str(exc)}]}, {}
         return 200, {"errors": [], "warnings": []}, {}
@@ -260,11 +291,25 @@ class FakeHub:
         branch = revision or "main"
         if branch not in repo.branches:
             return 404, {"error": f"Invalid rev id: {branch}"}, {"X-Error-Code": "RevisionNotFound"}
-        return 200, {"id": repo_id, "_id": repo_id, "author": repo_id.split("/")[0], "sha": repo.heads[branch],
-                     "private": repo.private, "disabled": False, "gated": False, "downloads": 0, "likes": 0,
-                     "tags": [], "lastModified": "2026-01-01T00:00:00.000Z",
-                     "cardData": repo.card_data(branch),
-                     "siblings": [{"rfilename": path} for path in sorted(repo.files(branch))]}, {}
+        return (
+            200,
+            {
+                "id": repo_id,
+                "_id": repo_id,
+                "author": repo_id.split("/")[0],
+                "sha": repo.heads[branch],
+                "private": repo.private,
+                "disabled": False,
+                "gated": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": [],
+                "lastModified": "2026-01-01T00:00:00.000Z",
+                "cardData": repo.card_data(branch),
+                "siblings": [{"rfilename": path} for path in sorted(repo.files(branch))],
+            },
+            {},
+        )
 
     def branch(self, user, auth, body, query, repo_id, name):
         repo = self.repos.get(repo_id)
@@ -281,8 +326,15 @@ class FakeHub:
         if not self.visible(user, repo):
             return self.not_found(repo_id)
         files = json.loads(body)["files"]
-        return 200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
-                               for f in files]}, {}
+        return (
+            200,
+            {
+                "files": [
+                    {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in files
+                ]
+            },
+            {},
+        )
 
     def commit(self, user, auth, body, query, repo_id, revision):
         repo = self.repos.get(repo_id)
@@ -309,5 +361,12 @@ class FakeHub:
         pr = len(repo.prs) + 1 if query.get("create_pr") == "1" else None
         commit = self.apply(repo, branch, header["summary"], header.get("description", ""), added, deleted, pr)
         url = f"{self.url}/datasets/{repo_id}"
-        return 200, {"commitUrl": f"{url}/commit/{commit.sha}", "commitOid": commit.sha,
-                     "pullRequestUrl": f"{url}/discussions/{pr}" if pr else None}, {}
+        return (
+            200,
+            {
+                "commitUrl": f"{url}/commit/{commit.sha}",
+                "commitOid": commit.sha,
+                "pullRequestUrl": f"{url}/discussions/{pr}" if pr else None,
+            },
+            {},
+        )

@@ -278,17 +278,33 @@ def _as_reply(value: Any) -> Reply:
     raise TypeError(f"a fake-server script returned {type(value).__name__}; expected str, dict, list, Reply or None")
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error",
-            502: "Bad Gateway", 503: "Service Unavailable"}
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 429: "rate_limit_error"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
 
 
 class FakeOpenAI:
     """The server. ``with FakeOpenAI(script, delay=0.0) as server: server.base_url``."""
 
-    def __init__(self, script: Script | None = None, *, delay: float = 0.0, model_ids: tuple[str, ...] = ("fake-model",)) -> None:
+    def __init__(
+        self, script: Script | None = None, *, delay: float = 0.0, model_ids: tuple[str, ...] = ("fake-model",)
+    ) -> None:
         self.script: Script = script or _default_script
         self.delay = delay
         self.model_ids = model_ids
@@ -406,7 +422,9 @@ class FakeOpenAI:
                 except (asyncio.IncompleteReadError, ConnectionError, ValueError):
                     break
                 self.http_requests += 1
-                keep_open = await self._dispatch(method, target.split("?", 1)[0], headers, body, reader, writer, arrived)
+                keep_open = await self._dispatch(
+                    method, target.split("?", 1)[0], headers, body, reader, writer, arrived
+                )
                 if not keep_open or headers.get("connection", "").lower() == "close" or version != "HTTP/1.1":
                     break
         except asyncio.CancelledError:
@@ -432,8 +450,12 @@ class FakeOpenAI:
     async def _send(self, writer, reader, status: int, payload: bytes, headers: dict[str, str] | None = None) -> bool:
         if writer.transport.is_closing() or reader.at_eof():
             return False
-        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json",
-                f"content-length: {len(payload)}", "x-request-id: req_fake"]
+        head = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            "content-type: application/json",
+            f"content-length: {len(payload)}",
+            "x-request-id: req_fake",
+        ]
         head += [f"{name}: {value}" for name, value in (headers or {}).items()]
         try:
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
@@ -460,8 +482,15 @@ class FakeOpenAI:
         self._seen[key] = attempt + 1
         auth = headers.get("authorization", "")
         safe_headers = {k: v for k, v in headers.items() if k not in ("authorization", "api-key")}
-        request = FakeRequest(index=len(self.requests), body=request_body, headers=safe_headers, key=key, attempt=attempt,
-                              api_key=auth[7:] if auth.lower().startswith("bearer ") else None, started=arrived)
+        request = FakeRequest(
+            index=len(self.requests),
+            body=request_body,
+            headers=safe_headers,
+            key=key,
+            attempt=attempt,
+            api_key=auth[7:] if auth.lower().startswith("bearer ") else None,
+            started=arrived,
+        )
         self.requests.append(request)
         try:
             reply = _as_reply(self.script(request))
@@ -488,19 +517,34 @@ class FakeOpenAI:
             }
             usage.update(reply.usage or {})
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-            payload = json.dumps({
-                "id": f"chatcmpl-fake-{request.index}",
-                "object": "chat.completion",
-                "created": 1700000000,
-                "model": request.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
-                             "finish_reason": reply.finish_reason, "logprobs": None}],
-                "usage": usage,
-            }).encode()
+            payload = json.dumps(
+                {
+                    "id": f"chatcmpl-fake-{request.index}",
+                    "object": "chat.completion",
+                    "created": 1700000000,
+                    "model": request.model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": reply.content},
+                            "finish_reason": reply.finish_reason,
+                            "logprobs": None,
+                        }
+                    ],
+                    "usage": usage,
+                }
+            ).encode()
         else:
-            payload = json.dumps({"error": {"message": reply.error_message or "error (fake)",
-                                            "type": _ERROR_TYPES.get(reply.status, "server_error"),
-                                            "code": None, "param": None}}).encode()
+            payload = json.dumps(
+                {
+                    "error": {
+                        "message": reply.error_message or "error (fake)",
+                        "type": _ERROR_TYPES.get(reply.status, "server_error"),
+                        "code": None,
+                        "param": None,
+                    }
+                }
+            ).encode()
         request.delivered = await self._send(writer, reader, reply.status, payload, reply.headers)
         request.finished = time.monotonic()
         return request.delivered
@@ -560,18 +604,37 @@ class _FastReplyProtocol(asyncio.Protocol):
 
 def serve_fast(content: str, delay: float) -> int:
     """Serve fixed replies until stdin closes (prints the base_url first)."""
-    body = json.dumps({
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 1700000000, "model": "fake-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
-                     "logprobs": None}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": count_words(content), "total_tokens": 10 + count_words(content)},
-    }).encode()
-    payload = (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
+    body = json.dumps(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "fake-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 10,
+                "completion_tokens": count_words(content),
+                "total_tokens": 10 + count_words(content),
+            },
+        }
+    ).encode()
+    payload = (
+        f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+    ).encode() + body
     counter = [0]
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _FastReplyProtocol(payload, delay, counter), "127.0.0.1", 0, backlog=512)
+        server = await loop.create_server(
+            lambda: _FastReplyProtocol(payload, delay, counter), "127.0.0.1", 0, backlog=512
+        )
         print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
         await loop.run_in_executor(None, sys.stdin.read)
         server.close()
@@ -587,8 +650,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fake OpenAI-compatible server (serves until stdin closes).")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each chat reply")
     parser.add_argument("--content", default="ok", help="assistant content of every reply")
-    parser.add_argument("--fast", action="store_true",
-                        help="benchmark mode: fixed replies, exact delay, minimal server overhead")
+    parser.add_argument(
+        "--fast", action="store_true", help="benchmark mode: fixed replies, exact delay, minimal server overhead"
+    )
     args = parser.parse_args(argv)
     if args.fast:
         return serve_fast(args.content, args.delay)

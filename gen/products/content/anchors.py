@@ -114,7 +114,9 @@ def content_stems(text: str, drop: Iterable[str] = ()) -> frozenset[str]:
 
 
 def name_words(names: Iterable[str]) -> frozenset[str]:
-    return frozenset(w for name in names for w in words(name)) | frozenset(stem(w) for name in names for w in words(name))
+    return frozenset(w for name in names for w in words(name)) | frozenset(
+        stem(w) for name in names for w in words(name)
+    )
 
 
 class Weights:
@@ -225,8 +227,9 @@ class Slot:
     related: tuple[int, ...]  # same-speaker responses in the window on the same topic (the clash)
 
 
-def candidates(timeline: Timeline, sizes: Iterable[int], min_words: int, exclude_padding: bool,
-               topic_similarity: float) -> list[Candidate]:
+def candidates(
+    timeline: Timeline, sizes: Iterable[int], min_words: int, exclude_padding: bool, topic_similarity: float
+) -> list[Candidate]:
     """Every admissible anchor of the given sizes, scored for both reference kinds."""
     drop = name_words(timeline.conversation.speakers)
     responses = timeline.responses
@@ -236,14 +239,16 @@ def candidates(timeline: Timeline, sizes: Iterable[int], min_words: int, exclude
     out = []
     for size in sorted(set(sizes)):
         for start in range(len(responses) - size + 1):
-            window = responses[start:start + size]
-            if not all(usable[start:start + size]):
+            window = responses[start : start + size]
+            if not all(usable[start : start + size]):
                 continue
             if len({r.session_index for r in window}) > 1 or len({r.timestamp.date() for r in window}) > 1:
                 continue
-            if any(weights.similarity(stems[i], stems[i + 1]) < topic_similarity for i in range(start, start + size - 1)):
+            if any(
+                weights.similarity(stems[i], stems[i + 1]) < topic_similarity for i in range(start, start + size - 1)
+            ):
                 continue
-            joined = frozenset().union(*stems[start:start + size])
+            joined = frozenset().union(*stems[start : start + size])
             if not joined:
                 continue
             anchor = Anchor(timeline.conversation_id, tuple(window), main_speaker(window), joined)
@@ -255,8 +260,9 @@ def score(anchor: Anchor, responses: Sequence[Response], weights: Weights, topic
     inside = set(anchor.indices)
     own = [r for r in anchor.responses if r.speaker == anchor.speaker]
     asks = own[-1].text.rstrip().endswith("?")
-    candidate = Candidate(anchor, weights.mass(anchor.stems), asks, {"date": 0, "session": 0},
-                          {"date": [], "session": []})
+    candidate = Candidate(
+        anchor, weights.mass(anchor.stems), asks, {"date": 0, "session": 0}, {"date": [], "session": []}
+    )
     for index in weights.similar(anchor.stems, topic_similarity):
         r = responses[index]
         if r.speaker != anchor.speaker or index in inside:
@@ -284,11 +290,21 @@ def apportion(weights: dict, total: int) -> list:
     return [k for k in keys for _ in range(counts[k])]
 
 
-def select(timeline: Timeline, *, count: int, size_weights: dict[int, float], date_share: float, min_words: int,
-           exclude_padding: bool, topic_similarity: float, rng: random.Random) -> list[Slot]:
+def select(
+    timeline: Timeline,
+    *,
+    count: int,
+    size_weights: dict[int, float],
+    date_share: float,
+    min_words: int,
+    exclude_padding: bool,
+    topic_similarity: float,
+    rng: random.Random,
+) -> list[Slot]:
     """Up to `count` slots for one conversation (fewer when it runs out of admissible anchors)."""
-    pool = candidates(timeline, [s for s, w in size_weights.items() if w > 0] or [1], min_words, exclude_padding,
-                      topic_similarity)
+    pool = candidates(
+        timeline, [s for s, w in size_weights.items() if w > 0] or [1], min_words, exclude_padding, topic_similarity
+    )
     tiebreak = {id(c): rng.random() for c in pool}
     cells: dict[tuple[int, str], list[Candidate]] = {}
     for c in pool:
@@ -330,8 +346,12 @@ def select(timeline: Timeline, *, count: int, size_weights: dict[int, float], da
 def best(pool: list[Candidate], size: int, kind: str, taken: set[int], tiebreak: dict) -> Candidate | None:
     """The best free candidate of `size` (else the largest smaller size that has one)."""
     for wanted in range(size, 0, -1):
-        free = [c for c in pool if c.anchor.size == wanted
-                and not any(i in taken or i - 1 in taken or i + 1 in taken for i in c.anchor.indices)]
+        free = [
+            c
+            for c in pool
+            if c.anchor.size == wanted
+            and not any(i in taken or i - 1 in taken or i + 1 in taken for i in c.anchor.indices)
+        ]
         if free:
             return max(free, key=lambda c: (round(c.value(kind), 9), tiebreak[id(c)]))
     return None

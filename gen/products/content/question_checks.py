@@ -64,6 +64,7 @@ def clean(question: str) -> str:
 
 # --- time references ---------------------------------------------------------------------------------
 
+
 def _alternation(options) -> str:
     return "(?:" + "|".join(sorted({re.escape(o).replace(r"\-", "[- ]") for o in options}, key=len, reverse=True)) + ")"
 
@@ -103,7 +104,9 @@ def mentions_date(question: str, day: date, yearless_ok: bool) -> bool:
 @lru_cache(maxsize=1024)
 def session_pattern(number: int) -> re.Pattern:
     cardinal = rf"(?:(?<!\d){number}(?!\d)|(?<![\w-]){_alternation([num2words(number)])}(?![\w-]))"
-    ordinal = rf"(?:(?<!\d){number}(?:st|nd|rd|th)|(?<![\w-]){_alternation([num2words(number, to='ordinal')])})(?![\w-])"
+    ordinal = (
+        rf"(?:(?<!\d){number}(?:st|nd|rd|th)|(?<![\w-]){_alternation([num2words(number, to='ordinal')])})(?![\w-])"
+    )
     noun = r"(?:session|conversation|chat)"
     return re.compile(rf"\b{noun}\s+(?:number\s+|no\.?\s*|#\s*)?{cardinal}|{ordinal}\s+{noun}\b", re.I)
 
@@ -114,14 +117,19 @@ def mentions_session(question: str, number: int) -> bool:
 
 def time_words(day: date, session_index: int) -> set[str]:
     """Words of any rendering of the anchor's date or session: never counted as overlap with the anchor."""
-    out = {calendar.month_name[day.month].lower(), calendar.month_abbr[day.month].lower(),
-           calendar.day_name[day.weekday()].lower(), "session"}
+    out = {
+        calendar.month_name[day.month].lower(),
+        calendar.month_abbr[day.month].lower(),
+        calendar.day_name[day.weekday()].lower(),
+        "session",
+    }
     for n in (day.day, session_index):
         out |= set(words(num2words(n))) | set(words(num2words(n, to="ordinal")))
     return out
 
 
 # --- the checks --------------------------------------------------------------------------------------
+
 
 def names(question: str, speaker: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(speaker)}(?!\w)", question, re.I) is not None
@@ -175,16 +183,25 @@ def problems(question: str, facts: Facts, max_overlap: float, max_copied_words: 
         hint = f" (it names {others[0]} instead)" if others else ""
         found.append(Problem("speaker not named", f"the question does not name {facts.speaker}{hint}"))
     if facts.kind == "date" and not mentions_date(question, facts.day, facts.yearless_ok):
-        found.append(Problem("date missing", f"the question does not give {facts.day.isoformat()} in a supported "
-                                             f"rendering{'' if facts.yearless_ok else ' with its year'}"))
+        found.append(
+            Problem(
+                "date missing",
+                f"the question does not give {facts.day.isoformat()} in a supported "
+                f"rendering{'' if facts.yearless_ok else ' with its year'}",
+            )
+        )
     if facts.kind == "session" and not mentions_session(question, facts.session_index):
         found.append(Problem("session missing", f"the question does not name session {facts.session_index}"))
     run = copied_run(question, facts.anchor_text)
     if run > max_copied_words:
-        found.append(Problem("copies the anchor", f"{run} consecutive words of the anchor (at most "
-                                                  f"{max_copied_words} allowed)"))
+        found.append(
+            Problem("copies the anchor", f"{run} consecutive words of the anchor (at most {max_copied_words} allowed)")
+        )
     share = overlap(question, facts)
     if share >= max_overlap:
-        found.append(Problem("overlap too high", f"repeats {share:.0%} of the anchor's content words (ceiling "
-                                                 f"{max_overlap:.0%})"))
+        found.append(
+            Problem(
+                "overlap too high", f"repeats {share:.0%} of the anchor's content words (ceiling {max_overlap:.0%})"
+            )
+        )
     return found

@@ -59,29 +59,51 @@ class Conversations(ConversationProduct[Options]):
         """Recompute now, current session and counts from the `log` records, not from the record code."""
         rows, log = records["conversations"], unit.records_of("log")
         where = unit.conversation_id
-        if not checks.check("one record per conversation", len(rows) == 1 and rows[0]["conversation_id"] == where,
-                            f"{where}: {len(rows)} records"):
+        if not checks.check(
+            "one record per conversation",
+            len(rows) == 1 and rows[0]["conversation_id"] == where,
+            f"{where}: {len(rows)} records",
+        ):
             return
         row = rows[0]
         offset = timedelta(minutes=ctx.recipe.timeline.now_offset_minutes)
         last = max(datetime.fromisoformat(r["timestamp"]) for r in log)
-        checks.check("now = last response + now_offset_minutes", datetime.fromisoformat(row["now"]) == last + offset,
-                     where)
-        checks.check("current_session = sessions (padding included) + 1",
-                     row["current_session"] == len({r["session_index"] for r in log}) + 1, where)
-        checks.check("response counts match", row["num_responses"] == len(log)
-                     and row["num_padding_responses"] == sum(r["is_padding"] for r in log), where)
+        checks.check(
+            "now = last response + now_offset_minutes", datetime.fromisoformat(row["now"]) == last + offset, where
+        )
+        checks.check(
+            "current_session = sessions (padding included) + 1",
+            row["current_session"] == len({r["session_index"] for r in log}) + 1,
+            where,
+        )
+        checks.check(
+            "response counts match",
+            row["num_responses"] == len(log) and row["num_padding_responses"] == sum(r["is_padding"] for r in log),
+            where,
+        )
 
 
 def features():
     from datasets import Features, List, Value
 
-    return Features({
-        "conversation_id": Value("string"), "speaker_a": Value("string"), "speaker_b": Value("string"),
-        "session_starts": List(Value("string")), "num_sessions": Value("int64"),
-        "padding_session": Value("int64"), "padding_donors": List(Value("string")), "now": Value("string"),
-        "today": Value("string"), "current_session": Value("int64"), "num_responses": Value("int64"),
-        "num_padding_responses": Value("int64"), "num_words": Value("int64"),
-        "personas": List({"speaker": Value("string"), "facts": List(Value("string"))}),
-        "source_format": Value("string"), "source_file": Value("string"), "source_metadata": Value("string"),
-    })
+    return Features(
+        {
+            "conversation_id": Value("string"),
+            "speaker_a": Value("string"),
+            "speaker_b": Value("string"),
+            "session_starts": List(Value("string")),
+            "num_sessions": Value("int64"),
+            "padding_session": Value("int64"),
+            "padding_donors": List(Value("string")),
+            "now": Value("string"),
+            "today": Value("string"),
+            "current_session": Value("int64"),
+            "num_responses": Value("int64"),
+            "num_padding_responses": Value("int64"),
+            "num_words": Value("int64"),
+            "personas": List({"speaker": Value("string"), "facts": List(Value("string"))}),
+            "source_format": Value("string"),
+            "source_file": Value("string"),
+            "source_metadata": Value("string"),
+        }
+    )

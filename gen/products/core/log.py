@@ -59,8 +59,11 @@ class Log(ConversationProduct[Options]):
         conversation = unit.conversation
         real_turns = sum(len(session.turns) for session in conversation.sessions)
         real = [row for row in group if not row["is_padding"]]
-        checks.check("one record per real turn", len(real) == real_turns,
-                     f"{unit.conversation_id}: {len(real)} records, {real_turns} turns")
+        checks.check(
+            "one record per real turn",
+            len(real) == real_turns,
+            f"{unit.conversation_id}: {len(real)} records, {real_turns} turns",
+        )
         gap = timedelta(minutes=ctx.recipe.timeline.session_gap_minutes)
         check_conversation(unit.conversation_id, group, gap, checks)
 
@@ -70,19 +73,27 @@ def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, 
     for position, (row, stamp) in enumerate(zip(group, stamps)):
         where = f"{conversation_id} response {row['response_index']}"
         checks.check("response_index is 0..n-1 in order", row["response_index"] == position, where)
-        checks.check("date, time, day_name and week agree with timestamp",
-                     (row["date"], row["time"], row["day_name"], row["week"]) ==
-                     (f"{stamp:%Y-%m-%d}", f"{stamp:%H:%M:%S}", f"{stamp:%A}", f"{stamp:%G-W%V}"), where)
+        checks.check(
+            "date, time, day_name and week agree with timestamp",
+            (row["date"], row["time"], row["day_name"], row["week"])
+            == (f"{stamp:%Y-%m-%d}", f"{stamp:%H:%M:%S}", f"{stamp:%A}", f"{stamp:%G-W%V}"),
+            where,
+        )
         if position == 0:
             continue
         previous, delta = group[position - 1], stamp - stamps[position - 1]
         checks.check("timestamps never decrease", delta >= timedelta(0), where)
         if row["session_index"] == previous["session_index"]:
-            checks.check("turn_index counts up within a session", row["turn_index"] == previous["turn_index"] + 1, where)
+            checks.check(
+                "turn_index counts up within a session", row["turn_index"] == previous["turn_index"] + 1, where
+            )
             checks.check("gaps within a session stay below session_gap_minutes", delta < gap, f"{where}: {delta}")
         else:
-            checks.check("sessions follow in order", row["session_index"] == previous["session_index"] + 1
-                         and row["turn_index"] == 0, where)
+            checks.check(
+                "sessions follow in order",
+                row["session_index"] == previous["session_index"] + 1 and row["turn_index"] == 0,
+                where,
+            )
             checks.check("gaps between sessions exceed session_gap_minutes", delta > gap, f"{where}: {delta}")
     padding = [row["is_padding"] for row in group]
     checks.check("padding responses come last", padding == sorted(padding), conversation_id)
@@ -91,10 +102,21 @@ def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, 
 def features():
     from datasets import Features, Value
 
-    return Features({
-        "conversation_id": Value("string"), "response_index": Value("int64"), "session_index": Value("int64"),
-        "turn_index": Value("int64"), "source_turn_id": Value("string"), "speaker": Value("string"),
-        "text": Value("string"), "timestamp": Value("string"), "date": Value("string"), "time": Value("string"),
-        "day_name": Value("string"), "week": Value("string"), "is_padding": Value("bool"),
-        "image_caption": Value("string"),
-    })
+    return Features(
+        {
+            "conversation_id": Value("string"),
+            "response_index": Value("int64"),
+            "session_index": Value("int64"),
+            "turn_index": Value("int64"),
+            "source_turn_id": Value("string"),
+            "speaker": Value("string"),
+            "text": Value("string"),
+            "timestamp": Value("string"),
+            "date": Value("string"),
+            "time": Value("string"),
+            "day_name": Value("string"),
+            "week": Value("string"),
+            "is_padding": Value("bool"),
+            "image_caption": Value("string"),
+        }
+    )

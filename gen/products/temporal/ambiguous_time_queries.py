@@ -30,24 +30,37 @@ DESCRIPTION = "short dialogues that anchor a time, then ask about it with a pron
 
 class Options(WindowOptions):
     pairing: Literal["rotate", "all"] = Field(
-        default="rotate", description="rotate: each dialogue variant once per base question, time phrases in turn; "
-                              "all: every dialogue variant with every time phrase")
-    frames: list[str] | None = Field(default=None, description="names of the dialogue frames to use "
-                                                       "(files under templates/ambiguous/frames/); default all")
+        default="rotate",
+        description="rotate: each dialogue variant once per base question, time phrases in turn; "
+        "all: every dialogue variant with every time phrase",
+    )
+    frames: list[str] | None = Field(
+        default=None,
+        description="names of the dialogue frames to use (files under templates/ambiguous/frames/); default all",
+    )
 
 
 def features():
     from datasets import Features, List, Value
 
-    return Features({
-        "question_id": Value("string"), "group_id": Value("string"), "conversation_id": Value("string"),
-        "test": Value("string"), "frame": Value("string"),
-        "dialogue": List({"speaker": Value("string"), "text": Value("string")}),
-        "final_utterance": Value("string"), "resolved_question": Value("string"),
-        "time_expression": Value("string"), "params": params_feature(), "now": Value("string"),
-        "current_session": Value("int64"), "relevant_response_indices": List(Value("int64")),
-        "num_relevant": Value("int64"),
-    })
+    return Features(
+        {
+            "question_id": Value("string"),
+            "group_id": Value("string"),
+            "conversation_id": Value("string"),
+            "test": Value("string"),
+            "frame": Value("string"),
+            "dialogue": List({"speaker": Value("string"), "text": Value("string")}),
+            "final_utterance": Value("string"),
+            "resolved_question": Value("string"),
+            "time_expression": Value("string"),
+            "params": params_feature(),
+            "now": Value("string"),
+            "current_session": Value("int64"),
+            "relevant_response_indices": List(Value("int64")),
+            "num_relevant": Value("int64"),
+        }
+    )
 
 
 class AmbiguousTimeQueries(ConversationProduct[Options]):
@@ -58,12 +71,17 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
     needs = Needs(timelines=True, products=("log", "time_queries"))
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:
-        wordings = Wordings.for_recipe(str(recipe.templates_dir) if recipe.templates_dir else None,
-                                       self.options.numeral_styles)
+        wordings = Wordings.for_recipe(
+            str(recipe.templates_dir) if recipe.templates_dir else None, self.options.numeral_styles
+        )
         known = wordings.dialogue_frame_names()
         if unknown := sorted(set(self.options.frames or ()) - set(known)):
-            raise GenError(f"unknown dialogue frame(s): {', '.join(unknown)}", file=recipe.file,
-                           field=f"{where}.frames", expected=f"names among {', '.join(known)}")
+            raise GenError(
+                f"unknown dialogue frame(s): {', '.join(unknown)}",
+                file=recipe.file,
+                field=f"{where}.frames",
+                expected=f"names among {', '.join(known)}",
+            )
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
         options, timeline = self.options, unit.stamped
@@ -81,28 +99,39 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
             else:
                 offset = int(group, 16) % len(phrases)
                 combos = [(d, phrases[(j + offset) % len(phrases)]) for j, d in enumerate(dialogues)]
-            for (frame, number, turns), (phrase, style) in pick(combos, options.max_variants_per_group,
-                                                                ctx.seed, NAME, group):
+            for (frame, number, turns), (phrase, style) in pick(
+                combos, options.max_variants_per_group, ctx.seed, NAME, group
+            ):
                 dialogue = [{"speaker": speaker, "text": text.replace(SLOT, phrase)} for speaker, text in turns]
                 signature = tuple(turn["text"] for turn in dialogue)
-                qid = question_id(NAME, base.conversation_id, base.test, base.params, f"{frame}#{number}", phrase, style)
+                qid = question_id(
+                    NAME, base.conversation_id, base.test, base.params, f"{frame}#{number}", phrase, style
+                )
                 if signature in seen:
-                    ctx.reject(NAME, qid, "duplicate dialogue in the conversation", " / ".join(signature),
-                               conversation_id=base.conversation_id)
+                    ctx.reject(
+                        NAME,
+                        qid,
+                        "duplicate dialogue in the conversation",
+                        " / ".join(signature),
+                        conversation_id=base.conversation_id,
+                    )
                     continue
                 seen.add(signature)
-                yield NAME, {
-                    "question_id": qid,
-                    "group_id": group,
-                    "conversation_id": base.conversation_id,
-                    "test": base.test,
-                    "frame": frame,
-                    "dialogue": dialogue,
-                    "final_utterance": dialogue[-1]["text"],
-                    "resolved_question": wordings.resolved(phrase),
-                    "time_expression": phrase,
-                    **window_fields(base, now, current),
-                }
+                yield (
+                    NAME,
+                    {
+                        "question_id": qid,
+                        "group_id": group,
+                        "conversation_id": base.conversation_id,
+                        "test": base.test,
+                        "frame": frame,
+                        "dialogue": dialogue,
+                        "final_utterance": dialogue[-1]["text"],
+                        "resolved_question": wordings.resolved(phrase),
+                        "time_expression": phrase,
+                        **window_fields(base, now, current),
+                    },
+                )
 
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         group = records[NAME]
@@ -111,28 +140,46 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
         speaker_a, speaker_b = unit.conversation.speakers
         unambiguous = {row["group_id"]: row["relevant_response_indices"] for row in unit.records_of("time_queries")}
         dialogues = Counter(tuple(turn["text"] for turn in row["dialogue"]) for row in group)
-        checks.check("no duplicate dialogue within a conversation", max(dialogues.values(), default=1) == 1,
-                     conversation_id)
+        checks.check(
+            "no duplicate dialogue within a conversation", max(dialogues.values(), default=1) == 1, conversation_id
+        )
         expressions = defaultdict(set)  # every time expression used for a base question
         for row in group:
             expressions[row["group_id"]].add(row["time_expression"].lower())
         for row in group:
             where = f"{conversation_id} {row['question_id']}"
             turns, final = row["dialogue"], row["final_utterance"]
-            checks.check("final_utterance is the last turn of the dialogue", bool(turns) and turns[-1]["text"] == final,
-                         where)
-            checks.check("the final utterance contains none of its base question's time expressions",
-                         not any(e in final.lower() for e in expressions[row["group_id"]]), f"{where}: {final!r}")
-            checks.check("an earlier turn contains the time expression",
-                         any(row["time_expression"] in turn["text"] for turn in turns[:-1]), where)
-            checks.check("the resolved question contains the time expression",
-                         row["time_expression"] in row["resolved_question"], where)
-            checks.check("speaker_a asks the final question, and only the two speakers talk",
-                         bool(turns) and turns[-1]["speaker"] == speaker_a
-                         and all(turn["speaker"] in (speaker_a, speaker_b) for turn in turns), where)
+            checks.check(
+                "final_utterance is the last turn of the dialogue", bool(turns) and turns[-1]["text"] == final, where
+            )
+            checks.check(
+                "the final utterance contains none of its base question's time expressions",
+                not any(e in final.lower() for e in expressions[row["group_id"]]),
+                f"{where}: {final!r}",
+            )
+            checks.check(
+                "an earlier turn contains the time expression",
+                any(row["time_expression"] in turn["text"] for turn in turns[:-1]),
+                where,
+            )
+            checks.check(
+                "the resolved question contains the time expression",
+                row["time_expression"] in row["resolved_question"],
+                where,
+            )
+            checks.check(
+                "speaker_a asks the final question, and only the two speakers talk",
+                bool(turns)
+                and turns[-1]["speaker"] == speaker_a
+                and all(turn["speaker"] in (speaker_a, speaker_b) for turn in turns),
+                where,
+            )
             if row["group_id"] in unambiguous:  # time_queries with other tests or spans may lack the group
-                checks.check("relevant set equals the time_queries group's with the same group_id",
-                             unambiguous[row["group_id"]] == row["relevant_response_indices"], where)
+                checks.check(
+                    "relevant set equals the time_queries group's with the same group_id",
+                    unambiguous[row["group_id"]] == row["relevant_response_indices"],
+                    where,
+                )
 
     def count(self, config: str, records: Sequence[Record]) -> Counter:
         counts = window_checks.count(records)

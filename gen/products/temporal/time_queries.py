@@ -59,8 +59,13 @@ def pick(variants: list, limit: int | None, seed: int, product: str, group: str)
 
 def window_fields(base: BaseQuestion, now: str, current_session: int) -> dict:
     """The fields every question about a window carries (shared with ambiguous_time_queries)."""
-    return {"params": dict(base.params), "now": now, "current_session": current_session,
-            "relevant_response_indices": list(base.relevant), "num_relevant": len(base.relevant)}
+    return {
+        "params": dict(base.params),
+        "now": now,
+        "current_session": current_session,
+        "relevant_response_indices": list(base.relevant),
+        "num_relevant": len(base.relevant),
+    }
 
 
 def params_feature() -> dict:
@@ -74,12 +79,21 @@ def params_feature() -> dict:
 def features():
     from datasets import Features, List, Value
 
-    return Features({
-        "question_id": Value("string"), "group_id": Value("string"), "conversation_id": Value("string"),
-        "test": Value("string"), "question": Value("string"), "time_expression": Value("string"),
-        "params": params_feature(), "now": Value("string"), "current_session": Value("int64"),
-        "relevant_response_indices": List(Value("int64")), "num_relevant": Value("int64"),
-    })
+    return Features(
+        {
+            "question_id": Value("string"),
+            "group_id": Value("string"),
+            "conversation_id": Value("string"),
+            "test": Value("string"),
+            "question": Value("string"),
+            "time_expression": Value("string"),
+            "params": params_feature(),
+            "now": Value("string"),
+            "current_session": Value("int64"),
+            "relevant_response_indices": List(Value("int64")),
+            "num_relevant": Value("int64"),
+        }
+    )
 
 
 class TimeQueries(ConversationProduct[Options]):
@@ -101,33 +115,48 @@ class TimeQueries(ConversationProduct[Options]):
             variants = [(frame, phrase, style) for phrase, style in phrases for frame in wordings.frames(base.test)]
             for frame, phrase, style in pick(variants, options.max_variants_per_group, ctx.seed, NAME, group):
                 text = frame.replace(SLOT, phrase)
-                qid = question_id(NAME, base.conversation_id, base.test, base.params, frame.replace(SLOT, "{time}"),
-                                  phrase, style)
+                qid = question_id(
+                    NAME, base.conversation_id, base.test, base.params, frame.replace(SLOT, "{time}"), phrase, style
+                )
                 if text in seen:
-                    ctx.reject(NAME, qid, "duplicate question text in the conversation", text,
-                               conversation_id=base.conversation_id)
+                    ctx.reject(
+                        NAME,
+                        qid,
+                        "duplicate question text in the conversation",
+                        text,
+                        conversation_id=base.conversation_id,
+                    )
                     continue
                 seen.add(text)
-                yield NAME, {
-                    "question_id": qid,
-                    "group_id": group,
-                    "conversation_id": base.conversation_id,
-                    "test": base.test,
-                    "question": text,
-                    "time_expression": phrase,
-                    **window_fields(base, now, current),
-                }
+                yield (
+                    NAME,
+                    {
+                        "question_id": qid,
+                        "group_id": group,
+                        "conversation_id": base.conversation_id,
+                        "test": base.test,
+                        "question": text,
+                        "time_expression": phrase,
+                        **window_fields(base, now, current),
+                    },
+                )
 
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         rows = records[NAME]
         window_checks.check_unit(unit, rows, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
         texts = Counter(row["question"] for row in rows)
         duplicates = [text for text, n in texts.items() if n > 1]
-        checks.check("no duplicate question text within a conversation", not duplicates,
-                     f"{unit.conversation_id}: {duplicates[:2]}")
+        checks.check(
+            "no duplicate question text within a conversation",
+            not duplicates,
+            f"{unit.conversation_id}: {duplicates[:2]}",
+        )
         for row in rows:
-            checks.check("the question contains its time expression", row["time_expression"] in row["question"],
-                         f"{row['question_id']}: {row['question']!r} / {row['time_expression']!r}")
+            checks.check(
+                "the question contains its time expression",
+                row["time_expression"] in row["question"],
+                f"{row['question_id']}: {row['question']!r} / {row['time_expression']!r}",
+            )
 
     def count(self, config: str, records: Sequence[Record]) -> Counter:
         return window_checks.count(records)

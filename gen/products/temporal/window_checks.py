@@ -98,7 +98,7 @@ class LogView:
         if test == "session":
             return [{"session": k} for k in self.real_sessions]
         if test == "session_span":
-            runs = [self.real_sessions[i:i + span_length] for i in range(len(self.real_sessions) - span_length + 1)]
+            runs = [self.real_sessions[i : i + span_length] for i in range(len(self.real_sessions) - span_length + 1)]
             return [{"first_session": run[0], "last_session": run[-1]} for run in runs]
         if test == "rel_session":
             return [{"session": k, "sessions_ago": self.current_session - k} for k in self.real_sessions]
@@ -119,15 +119,22 @@ class LogView:
         if test == "rel_month":
             return [{"month": m, "months_ago": self.months_before_today(m)} for m in self.real_months]
         if test == "day_span":
-            return [{"days": n, "first_date": (self.today - timedelta(days=n)).isoformat(),
-                     "last_date": self.today.isoformat()} for n in day_spans]
+            return [
+                {
+                    "days": n,
+                    "first_date": (self.today - timedelta(days=n)).isoformat(),
+                    "last_date": self.today.isoformat(),
+                }
+                for n in day_spans
+            ]
         if test == "last_day":
             out = []
             for d in self.real_dates:
                 back = self.days_before_today(d)
                 if 1 <= back <= 7:
-                    out.append({"weekday": calendar.day_name[date.fromisoformat(d).weekday()], "date": d,
-                                "days_ago": back})
+                    out.append(
+                        {"weekday": calendar.day_name[date.fromisoformat(d).weekday()], "date": d, "days_ago": back}
+                    )
             return out
         if test == "earlier_today":
             return [{"date": self.today.isoformat()}] if self.today.isoformat() in self.real_dates else []
@@ -140,6 +147,7 @@ def key(test: str, params: dict) -> Key:
 
 def names_mentioned(test: str, params: dict) -> list[str]:
     """Words a time expression of this test must contain: month and weekday names it refers to by name."""
+
     def month_name(iso: str) -> str:
         return calendar.month_name[int(iso[5:7])]
 
@@ -154,18 +162,19 @@ def names_mentioned(test: str, params: dict) -> list[str]:
     return []
 
 
-def check_unit(unit: Unit, rows: Sequence[dict], options: WindowOptions, checks: Checks, product: str,
-               now_offset_minutes: float) -> None:
+def check_unit(
+    unit: Unit, rows: Sequence[dict], options: WindowOptions, checks: Checks, product: str, now_offset_minutes: float
+) -> None:
     """Checks both products share, for one conversation, against its `log` records."""
     ids = Counter(row["question_id"] for row in rows)
-    checks.check("question_id is unique", len(ids) == len(rows),
-                 ", ".join(i for i, n in ids.most_common(3) if n > 1))
+    checks.check("question_id is unique", len(ids) == len(rows), ", ".join(i for i, n in ids.most_common(3) if n > 1))
     view = LogView(list(unit.records_of("log")), now_offset_minutes)
     check_conversation(view, list(rows), options, checks, unit.conversation_id, product)
 
 
-def check_conversation(view: LogView, rows: list[dict], options: WindowOptions, checks: Checks, conversation_id: str,
-                       product: str) -> None:
+def check_conversation(
+    view: LogView, rows: list[dict], options: WindowOptions, checks: Checks, conversation_id: str, product: str
+) -> None:
     windows: dict[Key, list[int]] = {}
     groups: dict[str, tuple] = {}
     for row in rows:
@@ -174,21 +183,32 @@ def check_conversation(view: LogView, rows: list[dict], options: WindowOptions, 
         if k not in windows:
             windows[k] = view.window(test, params)
         indices = row["relevant_response_indices"]
-        checks.check("relevant set equals the window recomputed from the log", indices == windows[k],
-                     f"{where} {test} {params}: {len(indices)} given, {len(windows[k])} recomputed")
+        checks.check(
+            "relevant set equals the window recomputed from the log",
+            indices == windows[k],
+            f"{where} {test} {params}: {len(indices)} given, {len(windows[k])} recomputed",
+        )
         checks.check("num_relevant is the number of relevant responses", row["num_relevant"] == len(indices), where)
-        checks.check("relevant set is not empty and not only padding", bool(indices) and view.has_real(indices),
-                     where)
-        checks.check("now and current_session agree with the log",
-                     (row["now"], row["current_session"]) == (view.now_text, view.current_session), where)
+        checks.check("relevant set is not empty and not only padding", bool(indices) and view.has_real(indices), where)
+        checks.check(
+            "now and current_session agree with the log",
+            (row["now"], row["current_session"]) == (view.now_text, view.current_session),
+            where,
+        )
         checks.check("test is one the options ask for", test in options.tests, where)
         expression = row["time_expression"]
         lowered = expression.lower()
-        checks.check("time expression names its month or weekday",
-                     all(name.lower() in lowered for name in names_mentioned(test, params)), f"{where}: {expression!r}")
+        checks.check(
+            "time expression names its month or weekday",
+            all(name.lower() in lowered for name in names_mentioned(test, params)),
+            f"{where}: {expression!r}",
+        )
         signature = (test, k, tuple(indices))
-        checks.check("the variants of a base question share test, params and relevant set",
-                     groups.setdefault(row["group_id"], signature) == signature, where)
+        checks.check(
+            "the variants of a base question share test, params and relevant set",
+            groups.setdefault(row["group_id"], signature) == signature,
+            where,
+        )
 
     present: dict[str, set[Key]] = defaultdict(set)
     for row in rows:
@@ -201,13 +221,18 @@ def check_conversation(view: LogView, rows: list[dict], options: WindowOptions, 
             if window and view.has_real(window):
                 expected.add(k)
         missing, extra = expected - present[test], present[test] - expected
-        checks.check(f"base questions are exactly the windows the test defines ({product})",
-                     not missing and not extra,
-                     f"{conversation_id} {test}: missing {sorted(map(str, missing))[:2]}, unexpected {sorted(map(str, extra))[:2]}")
+        checks.check(
+            f"base questions are exactly the windows the test defines ({product})",
+            not missing and not extra,
+            f"{conversation_id} {test}: missing {sorted(map(str, missing))[:2]}, unexpected {sorted(map(str, extra))[:2]}",
+        )
     group_count = Counter(row["group_id"] for row in rows)
     if options.max_variants_per_group:
-        checks.check("at most max_variants_per_group variants per base question",
-                     max(group_count.values(), default=0) <= options.max_variants_per_group, conversation_id)
+        checks.check(
+            "at most max_variants_per_group variants per base question",
+            max(group_count.values(), default=0) <= options.max_variants_per_group,
+            conversation_id,
+        )
 
 
 def count(rows: Sequence[dict]) -> Counter[tuple[str, str]]:
@@ -227,10 +252,20 @@ def count(rows: Sequence[dict]) -> Counter[tuple[str, str]]:
 
 def summary(counts: Counter) -> dict:
     """Per test: base questions (groups), variants (records) and conversations with at least one question."""
-    tests = {test: {"base_questions": counts["base_questions", test], "variants": counts["variants", test],
-                    "conversations": counts["conversations", test]}
-             for test in TESTS if counts["variants", test]}
-    return {"by_test": tests,
-            "total": {"base_questions": sum(t["base_questions"] for t in tests.values()),
-                      "variants": sum(t["variants"] for t in tests.values()),
-                      "conversations": counts["conversations", "*"]}}
+    tests = {
+        test: {
+            "base_questions": counts["base_questions", test],
+            "variants": counts["variants", test],
+            "conversations": counts["conversations", test],
+        }
+        for test in TESTS
+        if counts["variants", test]
+    }
+    return {
+        "by_test": tests,
+        "total": {
+            "base_questions": sum(t["base_questions"] for t in tests.values()),
+            "variants": sum(t["variants"] for t in tests.values()),
+            "conversations": counts["conversations", "*"],
+        },
+    }

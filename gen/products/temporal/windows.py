@@ -22,8 +22,19 @@ from gen.hashing import stable_id
 from gen.recipe import StrictModel
 from gen.timeline import Response, Timeline
 
-Test = Literal["session", "session_span", "rel_session", "dates", "date_span", "month", "rel_day", "rel_month",
-               "day_span", "last_day", "earlier_today"]
+Test = Literal[
+    "session",
+    "session_span",
+    "rel_session",
+    "dates",
+    "date_span",
+    "month",
+    "rel_day",
+    "rel_month",
+    "day_span",
+    "last_day",
+    "earlier_today",
+]
 TESTS: tuple[Test, ...] = get_args(Test)  # the one list of the 11 tests, in the order reports show them
 NumeralStyle = Literal["digits", "words"]
 NUMERAL_STYLES: tuple[NumeralStyle, ...] = get_args(NumeralStyle)
@@ -32,14 +43,21 @@ NUMERAL_STYLES: tuple[NumeralStyle, ...] = get_args(NumeralStyle)
 class WindowOptions(StrictModel):
     """Options shared by both time-query products (their base questions must match)."""
 
-    tests: list[Test] = Field(default_factory=lambda: list(TESTS), min_length=1,
-                              description="which of the 11 tests to build")
+    tests: list[Test] = Field(
+        default_factory=lambda: list(TESTS), min_length=1, description="which of the 11 tests to build"
+    )
     span_length: int = Field(default=3, ge=2, description="L: sessions per run for session_span and date_span")
-    day_spans: list[int] = Field(default_factory=lambda: [3, 7], min_length=1,
-                                 description="N for day_span: dates with 0 <= (today - date).days <= N")
+    day_spans: list[int] = Field(
+        default_factory=lambda: [3, 7],
+        min_length=1,
+        description="N for day_span: dates with 0 <= (today - date).days <= N",
+    )
     numeral_styles: list[NumeralStyle] = Field(default_factory=lambda: list(NUMERAL_STYLES), min_length=1)
-    max_variants_per_group: int | None = Field(default=None, ge=1, description="keep at most this many wordings per "
-                                               "base question (a seeded sample); default all")
+    max_variants_per_group: int | None = Field(
+        default=None,
+        ge=1,
+        description="keep at most this many wordings per base question (a seeded sample); default all",
+    )
 
     @field_validator("day_spans")
     @classmethod
@@ -117,8 +135,9 @@ def base_questions(timeline: Timeline, options: WindowOptions) -> Iterator[BaseQ
     for test in options.tests:
         for params, responses in ENUMERATORS[test](windows, options):
             if responses and not all(r.is_padding for r in responses):
-                yield BaseQuestion(timeline.conversation_id, test, params,
-                                   tuple(sorted(r.response_index for r in responses)))
+                yield BaseQuestion(
+                    timeline.conversation_id, test, params, tuple(sorted(r.response_index for r in responses))
+                )
 
 
 def enumerate_session(w: Windows, options: WindowOptions):
@@ -191,9 +210,16 @@ def enumerate_earlier_today(w: Windows, options: WindowOptions):
 
 
 ENUMERATORS = {
-    "session": enumerate_session, "session_span": enumerate_session_span, "rel_session": enumerate_rel_session,
-    "dates": enumerate_dates, "date_span": enumerate_date_span, "month": enumerate_month,
-    "rel_day": enumerate_rel_day, "rel_month": enumerate_rel_month, "day_span": enumerate_day_span,
-    "last_day": enumerate_last_day, "earlier_today": enumerate_earlier_today,
+    "session": enumerate_session,
+    "session_span": enumerate_session_span,
+    "rel_session": enumerate_rel_session,
+    "dates": enumerate_dates,
+    "date_span": enumerate_date_span,
+    "month": enumerate_month,
+    "rel_day": enumerate_rel_day,
+    "rel_month": enumerate_rel_month,
+    "day_span": enumerate_day_span,
+    "last_day": enumerate_last_day,
+    "earlier_today": enumerate_earlier_today,
 }
 assert set(ENUMERATORS) == set(TESTS)

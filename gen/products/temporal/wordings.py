@@ -39,8 +39,9 @@ def phrase_variables(question: BaseQuestion, style: str, yearless_ok: bool) -> d
     variables = {"test": question.test, "style": style, "yearless_ok": yearless_ok}
     for key, value in question.params.items():
         if isinstance(value, int):
-            variables.update({key: cardinal(value, style), f"{key}_ordinal": ordinal(value, style),
-                              f"{key}_value": value})
+            variables.update(
+                {key: cardinal(value, style), f"{key}_ordinal": ordinal(value, style), f"{key}_value": value}
+            )
         elif key in DATE_PREFIXES:
             variables.update(date_variables(date.fromisoformat(value), style, DATE_PREFIXES[key]))
         elif key == "month":
@@ -80,12 +81,16 @@ class Wordings:
         out: dict[str, str] = {}
         name = f"time_queries/phrases/{question.test}.j2"
         for style in self.styles:
-            for phrase in lines(templating.render(name, self.templates_dir,
-                                                  **phrase_variables(question, style, yearless_ok))):
+            for phrase in lines(
+                templating.render(name, self.templates_dir, **phrase_variables(question, style, yearless_ok))
+            ):
                 out.setdefault(phrase, style)
         if not out:
-            raise GenError(f"no time phrase for {question.test} {question.params}", file=name,
-                           expected="at least one line of output for every base question of the test")
+            raise GenError(
+                f"no time phrase for {question.test} {question.params}",
+                file=name,
+                expected="at least one line of output for every base question of the test",
+            )
         return list(out.items())
 
     # --- question frames --------------------------------------------------------------------------------
@@ -97,8 +102,9 @@ class Wordings:
             for frame in found:
                 require_one_slot(frame, FRAMES)
             if not found:
-                raise GenError(f"no question frame for test {test!r}", file=FRAMES,
-                               expected="at least one line with {{ time }}")
+                raise GenError(
+                    f"no question frame for test {test!r}", file=FRAMES, expected="at least one line with {{ time }}"
+                )
             self._frames[test] = found
         return self._frames[test]
 
@@ -109,7 +115,7 @@ class Wordings:
         names = sorted(n for n in env.list_templates(extensions=["j2"]) if n.startswith(DIALOGUE_DIR))
         if not names:
             raise GenError("no dialogue frames found", file=DIALOGUE_DIR, expected="one or more <name>.j2 files")
-        return [n[len(DIALOGUE_DIR):-len(".j2")] for n in names]
+        return [n[len(DIALOGUE_DIR) : -len(".j2")] for n in names]
 
     def dialogues(self, test: str, speakers: tuple[str, str], only: list[str] | None = None):
         """[(frame name, variant number, ((speaker, text with SLOT), ...))] for one test and speaker pair."""
@@ -120,8 +126,9 @@ class Wordings:
                 if only and name not in only:
                     continue
                 source = f"{DIALOGUE_DIR}{name}.j2"
-                text = templating.render(source, self.templates_dir, test=test, time=SLOT,
-                                         speaker_a=speakers[0], speaker_b=speakers[1])
+                text = templating.render(
+                    source, self.templates_dir, test=test, time=SLOT, speaker_a=speakers[0], speaker_b=speakers[1]
+                )
                 for number, block in enumerate(re.split(r"\n\s*\n", text.strip()), start=1):
                     if block.strip():
                         out.append((name, number, parse_dialogue(block, speakers, source)))
@@ -143,8 +150,11 @@ _SHARED: dict[tuple, Wordings] = {}
 
 def require_one_slot(text: str, template: str) -> None:
     if text.count(SLOT) != 1:
-        raise GenError(f"a frame must contain {{{{ time }}}} exactly once: {text.replace(SLOT, '{{ time }}')!r}",
-                       file=template, expected="the time phrase slot {{ time }} once per frame line")
+        raise GenError(
+            f"a frame must contain {{{{ time }}}} exactly once: {text.replace(SLOT, '{{ time }}')!r}",
+            file=template,
+            expected="the time phrase slot {{ time }} once per frame line",
+        )
 
 
 def parse_dialogue(block: str, speakers: tuple[str, str], source: str) -> tuple[tuple[str, str], ...]:
@@ -152,13 +162,19 @@ def parse_dialogue(block: str, speakers: tuple[str, str], source: str) -> tuple[
     for line in lines(block):
         match = TURN.match(line)
         if not match:
-            raise GenError(f"a dialogue line must start with 'A:' or 'B:': {line.replace(SLOT, '{{ time }}')!r}",
-                           file=source, expected="turns 'A: text' (speaker_a) and 'B: text' (speaker_b)")
+            raise GenError(
+                f"a dialogue line must start with 'A:' or 'B:': {line.replace(SLOT, '{{ time }}')!r}",
+                file=source,
+                expected="turns 'A: text' (speaker_a) and 'B: text' (speaker_b)",
+            )
         turns.append((speakers[0] if match.group(1) == "A" else speakers[1], match.group(2).strip()))
     slots = [SLOT in text for _, text in turns]
     if len(turns) < 2 or sum(slots) != 1 or slots[-1] or turns[-1][0] != speakers[0]:
         shown = " / ".join(f"{s}: {t}" for s, t in turns).replace(SLOT, "{{ time }}")
-        raise GenError(f"bad dialogue variant: {shown!r}", file=source,
-                       expected="two or more turns, {{ time }} in exactly one turn before the last, "
-                                "and the last turn (the ambiguous request) spoken by A")
+        raise GenError(
+            f"bad dialogue variant: {shown!r}",
+            file=source,
+            expected="two or more turns, {{ time }} in exactly one turn before the last, "
+            "and the last turn (the ambiguous request) spoken by A",
+        )
     return tuple(turns)
