@@ -53,6 +53,7 @@ OUTPUT_MB_PER_COPY = 35
 
 # ---------------------------------------------------------------------------------------------- /proc helpers
 
+
 def process_tree(root: int) -> list[int]:
     """root and all its live descendants (one scan of /proc/*/stat)."""
     children: dict[int, list[int]] = {}
@@ -130,6 +131,7 @@ def kill_tree(root: int, known: set[int]) -> None:
 
 # ---------------------------------------------------------------------------------------------- one run
 
+
 @dataclass
 class Row:
     copies: int
@@ -152,8 +154,9 @@ class Row:
         return self.records / self.wall_s if self.records is not None and self.wall_s else None
 
 
-def run_once(gen: str, recipe: Path, out_dir: Path, row: Row, timeout: float | None, min_free_mb: float,
-             log_dir: Path) -> Row:
+def run_once(
+    gen: str, recipe: Path, out_dir: Path, row: Row, timeout: float | None, min_free_mb: float, log_dir: Path
+) -> Row:
     command = [gen, "run", str(recipe), "--output-dir", str(out_dir)]
     if row.workers is not None:
         command += ["--workers", str(row.workers)]
@@ -165,8 +168,7 @@ def run_once(gen: str, recipe: Path, out_dir: Path, row: Row, timeout: float | N
     cpu_children_0, cpu_self_0, busy_0 = cpu_s(resource.RUSAGE_CHILDREN), cpu_s(resource.RUSAGE_SELF), busy_cpu_s()
     started = time.perf_counter()
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
         peak_kb, seen = 0, set()
         try:
             while True:
@@ -234,8 +236,19 @@ def is_leftover(pid: int, seen: set[int]) -> bool:
 
 # ---------------------------------------------------------------------------------------------- table
 
-COLUMNS = ("copies", "workers/executor", "conversations", "records", "wall s", "records/s", "peak RSS MB",
-           "output MB", "CPU cores", "other CPU", "load1")
+COLUMNS = (
+    "copies",
+    "workers/executor",
+    "conversations",
+    "records",
+    "wall s",
+    "records/s",
+    "peak RSS MB",
+    "output MB",
+    "CPU cores",
+    "other CPU",
+    "load1",
+)
 
 
 def cells(row: Row) -> list[str]:
@@ -243,9 +256,19 @@ def cells(row: Row) -> list[str]:
         return "—" if value is None else format(value, spec)
 
     wall = num(row.wall_s, ".1f") if row.status == "ok" else f"{row.status} ({num(row.wall_s, '.0f')} s)"
-    return [f"{row.copies}×", row.label, num(row.conversations, ","), num(row.records, ","), wall,
-            num(row.records_per_s, ",.0f"), num(row.peak_rss_mb, ",.0f"), num(row.output_mb, ",.0f"),
-            num(row.cpu_cores, ".2f"), num(row.other_cores, ".2f"), num(row.load_start, ".2f")]
+    return [
+        f"{row.copies}×",
+        row.label,
+        num(row.conversations, ","),
+        num(row.records, ","),
+        wall,
+        num(row.records_per_s, ",.0f"),
+        num(row.peak_rss_mb, ",.0f"),
+        num(row.output_mb, ",.0f"),
+        num(row.cpu_cores, ".2f"),
+        num(row.other_cores, ".2f"),
+        num(row.load_start, ".2f"),
+    ]
 
 
 WIDTHS = (7, 26, 13, 12, 12, 10, 11, 9, 9, 9, 6)
@@ -256,8 +279,10 @@ def plain_line(values: list[str]) -> str:
 
 
 def markdown_table(rows: list[Row]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---:" if i != 1 else "---" for i in
-                                                               range(len(COLUMNS))) + "|"]
+    lines = [
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---:" if i != 1 else "---" for i in range(len(COLUMNS))) + "|",
+    ]
     lines += ["| " + " | ".join(cells(row)) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -275,22 +300,33 @@ def ratios(rows: list[Row], copies: list[int]) -> list[str]:
         for label in labels:
             a, b = ok.get((small, label)), ok.get((big, label))
             if a and b:
-                lines.append(f"{label}: {big}× vs {small}× ({big / small:g}× the data): "
-                             f"peak RSS {ratio(b.peak_rss_mb, a.peak_rss_mb):.2f}×, "
-                             f"wall {ratio(b.wall_s, a.wall_s):.1f}×")
+                lines.append(
+                    f"{label}: {big}× vs {small}× ({big / small:g}× the data): "
+                    f"peak RSS {ratio(b.peak_rss_mb, a.peak_rss_mb):.2f}×, "
+                    f"wall {ratio(b.wall_s, a.wall_s):.1f}×"
+                )
     for row in rows:
         if row.status != "ok" or row.workers in (None, 1):
             continue
-        base = next((r for r in rows if r.copies == row.copies and r.executor == row.executor
-                     and r.workers == 1 and r.status == "ok"), None)
+        base = next(
+            (
+                r
+                for r in rows
+                if r.copies == row.copies and r.executor == row.executor and r.workers == 1 and r.status == "ok"
+            ),
+            None,
+        )
         if base:
-            lines.append(f"{row.copies}× {row.label}: wall {ratio(row.wall_s, base.wall_s):.2f}× that of 1 worker "
-                         f"(speed-up {ratio(base.wall_s, row.wall_s):.2f}), "
-                         f"peak RSS {ratio(row.peak_rss_mb, base.peak_rss_mb):.2f}×")
+            lines.append(
+                f"{row.copies}× {row.label}: wall {ratio(row.wall_s, base.wall_s):.2f}× that of 1 worker "
+                f"(speed-up {ratio(base.wall_s, row.wall_s):.2f}), "
+                f"peak RSS {ratio(row.peak_rss_mb, base.peak_rss_mb):.2f}×"
+            )
     return lines
 
 
 # ---------------------------------------------------------------------------------------------- main
+
 
 def int_list(text: str) -> list[int]:
     try:
@@ -308,27 +344,45 @@ def default_gen() -> str:
 
 
 def write_recipe(path: Path, name: str, source: Path) -> None:
-    path.write_text(json.dumps({  # JSON is YAML
-        "name": name, "seed": 13,
-        "sources": [{"format": "locomo", "path": str(source)}],
-        "timeline": {"padding": {"mode": "donor", "target_words": 3000}},
-        "products": [{"type": "log"}, {"type": "time_queries"}],
-    }, indent=2))
+    path.write_text(
+        json.dumps(
+            {  # JSON is YAML
+                "name": name,
+                "seed": 13,
+                "sources": [{"format": "locomo", "path": str(source)}],
+                "timeline": {"padding": {"mode": "donor", "target_words": 3000}},
+                "products": [{"type": "log"}, {"type": "time_queries"}],
+            },
+            indent=2,
+        )
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int_list, default=[1, 10, 100], help="K values (default 1,10,100)")
     parser.add_argument("--workers", type=int_list, default=[1, 2], help="worker counts (default 1,2)")
-    parser.add_argument("--executor", action="append", default=[],
-                        help="also run with `--executor E` (e.g. ray), for each worker count; repeatable")
+    parser.add_argument(
+        "--executor",
+        action="append",
+        default=[],
+        help="also run with `--executor E` (e.g. ray), for each worker count; repeatable",
+    )
     parser.add_argument("--gen", default=default_gen(), help="the gen executable (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per run; the tree is then killed")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown at the end")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where corpora and outputs go (default: a temporary folder under $TMPDIR or /tmp)")
-    parser.add_argument("--min-free-mb", type=float, default=1024,
-                        help="kill a run when the machine's MemAvailable falls below this (default 1024)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where corpora and outputs go (default: a temporary folder under $TMPDIR or /tmp)",
+    )
+    parser.add_argument(
+        "--min-free-mb",
+        type=float,
+        default=1024,
+        help="kill a run when the machine's MemAvailable falls below this (default 1024)",
+    )
     args = parser.parse_args()
     copies = sorted(set(args.copies))
     workers = sorted(set(args.workers))
@@ -363,8 +417,10 @@ def main() -> None:
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     free = shutil.disk_usage(workdir).free
     print(f"gen: {gen} (--workers: {'yes' if has_workers else 'no'}, --executor: {'yes' if has_executor else 'no'})")
-    print(f"corpus: K × {data} ; work folder {workdir} ({free / 2**30:.1f} GB free) ; "
-          f"{os.cpu_count()} CPUs, MemAvailable {mem_available_mb():,.0f} MB")
+    print(
+        f"corpus: K × {data} ; work folder {workdir} ({free / 2**30:.1f} GB free) ; "
+        f"{os.cpu_count()} CPUs, MemAvailable {mem_available_mb():,.0f} MB"
+    )
     print(f"uptime: {uptime}")
     for line in skipped:
         print(line)
@@ -380,8 +436,11 @@ def main() -> None:
             need = k * (corpus_bytes_per_copy + output_mb_per_copy * MB * 1.1)
             free = shutil.disk_usage(workdir).free
             if need > free - 2**30:
-                print(f"{k}×: skipped: needs ~{need / 2**30:.1f} GB on disk (corpus + one output), "
-                      f"{free / 2**30:.1f} GB free in {workdir}", flush=True)
+                print(
+                    f"{k}×: skipped: needs ~{need / 2**30:.1f} GB on disk (corpus + one output), "
+                    f"{free / 2**30:.1f} GB free in {workdir}",
+                    flush=True,
+                )
                 continue
             source = workdir / f"locomo10x{k}.json"
             t0 = time.perf_counter()
@@ -393,8 +452,9 @@ def main() -> None:
             for label, n, executor in configs:
                 out_dir = workdir / "out"
                 shutil.rmtree(out_dir, ignore_errors=True)
-                row = run_once(gen, recipe, out_dir, Row(k, label, n, executor), args.timeout, args.min_free_mb,
-                               workdir)
+                row = run_once(
+                    gen, recipe, out_dir, Row(k, label, n, executor), args.timeout, args.min_free_mb, workdir
+                )
                 rows.append(row)
                 if row.status == "ok" and row.output_mb:
                     output_mb_per_copy = max(output_mb_per_copy, row.output_mb / k)
@@ -417,8 +477,10 @@ def main() -> None:
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     if args.markdown:
         print()
-        print(f"`{gen}`, {os.cpu_count()} CPUs; peak RSS = sum of VmRSS over the process tree, sampled every "
-              f"{SAMPLE_S * 1000:.0f} ms; other CPU = cores busy with other work during the run.\n")
+        print(
+            f"`{gen}`, {os.cpu_count()} CPUs; peak RSS = sum of VmRSS over the process tree, sampled every "
+            f"{SAMPLE_S * 1000:.0f} ms; other CPU = cores busy with other work during the run.\n"
+        )
         print(markdown_table(rows))
 
 
