@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pydantic import BaseModel  # noqa: E402
+from pydantic import BaseModel
 
-from gen.llm import Engine, RunSettings, Task  # noqa: E402
+from gen.llm import Engine, RunSettings, Task
 
 
 class Answer(BaseModel):
@@ -48,7 +48,7 @@ async def bare_client_run(base_url: str, requests: int, concurrency: int, tag: s
     """The same load through a bare AsyncOpenAI client: the floor the engine is compared with."""
     from openai import AsyncOpenAI
 
-    from gen.llm.engine import http_stack
+    from gen.llm.request import http_stack
 
     http, default_client = http_stack()
     limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             settings = RunSettings(cache_dir=folder, progress="off")
             with Engine(endpoints, settings) as engine:
                 # warm-up (imports, client, connections), not measured
-                engine.run_step("warmup", [Task(f"w{i}", "bench", f"warm-up {i}", Answer) for i in range(args.concurrency)])
+                warmup = [Task(f"w{i}", "bench", f"warm-up {i}", Answer) for i in range(args.concurrency)]
+                engine.run_step("warmup", warmup)
                 loop = engine._loop().loop
                 for trial in range(args.trials):
                     tasks = [Task(f"t{trial}-{i}", "bench", f"Trial {trial}, question {i}: what is the answer?", Answer)
@@ -140,9 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.requests} requests, max_concurrency {args.concurrency}, server latency {args.latency * 1000:.0f} ms, "
           f"ideal {ideal:.3f} s")
     for i, (t, b) in enumerate(zip(trials, bare)):
-        print(f"  trial {i}: engine {t['wall_s']:.3f} s  achieved/ideal {t['ratio']:.3f}  CPU {t['cpu_ms_per_call']:.3f} ms/call"
-              f"  ({t['ok']} ok)   | bare client {b['wall_s']:.3f} s  {b['ratio']:.3f}  CPU {b['cpu_ms_per_call']:.3f} ms/call")
-    print(f"  achieved / ideal     median {figures['achieved_over_ideal_median']:.3f}, best {figures['achieved_over_ideal_best']:.3f}"
+        print(f"  trial {i}: engine {t['wall_s']:.3f} s  achieved/ideal {t['ratio']:.3f}  "
+              f"CPU {t['cpu_ms_per_call']:.3f} ms/call  ({t['ok']} ok)   | bare client {b['wall_s']:.3f} s  "
+              f"{b['ratio']:.3f}  CPU {b['cpu_ms_per_call']:.3f} ms/call")
+    print(f"  achieved / ideal     median {figures['achieved_over_ideal_median']:.3f}, "
+          f"best {figures['achieved_over_ideal_best']:.3f}"
           f"   (target >= 0.85; bare openai client: median {figures['bare_client_ratio_median']:.3f})")
     print(f"  engine CPU per call  {figures['engine_cpu_ms_per_call_median']:.3f} ms"
           f"   (bare openai client: {figures['bare_client_cpu_ms_per_call_median']:.3f} ms)")

@@ -1,24 +1,60 @@
-"""The LLM engine (SPEC §9). Product authors: see :mod:`gen.llm.engine` for the surface and an example.
+"""The LLM engine (SPEC §9). Product authors: see :mod:`gen.llm.engine` for the surface and an example, and
+:mod:`gen.llm.step` for LLM output that must also pass the product's own checks.
 
     from gen.llm import Task, render_messages       # a product builds Tasks from a template and a parser
     outcomes = ctx.llm().run_step("my_step", tasks)  # the runner owns the one Engine of a run
 
-Modules: ``config`` (the recipe's ``llm:`` endpoints, run settings, data fingerprint), ``engine`` (calls,
-retries, flow control, accounting), ``cache`` (SQLite store), ``limiter`` (slots, rate buckets, backoff),
-``structured`` (parsers, JSON extraction, correction round), ``task`` (Task, Outcome, prompt helpers),
-``plan`` (``gen plan`` / ``gen preview``), ``progress`` (live display or plain lines on stderr).
+Modules: ``config`` (the recipe's ``llm:`` endpoints, run settings, data fingerprint), ``task`` (Task,
+Outcome, prompt helpers), ``structured`` (parsers, JSON extraction, correction round), ``engine`` (runs a
+step: cache, request, correction round), ``request`` (one attempt and the retry policy), ``endpoint``
+(client, flow control and key scrubbing per endpoint), ``limiter`` (slots, rate buckets, backoff),
+``cache`` (SQLite store), ``accounting`` (per-step counts, rejects, report), ``progress`` (live display
+or plain lines on stderr), ``workers`` (event loop thread, worker pool), ``plan`` (``gen plan`` /
+``gen preview``), ``step`` (the checked, regenerated step every LLM product uses).
+
+Names are imported on first use, so ``import gen.llm.config`` (recipe loading) loads neither the engine
+nor openai.
 
 Cache location: ``$GEN_CACHE_DIR/llm.sqlite``, else ``$XDG_CACHE_HOME/gen/llm.sqlite``, else
 ``~/.cache/gen/llm.sqlite``; ``RunSettings(cache_dir=...)`` (``--cache-dir``) overrides it. The cache is
 shared by every recipe: a call is a call, whichever run made it.
 """
 
-from gen.llm.cache import Cache, cache_key
-from gen.llm.config import EndpointConfig, Price, RunSettings, data_fingerprint, data_params, default_cache_path
-from gen.llm.engine import Engine, build_request
-from gen.llm.plan import StepPlan, format_messages
-from gen.llm.structured import ParseFailure, extract_json
-from gen.llm.task import Outcome, Task, estimate_input_tokens, render_messages, split_messages
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gen.llm.cache import Cache, cache_key
+    from gen.llm.config import EndpointConfig, Price, RunSettings, data_fingerprint, data_params, default_cache_path
+    from gen.llm.engine import Engine
+    from gen.llm.plan import StepPlan, format_messages
+    from gen.llm.request import build_request
+    from gen.llm.structured import ParseFailure, extract_json
+    from gen.llm.task import Outcome, Task, estimate_input_tokens, render_messages, split_messages
+
+_HOMES = {  # name -> the submodule that defines it
+    "Cache": "cache",
+    "cache_key": "cache",
+    "EndpointConfig": "config",
+    "Price": "config",
+    "RunSettings": "config",
+    "data_fingerprint": "config",
+    "data_params": "config",
+    "default_cache_path": "config",
+    "Engine": "engine",
+    "StepPlan": "plan",
+    "format_messages": "plan",
+    "build_request": "request",
+    "ParseFailure": "structured",
+    "extract_json": "structured",
+    "Outcome": "task",
+    "Task": "task",
+    "estimate_input_tokens": "task",
+    "render_messages": "task",
+    "split_messages": "task",
+}
 
 __all__ = [
     "Cache",
@@ -41,3 +77,16 @@ __all__ = [
     "render_messages",
     "split_messages",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -11,24 +11,27 @@ key can reach the file.
 Writes go through one writer thread that commits whatever is queued in one transaction (group commit);
 with WAL and ``synchronous=NORMAL`` a committed row survives the process being killed, so an interrupted
 run resumes with every reply it had stored. Reads use their own connection and never wait on the writer.
-Default location: ``$GEN_CACHE_DIR/llm.sqlite`` or ``~/.cache/gen/llm.sqlite`` (:func:`gen.llm.config.default_cache_path`).
+Default location: ``$GEN_CACHE_DIR/llm.sqlite`` or ``~/.cache/gen/llm.sqlite``
+(:func:`gen.llm.config.default_cache_path`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import queue
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from gen.errors import GenError
 from gen.llm.config import canonical_json
 
-__all__ = ["Cache", "CachedReply", "cache_key", "KEY_VERSION"]
+__all__ = ["KEY_VERSION", "Cache", "CachedReply", "cache_key"]
 
 KEY_VERSION = 1
 GROUP_COMMIT_S = 0.02  # a reply is committed at most this long after it arrived
@@ -112,7 +115,8 @@ class Cache:
                 chunk = unique[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._reader.execute(
-                    f"SELECT key, text, finish_reason, input_tokens, output_tokens, model FROM replies WHERE key IN ({marks})",
+                    "SELECT key, text, finish_reason, input_tokens, output_tokens, model FROM replies "
+                    f"WHERE key IN ({marks})",
                     chunk,
                 ).fetchall()
                 for key, text, finish, tin, tout, model in rows:
@@ -198,13 +202,11 @@ class Cache:
                     self._pending_lock.notify_all()
                 if any(entry is _STOP for entry in batch):
                     return
-        except BaseException as exc:  # noqa: BLE001 - reported to the engine through put()/flush()
+        except BaseException as exc:  # reported to the engine through put()/flush()
             self._error = exc
             with self._pending_lock:
                 self._pending_lock.notify_all()
         finally:
             if conn is not None:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     conn.close()
-                except sqlite3.Error:
-                    pass

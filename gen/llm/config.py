@@ -39,14 +39,14 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
-    "Price",
     "EndpointConfig",
+    "Price",
     "RunSettings",
-    "data_params",
-    "data_fingerprint",
-    "canonical_json",
-    "default_cache_path",
     "apply_settings",
+    "canonical_json",
+    "data_fingerprint",
+    "data_params",
+    "default_cache_path",
 ]
 
 
@@ -81,7 +81,8 @@ class EndpointConfig(BaseModel):
     seed: int | None = None
     extra_params: dict[str, Any] = Field(
         default_factory=dict,
-        description="other request parameters sent as-is (e.g. top_k, presence_penalty, stop); they enter the cache key",
+        description="other request parameters sent as-is (e.g. top_k, presence_penalty, stop); they enter the "
+                    "cache key",
     )
     structured_output: Literal["json_schema", "json_object", "off"] = Field(
         default="json_schema",

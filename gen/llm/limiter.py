@@ -6,6 +6,7 @@
   second's worth of burst (providers enforce per-minute limits over short windows).
 * :class:`Gate` — a pause every worker of an endpoint waits on; a 429 (or a ``Retry-After``) closes it for
   the advised time, so all workers slow down together rather than each finding out on its own.
+* :class:`FlowControl` — the three above for one endpoint, in the order a request passes them.
 * :func:`backoff_delay` — exponential backoff with jitter; :func:`retry_after_seconds` reads
   ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date).
 
@@ -15,13 +16,14 @@ All of it runs on the engine's event loop thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import random
 import time
 from collections import deque
-from typing import Mapping
+from collections.abc import AsyncIterator, Mapping
 
-__all__ = ["Slots", "TokenBucket", "Gate", "backoff_delay", "retry_after_seconds"]
+__all__ = ["FlowControl", "Gate", "Slots", "TokenBucket", "backoff_delay", "retry_after_seconds"]
 
 
 class Slots:
@@ -34,7 +36,7 @@ class Slots:
         self._waiters: deque[asyncio.Future] = deque()
         self._last_decrease = -1e9
 
-    async def __aenter__(self) -> "Slots":
+    async def __aenter__(self) -> Slots:
         if self.in_use >= int(self.limit) or self._waiters:
             future = asyncio.get_running_loop().create_future()
             self._waiters.append(future)
@@ -126,6 +128,49 @@ class Gate:
             if remaining <= 0:
                 return
             await asyncio.sleep(remaining)
+
+
+class FlowControl:
+    """The limits of one endpoint: ``async with flow.admit(estimate):`` around each request.
+
+    ``estimate`` is the request's expected tokens (input plus the most output), charged to the
+    tokens-per-minute bucket up front and corrected once the reply's real usage is known.
+    """
+
+    def __init__(self, max_concurrency: int, requests_per_minute: float | None = None,
+                 tokens_per_minute: float | None = None) -> None:
+        self.slots = Slots(max_concurrency)
+        self.gate = Gate()
+        self.rpm = TokenBucket(requests_per_minute) if requests_per_minute else None
+        self.tpm = TokenBucket(tokens_per_minute) if tokens_per_minute else None
+
+    @contextlib.asynccontextmanager
+    async def admit(self, estimate: float) -> AsyncIterator[None]:
+        await self.gate.wait()
+        if self.rpm is not None:
+            await self.rpm.acquire(1)
+        if self.tpm is not None:
+            await self.tpm.acquire(estimate)
+        async with self.slots:
+            await self.gate.wait()  # the gate may have closed while this request waited for a slot
+            yield
+
+    def succeeded(self, estimate: float, used: float) -> None:
+        """A reply came back: widen the slots again, give back the tokens charged but not used."""
+        self.slots.on_success()
+        if self.tpm is not None:
+            self.tpm.adjust(estimate - used)
+
+    def refund(self, estimate: float) -> None:
+        """A request failed before using any tokens."""
+        if self.tpm is not None:
+            self.tpm.adjust(estimate)
+
+    def pause(self, seconds: float, *, rate_limited: bool) -> None:
+        """Hold every request of the endpoint back; after a 429 also use fewer slots for a while."""
+        self.gate.close_for(seconds)
+        if rate_limited:
+            self.slots.on_rate_limited()
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from gen.llm.config import EndpointConfig
 
-__all__ = ["StepPlan", "PlanBuilder", "format_messages", "DEFAULT_OUTPUT_TOKENS"]
+__all__ = ["DEFAULT_OUTPUT_TOKENS", "PlanBuilder", "StepPlan", "format_messages"]
 
 DEFAULT_OUTPUT_TOKENS = 256
 
@@ -68,9 +69,10 @@ class StepPlan:
     @property
     def projected_cost_usd(self) -> float | None:
         costs = [e.cost_usd for e in self.endpoints.values() if e.calls_needed]
-        if any(cost is None for cost in costs):
+        known = [cost for cost in costs if cost is not None]
+        if len(known) < len(costs):
             return None
-        return round(sum(costs), 6)
+        return round(sum(known), 6)
 
     def to_dict(self) -> dict:
         return {
@@ -84,7 +86,7 @@ class StepPlan:
             "endpoints": {name: plan.to_dict() for name, plan in sorted(self.endpoints.items())},
         }
 
-    def merge(self, other: "StepPlan") -> "StepPlan":
+    def merge(self, other: StepPlan) -> StepPlan:
         merged = StepPlan(self.step, self.items + other.items)
         for name in sorted(set(self.endpoints) | set(other.endpoints)):
             a, b = self.endpoints.get(name, EndpointPlan()), other.endpoints.get(name, EndpointPlan())
@@ -92,10 +94,13 @@ class StepPlan:
                 else (a.cost_usd or 0.0) + (b.cost_usd or 0.0)
             merged.endpoints[name] = EndpointPlan(
                 a.calls_needed + b.calls_needed, a.calls_cached + b.calls_cached, a.input_tokens + b.input_tokens,
-                a.output_tokens + b.output_tokens, " + ".join(x for x in dict.fromkeys([a.output_basis, b.output_basis]) if x),
-                cost,
+                a.output_tokens + b.output_tokens, _joined_basis(a.output_basis, b.output_basis), cost,
             )
         return merged
+
+
+def _joined_basis(first: str, second: str) -> str:
+    return " + ".join(basis for basis in dict.fromkeys([first, second]) if basis)
 
 
 class PlanBuilder:
@@ -125,7 +130,8 @@ class PlanBuilder:
                 per_call, basis = config.max_tokens, "max_tokens (upper bound)"
             else:
                 per_call, basis = DEFAULT_OUTPUT_TOKENS, f"assumed {DEFAULT_OUTPUT_TOKENS} per call"
-            entry = EndpointPlan(len(needed), len(observed), sum(needed), per_call * len(needed), basis if needed else "")
+            entry = EndpointPlan(len(needed), len(observed), sum(needed), per_call * len(needed),
+                                 basis if needed else "")
             if config.price is not None:
                 entry.cost_usd = config.price.cost(entry.input_tokens, entry.output_tokens)
             elif not needed:

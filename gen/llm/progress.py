@@ -6,14 +6,21 @@ Shown per step: rows done / total, served from cache, rejected, requests per min
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, Protocol, TextIO
 
-__all__ = ["StepCounters", "make_reporter", "NullReporter", "PlainReporter", "LiveReporter"]
+__all__ = ["LiveReporter", "NullReporter", "PlainReporter", "Reporter", "StepCounters", "make_reporter", "showing"]
+
+log = logging.getLogger("gen.llm")
+TICK_S = 0.25  # how often a reporter gets to refresh while a step runs
 
 
 @dataclass
@@ -26,7 +33,13 @@ class StepCounters:
     requests: int = 0
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
-    _window: deque = field(default_factory=deque, repr=False)  # (time, requests, tokens)
+    _window: deque[tuple[float, int]] = field(default_factory=deque, repr=False)  # (time, tokens)
+
+    def add(self, *, cached: bool, rejected: bool) -> None:
+        """An item finished."""
+        self.done += 1
+        self.cached += cached
+        self.rejected += rejected
 
     def note_request(self, tokens: int) -> None:
         self.requests += 1
@@ -51,6 +64,16 @@ class StepCounters:
             f"[llm] {self.step}: {self.done}/{self.total} done, {self.cached} cached, {self.rejected} rejected, "
             f"{rpm:.0f} req/min, {tpm:.0f} tok/min, {elapsed:.0f}s"
         )
+
+
+class Reporter(Protocol):
+    """What the engine accepts as ``reporter``."""
+
+    def start(self, counters: StepCounters) -> None: ...
+
+    def tick(self) -> None: ...
+
+    def stop(self, summary: str = "") -> None: ...
 
 
 class NullReporter:
@@ -91,18 +114,16 @@ class PlainReporter(NullReporter):
             self._emit(summary)
 
     def _emit(self, text: str) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed stream must not fail the run
             print(text, file=self.stream, flush=True)
-        except (OSError, ValueError):
-            pass
 
 
 class LiveReporter(NullReporter):
     """A rich progress bar with the step's counters, refreshed by rich's own thread."""
 
     def __init__(self) -> None:
-        self._progress = None
-        self._task = None
+        self._progress: Any = None  # rich.progress.Progress, imported only when a live display is shown
+        self._task: Any = None
         self.counters: StepCounters | None = None
         self._lock = threading.Lock()
 
@@ -143,7 +164,7 @@ class LiveReporter(NullReporter):
         self.counters = None
 
 
-def make_reporter(mode: str = "auto", interval: float = 10.0, stream: TextIO | None = None):
+def make_reporter(mode: str = "auto", interval: float = 10.0, stream: TextIO | None = None) -> Reporter:
     """``auto``: live on a terminal, plain lines otherwise; ``live``; ``plain``; ``off``."""
     if mode == "off":
         return NullReporter()
@@ -151,3 +172,28 @@ def make_reporter(mode: str = "auto", interval: float = 10.0, stream: TextIO | N
     if mode == "live" or (mode == "auto" and getattr(stream, "isatty", lambda: False)()):
         return LiveReporter()
     return PlainReporter(stream, interval)
+
+
+@contextlib.asynccontextmanager
+async def showing(reporter: Reporter | None, counters: StepCounters,
+                  summary: Callable[[], str]) -> AsyncIterator[None]:
+    """Report a step's counters while the block runs, then ``summary()`` (logged too) when it ends."""
+    if reporter is None:
+        yield
+        return
+    reporter.start(counters)
+    ticker = asyncio.create_task(_tick(reporter))
+    try:
+        yield
+    finally:
+        ticker.cancel()
+        text = summary()
+        if text:
+            log.info(text)
+        reporter.stop(text)
+
+
+async def _tick(reporter: Reporter) -> None:
+    while True:
+        reporter.tick()
+        await asyncio.sleep(TICK_S)

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from gen.templating import render
 
-__all__ = ["ParseFailure", "extract_json", "parse_reply", "response_format_for", "correction_message", "schema_of"]
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+__all__ = ["ParseFailure", "correction_message", "extract_json", "parse_reply", "response_format_for", "schema_of"]
 
 Parser = type[BaseModel] | Callable[[str], Any] | None
 
@@ -59,7 +63,7 @@ def extract_json(text: str) -> Any:
     raise ParseFailure("the reply contains no valid JSON value")
 
 
-def _is_model(parser: Any) -> bool:
+def _is_model(parser: Any) -> TypeIs[type[BaseModel]]:
     return isinstance(parser, type) and issubclass(parser, BaseModel)
 
 
@@ -100,8 +104,10 @@ def parse_reply(parser: Parser, text: str) -> Any:
         raise
     except ValidationError as exc:
         raise ParseFailure(_describe_validation(exc)) from None
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise ParseFailure(f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc) or "invalid reply") from None
+    except ValueError as exc:
+        raise ParseFailure(str(exc) or "invalid reply") from None
+    except (TypeError, KeyError, IndexError) as exc:
+        raise ParseFailure(f"{type(exc).__name__}: {exc}") from None
 
 
 def _schema_name(parser: type[BaseModel]) -> str:

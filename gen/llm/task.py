@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from gen.errors import GenError
 from gen.llm.structured import Parser
 from gen.templating import render
 
-__all__ = ["Task", "Outcome", "render_messages", "split_messages", "normalize_messages", "estimate_input_tokens"]
+__all__ = ["Outcome", "Task", "estimate_input_tokens", "normalize_messages", "render_messages", "split_messages"]
 
 ROLES = ("system", "developer", "user", "assistant")
 _ROLE_LINE = re.compile(r"^<<(system|developer|user|assistant)>>[ \t]*$", re.M)

@@ -9,9 +9,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `gen` is not installed in the venv: import it (and tests.fakes) from the checkout
     sys.path.insert(0, str(ROOT))
 
-import pytest  # noqa: E402
+import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, fake_openai  # noqa: E402,F401
+from tests.fakes.openai_server import FakeOpenAI, fake_openai  # noqa: F401 - the fixture, offered to every test here
 
 FAKE_KEY = "sk-gen-test-KEY-7c1f0e9a4b2d"
 

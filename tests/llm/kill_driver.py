@@ -14,9 +14,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pydantic import BaseModel  # noqa: E402
+from pydantic import BaseModel
 
-from gen.llm import Engine, RunSettings, Task  # noqa: E402
+from gen.llm import Engine, RunSettings, Task
 
 
 class Summary(BaseModel):

@@ -53,7 +53,8 @@ def test_run_step_parses_values_in_task_order_and_accounts_tokens(api_key, cache
     expected_in = sum(count_words(t) for t in TEXTS)
     expected_out = sum(count_words(json.dumps({"topic": t.split()[0], "words": count_words(t)})) for t in TEXTS)
     assert (step["items"], step["ok"], step["rejected"]) == (20, 20, 0)
-    assert (step["calls_made"], step["calls_cached"], step["calls_failed"], step["requests"], step["retries"]) == (20, 0, 0, 20, 0)
+    calls = (step["calls_made"], step["calls_cached"], step["calls_failed"], step["requests"], step["retries"])
+    assert calls == (20, 0, 0, 20, 0)
     assert (step["input_tokens"], step["output_tokens"]) == (expected_in, expected_out)
     assert step["cost_usd"] is None  # no price table
     assert len(requests) == 20
@@ -122,7 +123,7 @@ def test_correction_round_shows_the_error_and_recovers(api_key, cache_dir):
 
     with FakeOpenAI(script) as server, make_engine(server, cache_dir) as engine:
         outcomes = engine.run_step("s", tasks_for(TEXTS[:4]))
-        correction = [r for r in server.requests if r.is_correction][0]
+        correction = next(r for r in server.requests if r.is_correction)
         step = engine.report()["steps"]["s"]
     assert all(o.ok and o.corrected for o in outcomes)
     assert outcomes[2].value == Summary(topic="topic2", words=3)
@@ -172,7 +173,8 @@ def test_max_reject_rate_counts_every_call_of_a_step_together(api_key, cache_dir
         engine.run_step("questions", tasks_for(TEXTS), max_reject_rate=0.2)
         retry, = engine.run_step("questions", tasks_for(["broken text"], prefix="again"), max_reject_rate=0.2)
         with pytest.raises(GenError, match="6 of 26 items rejected"):  # 6 > floor(0.2 × 26) = 5
-            engine.run_step("questions", tasks_for([f"broken again {i}" for i in range(5)], prefix="more"), max_reject_rate=0.2)
+            engine.run_step("questions", tasks_for([f"broken again {i}" for i in range(5)], prefix="more"),
+                            max_reject_rate=0.2)
     assert not retry.ok and retry.kind == "parse"
 
 
@@ -235,7 +237,7 @@ def test_rate_limits_honour_retry_after_and_pause_everyone(api_key, cache_dir):
     window = (limited.finished + 0.05, limited.finished + 0.25)
     assert not [r for r in server.requests if window[0] < r.started < window[1]]
     assert [r for r in others if r.started >= window[1]]  # other items were held back, not only the retry
-    retry = [r for r in server.requests if r.key == limited.key and r.attempt == 1][0]
+    retry = next(r for r in server.requests if r.key == limited.key and r.attempt == 1)
     assert retry.started - limited.finished >= 0.25
 
 
@@ -254,22 +256,20 @@ def test_timeouts_are_retried(api_key, cache_dir):
 
 def test_refused_key_stops_the_run_and_missing_key_fails_before_any_request(api_key, cache_dir, monkeypatch):
     with FakeOpenAI(lambda r: Reply.error(401, "Incorrect API key provided")) as server:
-        with make_engine(server, cache_dir) as engine:
-            with pytest.raises(GenError) as info:
-                engine.run_step("s", tasks_for(TEXTS[:3]))
+        with make_engine(server, cache_dir) as engine, pytest.raises(GenError) as info:
+            engine.run_step("s", tasks_for(TEXTS[:3]))
         assert "refused the API key" in str(info.value) and "GEN_TEST_API_KEY" in str(info.value)
         monkeypatch.delenv("GEN_TEST_API_KEY")
         before = server.count
-        with make_engine(server, cache_dir) as engine:
-            with pytest.raises(GenError, match="GEN_TEST_API_KEY is not set"):
-                engine.run_step("s", tasks_for(TEXTS[:3]))
+        with make_engine(server, cache_dir) as engine, pytest.raises(GenError, match="GEN_TEST_API_KEY is not set"):
+            engine.run_step("s", tasks_for(TEXTS[:3]))
         assert server.count == before
 
 
 def test_unknown_endpoint_names_the_nearest(api_key, cache_dir):
-    with FakeOpenAI() as server, make_engine(server, cache_dir) as engine:
-        with pytest.raises(GenError, match="did you mean 'main'"):
-            engine.run_step("s", [Task("x", "mian", "hi")])
+    with (FakeOpenAI() as server, make_engine(server, cache_dir) as engine,
+          pytest.raises(GenError, match="did you mean 'main'")):
+        engine.run_step("s", [Task("x", "mian", "hi")])
 
 
 def test_offline_passes_on_a_warm_cache_and_fails_on_the_first_miss(api_key, cache_dir):
@@ -280,7 +280,7 @@ def test_offline_passes_on_a_warm_cache_and_fails_on_the_first_miss(api_key, cac
         with make_engine(server, cache_dir, offline=True) as engine:
             assert all(o.ok for o in engine.run_step("s", tasks_for(TEXTS[:5])))
             with pytest.raises(GenError) as info:
-                engine.run_step("questions", tasks_for(TEXTS[:3] + ["topicNEW never seen", "topicNEW2"]))
+                engine.run_step("questions", tasks_for([*TEXTS[:3], "topicNEW never seen", "topicNEW2"]))
         assert server.count == before
     assert "offline" in str(info.value) and "step questions, item item-3" in str(info.value)
 
@@ -350,7 +350,9 @@ def test_progress_plain_lines_and_error_summary(api_key, cache_dir):
     stream = io.StringIO()
 
     def script(request):
-        return Reply.server_error() if request.attempt == 0 and "topic1 " in request.last_user else summary_script(request)
+        if request.attempt == 0 and "topic1 " in request.last_user:
+            return Reply.server_error()
+        return summary_script(request)
 
     with FakeOpenAI(script) as server, make_engine(server, cache_dir, reporter=PlainReporter(stream, 0.0)) as engine:
         engine.run_step("summaries", tasks_for(TEXTS[:4]))

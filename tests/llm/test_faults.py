@@ -80,8 +80,8 @@ def predict(mix: FaultMix, text: str, max_retries: int):
     if fault != "malformed":
         return "ok", Summary.model_validate_json(content), requests
     error = "the reply contains no valid JSON value"
-    content, fault = call(first_messages + [{"role": "assistant", "content": content},
-                                            {"role": "user", "content": correction_message(Summary, error)}])
+    content, fault = call([*first_messages, {"role": "assistant", "content": content},
+                           {"role": "user", "content": correction_message(Summary, error)}])
     if fault == "failed":
         return "request_failed", None, requests
     if fault == "malformed":
@@ -101,7 +101,8 @@ def test_fault_mix_every_item_ends_valid_or_rejected_with_its_reason(api_key, ca
 
     with FakeOpenAI(mix) as server:
         with engine_for(server, cache_dir, max_concurrency=16, timeout_s=0.3, max_retries=max_retries) as engine:
-            outcomes = engine.run_step("summaries", [Task(f"item-{i}", "main", t, Summary) for i, t in enumerate(texts)])
+            tasks = [Task(f"item-{i}", "main", t, Summary) for i, t in enumerate(texts)]
+            outcomes = engine.run_step("summaries", tasks)
             report = engine.report()["steps"]["summaries"]
             rejects = list(engine.rejects)
         faults_seen = {r.fault for r in server.requests}
@@ -142,7 +143,7 @@ def run_driver(base_url, cache_dir, out_path, n, wait=True):
     command = [sys.executable, str(HERE / "kill_driver.py"), base_url, str(cache_dir), str(out_path), str(n)]
     proc = subprocess.Popen(command, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if wait:
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err.decode()
     return proc
 
@@ -259,10 +260,9 @@ def test_a_recognisable_api_key_appears_in_no_output_log_cache_row_or_error(api_
                                        max_reject_rate=None)
             rejects, report = list(engine.rejects), engine.report()
         assert all(r.api_key == api_key for r in server.requests)  # the key was really sent
-        with FakeOpenAI(lambda r: Reply.error(401, f"Incorrect API key provided: {r.api_key}")) as refusing:
-            with engine_for(refusing, tmp_path / "other") as engine:
-                with pytest.raises(GenError) as refused:
-                    engine.run_step("s", [Task("x", "main", "topicX", Summary)])
+        with (FakeOpenAI(lambda r: Reply.error(401, f"Incorrect API key provided: {r.api_key}")) as refusing,
+              engine_for(refusing, tmp_path / "other") as engine, pytest.raises(GenError) as refused):
+            engine.run_step("s", [Task("x", "main", "topicX", Summary)])
 
     assert [o.ok for o in outcomes] == [True, True, False, True, False, True]
     assert outcomes[3].value.topic == "[redacted]"

@@ -1,0 +1,148 @@
+"""The recipe's endpoints at run time: client, flow control and reachability; and keeping keys out of text.
+
+An :class:`Endpoint` is shared by every step that uses it, so its limits hold across steps. Its openai
+client is made on the first request that is really sent, which is also when the API key is read from the
+environment: a plan or a fully cached run needs no key. Every key the engine may have seen goes into its
+:class:`KeyScrubber`, which replaces it in every reply, reason and error message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from gen.errors import GenError
+from gen.llm.config import EndpointConfig, RunSettings, apply_settings
+from gen.llm.limiter import FlowControl
+from gen.llm.request import Answer, Failure, http_stack, stop_error, unreachable_error
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["Endpoint", "KeyScrubber", "find_endpoint", "load_endpoints"]
+
+REDACTED = "[redacted]"
+MIN_CONNECTION_FAILURES = 3  # before an endpoint that never answered is declared unreachable
+
+
+class KeyScrubber:
+    """The API keys this engine knows of; calling it on a text replaces every one of them."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+
+    def add(self, key: str) -> None:
+        if len(key) >= 4:  # shorter strings would blank out ordinary text
+            self._keys.add(key)
+
+    def add_from_env(self, env: str | None) -> None:
+        if env and os.environ.get(env):
+            self.add(os.environ[env])
+
+    def __call__(self, text: str) -> str:
+        for key in self._keys:
+            if key in text:
+                text = text.replace(key, REDACTED)
+        return text
+
+
+class Endpoint:
+    """Run-time state of one named endpoint (its flow control is made on the engine's loop thread)."""
+
+    def __init__(self, name: str, config: EndpointConfig) -> None:
+        self.name = name
+        self.config = config
+        self.answered = False  # has the server ever replied? if not, repeated connection errors are fatal
+        self.connection_failures = 0
+        self._client: AsyncOpenAI | None = None
+        self._flow: FlowControl | None = None
+
+    @property
+    def where(self) -> str:
+        return f"llm endpoint '{self.name}' ({self.config.base_url})"
+
+    @property
+    def flow(self) -> FlowControl:
+        if self._flow is None:
+            config = self.config
+            self._flow = FlowControl(config.max_concurrency, config.requests_per_minute, config.tokens_per_minute)
+        return self._flow
+
+    def client(self, keys: KeyScrubber) -> AsyncOpenAI:
+        """The openai client, made on first use with the key read from the environment now."""
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            http, default_client = http_stack()
+            limit, timeout = self.config.max_concurrency, self.config.timeout_s
+            self._client = AsyncOpenAI(
+                api_key=self._api_key(keys),
+                base_url=self.config.base_url,
+                max_retries=0,  # the engine retries, with backoff and rate limits shared by all workers
+                timeout=timeout,
+                http_client=default_client(
+                    limits=http.Limits(max_connections=limit, max_keepalive_connections=limit), timeout=timeout),
+            )
+        return self._client
+
+    def _api_key(self, keys: KeyScrubber) -> str:
+        env = self.config.api_key_env
+        if not env:
+            return "no-key"  # the client insists on some key; a server without keys ignores it
+        key = os.environ.get(env, "")
+        if not key:
+            raise GenError(f"the environment variable {env} is not set", record=self.where, field="api_key_env",
+                           expected=f"the API key in {env} (or api_key_env: null for a server without keys)")
+        keys.add(key)
+        return key
+
+    def note(self, result: Answer | Failure, attempts: int) -> GenError | None:
+        """Record what one attempt says about the server; the error that stops the run, if any."""
+        if isinstance(result, Answer) or result.answered:
+            self.answered = True
+        if isinstance(result, Answer):
+            return None
+        if result.kind == "connection_error":
+            self.connection_failures += 1
+            if not self.answered and self.connection_failures >= max(MIN_CONNECTION_FAILURES, attempts):
+                return unreachable_error(result, self.where)
+            return None
+        return stop_error(result, self.where, self.config.api_key_env)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):  # closing is best effort: the run's result is already decided
+                await client.close()
+
+
+def load_endpoints(endpoints: Mapping[str, EndpointConfig | Mapping[str, Any]],
+                   settings: RunSettings) -> dict[str, Endpoint]:
+    """The recipe's ``llm:`` mapping as endpoints, run-setting overrides applied; bad configs are GenErrors."""
+    loaded = {}
+    for name, config in endpoints.items():
+        if not isinstance(config, EndpointConfig):
+            try:
+                config = EndpointConfig.model_validate(config)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise GenError(first.get("msg", "invalid endpoint"), record=f"llm endpoint '{name}'",
+                               field=".".join(str(p) for p in first.get("loc", ())) or None) from None
+        loaded[name] = Endpoint(name, apply_settings(config, settings))
+    return loaded
+
+
+def find_endpoint(endpoints: Mapping[str, Endpoint], name: str, item_id: str) -> Endpoint:
+    try:
+        return endpoints[name]
+    except KeyError:
+        names = sorted(endpoints)
+        near = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean '{near[0]}'?" if near else ""
+        raise GenError(f"unknown LLM endpoint '{name}'{hint}", record=f"item {item_id}", field="endpoint",
+                       expected=f"a name of the recipe's llm: section ({', '.join(names) or 'none defined'})") from None

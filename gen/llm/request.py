@@ -1,0 +1,204 @@
+"""One request to an endpoint, and the policy that says what a failed one means.
+
+:func:`send_once` makes a single attempt and returns either an :class:`Answer` (the server replied with a
+completion) or a :class:`Failure` with a kind, as counted in the run report:
+
+==================  ===================================================  ====================================
+kind                cause                                                what happens
+==================  ===================================================  ====================================
+timeout             no reply within the endpoint's ``timeout_s``          retried after a backoff
+connection_error    the server could not be reached                      retried; fatal if it never answered
+invalid_response    the reply is not a chat completion                   retried after a backoff
+rate_limited        429                                                  retried after ``Retry-After``; the
+                                                                         whole endpoint pauses
+http_503            503                                                  same as 429 (the server is busy)
+http_5xx            other server errors                                  retried after a backoff
+http_408, http_409  request timeout, conflict                            retried after a backoff
+http_400... (4xx)   the request itself is wrong                          not retried: the item is rejected
+http_401, http_403  the key is refused                                   stops the run
+http_404            unknown model or URL                                 stops the run
+quota_exhausted     429 ``insufficient_quota``                           stops the run
+==================  ===================================================  ====================================
+
+:class:`RetryPolicy` holds the waiting rules: ``Retry-After`` when the server gives one (capped, with a
+little jitter so paused workers do not return all at once), else exponential backoff with jitter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from gen.errors import GenError
+from gen.llm.config import EndpointConfig
+from gen.llm.limiter import backoff_delay, retry_after_seconds
+from gen.llm.task import estimate_input_tokens
+
+__all__ = ["Answer", "Failure", "RetryPolicy", "build_request", "http_stack", "send_once", "stop_error"]
+
+Scrub = Callable[[str], str]  # removes API keys from a text that leaves the engine
+
+FATAL_KINDS = {"http_401", "http_403", "http_404", "quota_exhausted"}
+PAUSING_KINDS = {"rate_limited", "http_503"}  # the server is overloaded: every worker of the endpoint waits
+RETRIED_4XX = {"http_408", "http_409"}
+
+
+def build_request(endpoint: EndpointConfig, messages: list[dict], response_format: dict | None, sample: int) -> dict:
+    """The chat-completions request body: every data parameter of the endpoint, nothing else."""
+    body: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+    if endpoint.temperature is not None:
+        body["temperature"] = endpoint.temperature
+    if endpoint.top_p is not None:
+        body["top_p"] = endpoint.top_p
+    if endpoint.max_tokens is not None:
+        body["max_tokens"] = endpoint.max_tokens
+    if endpoint.seed is not None:
+        body["seed"] = endpoint.seed + sample
+    if response_format is not None:
+        body["response_format"] = response_format
+    body.update(endpoint.extra_params)
+    return body
+
+
+def http_stack() -> tuple[ModuleType, Any]:
+    """(the HTTP module, openai's async HTTP client factory) of the openai 3.x client the engine uses.
+
+    Imported on first use: plans and fully cached runs never load openai.
+    """
+    import httpx2
+    from openai import DefaultAsyncHttpx2Client
+
+    return httpx2, DefaultAsyncHttpx2Client
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A completion came back (its text may still be missing or truncated)."""
+
+    text: str | None
+    finish_reason: str | None
+    usage: Mapping[str, Any]
+    refusal: Any = None
+
+    def tokens(self, messages: list[dict]) -> tuple[int, int, bool]:
+        """(input tokens, output tokens, estimated?): the server's usage, or an estimate when it gives none."""
+        if isinstance(self.usage.get("prompt_tokens"), int):
+            return self.usage["prompt_tokens"], int(self.usage.get("completion_tokens") or 0), False
+        return estimate_input_tokens(messages), math.ceil(len(self.text or "") / 4), True
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An attempt that brought no completion. ``answered``: the server itself replied (with an error)."""
+
+    kind: str
+    reason: str
+    retry_after: float | None = None
+    answered: bool = False
+
+
+async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> Answer | Failure:
+    """One POST /chat/completions, its outcome classified; never raises for a failed request."""
+    import openai
+
+    http, _ = http_stack()
+    try:
+        async with asyncio.timeout(timeout_s):
+            # client.post sends the body as given; chat.completions.create would first re-walk the whole
+            # request (JSON schema included) through the SDK's TypedDict transform, which costs more CPU
+            # than everything else per call.
+            response = await client.post("/chat/completions", body=body, cast_to=http.Response)
+            data = json.loads(response.content)
+        return _answer(data)
+    except (TimeoutError, openai.APITimeoutError):
+        return Failure("timeout", f"no reply within {timeout_s}s")
+    except openai.APIStatusError as exc:
+        return _status_failure(exc, scrub)
+    except openai.APIConnectionError as exc:
+        return Failure("connection_error", scrub(str(exc)))
+    except (openai.APIResponseValidationError, LookupError, TypeError, AttributeError, ValueError) as exc:
+        return Failure("invalid_response", scrub(f"{type(exc).__name__}: {exc}")[:300])
+
+
+def _answer(data: Any) -> Answer:
+    choice = data["choices"][0]
+    message = choice.get("message") or {}
+    usage = data.get("usage") or {}
+    if not isinstance(usage, Mapping):
+        usage = {}
+    return Answer(message.get("content"), choice.get("finish_reason"), usage, message.get("refusal"))
+
+
+def _status_failure(exc: Any, scrub: Scrub) -> Failure:
+    status = exc.status_code
+    message = scrub(_error_message(exc))[:300]
+    if status == 429 and getattr(exc, "code", None) == "insufficient_quota":
+        return Failure("quota_exhausted", message, answered=True)
+    retry_after = retry_after_seconds(exc.response.headers) if exc.response is not None else None
+    kind = "rate_limited" if status == 429 else f"http_{status}"
+    return Failure(kind, message, None if kind in FATAL_KINDS else retry_after, answered=True)
+
+
+def _error_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and inner.get("message"):
+            return str(inner["message"])
+        if body.get("message"):
+            return str(body["message"])
+    return str(getattr(exc, "message", "") or exc)
+
+
+def stop_error(failure: Failure, where: str, key_env: str | None) -> GenError | None:
+    """The error that stops the run for a failure no retry can fix (refused key, unknown model, no quota)."""
+    kind, message = failure.kind, failure.reason
+    if kind in ("http_401", "http_403"):
+        status = kind.removeprefix("http_")
+        expected = f"a valid key in the environment variable {key_env}" if key_env else "an endpoint that needs no key"
+        return GenError(f"the endpoint refused the API key (HTTP {status}): {message}", record=where,
+                        field="api_key_env", expected=expected)
+    if kind == "http_404":
+        return GenError(
+            f"model or URL not found (HTTP 404): {message}", record=where, field="model",
+            expected="a model the server at base_url serves, and a base_url ending in the API root (e.g. /v1)")
+    if kind == "quota_exhausted":
+        return GenError(f"the account's quota is exhausted (HTTP 429 insufficient_quota): {message}", record=where,
+                        expected="credit on the account behind the key")
+    return None
+
+
+def unreachable_error(failure: Failure, where: str) -> GenError:
+    return GenError(f"cannot reach the endpoint: {failure.reason}", record=where, field="base_url",
+                    expected="a running OpenAI-compatible server at base_url")
+
+
+@dataclass
+class RetryPolicy:
+    """How long to wait before the next attempt, and which failures are worth another one."""
+
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 30.0
+    retry_after_cap_s: float = 120.0
+    rng: random.Random = field(default_factory=random.Random)
+
+    @staticmethod
+    def retryable(failure: Failure) -> bool:
+        """A 4xx (other than 408 and 409) says the request itself is wrong: sending it again will not help."""
+        return not failure.kind.startswith("http_4") or failure.kind in RETRIED_4XX
+
+    @staticmethod
+    def pauses_endpoint(failure: Failure) -> bool:
+        return failure.kind in PAUSING_KINDS
+
+    def delay(self, failure: Failure, attempt: int) -> float:
+        """Seconds before attempt ``attempt + 1`` (``attempt`` counts from 0)."""
+        if failure.retry_after is not None:
+            return min(failure.retry_after, self.retry_after_cap_s) * self.rng.uniform(1.0, 1.1)
+        return backoff_delay(attempt, self.backoff_base_s, self.backoff_cap_s, self.rng)

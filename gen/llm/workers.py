@@ -1,0 +1,99 @@
+"""Where the engine's calls run: an event loop on its own thread, and a pool of workers per step.
+
+The caller of ``run_step`` stays synchronous: :class:`LoopThread` runs the step's coroutine on a daemon
+thread and blocks until it is done (Ctrl-C cancels it and waits briefly for in-flight requests to stop).
+
+:class:`WorkerPool` is as wide as the step's endpoints allow in total. Each worker takes the next item as
+soon as it has finished one, so there is no hand-over between items; a worker that has to wait before a
+retry lends its place to a new worker meanwhile, so one slow item never holds the others back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Generic, TypeVar
+
+from gen.errors import GenError
+
+__all__ = ["LoopThread", "WorkerPool"]
+
+T = TypeVar("T")
+ItemT = TypeVar("ItemT")
+
+
+class LoopThread:
+    """An asyncio event loop running on a daemon thread; ``run(coro)`` blocks the caller until it finishes."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="gen-llm-loop", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            with contextlib.suppress(BaseException):  # already unwinding an interrupt: nothing may replace it
+                future.result(timeout=10)
+            raise
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+class WorkerPool(Generic[ItemT]):
+    """``await WorkerPool(items, width, handle).run()`` handles every item, in order of start."""
+
+    def __init__(self, items: Sequence[ItemT], width: int, handle: Callable[[ItemT], Awaitable[None]]) -> None:
+        self.queue = collections.deque(items)
+        self.width = max(1, width)
+        self.handle = handle
+        self.workers = 0
+        self.backing_off = 0
+        self._group: asyncio.TaskGroup | None = None
+
+    async def run(self) -> None:
+        """Until the queue is empty; the first GenError (else the first error) of any worker is raised as is."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                for _ in range(min(len(self.queue), self.width)):
+                    self._add_worker()
+        except BaseExceptionGroup as group_error:
+            for exc in group_error.exceptions:
+                if isinstance(exc, GenError):
+                    raise exc from None
+            raise group_error.exceptions[0] from None
+
+    async def back_off(self, seconds: float) -> None:
+        """Sleep before a retry, letting another worker take this one's place in the meantime."""
+        self.backing_off += 1
+        try:
+            if self._group is not None and self.queue and self.workers - self.backing_off < self.width:
+                self._add_worker()
+            await asyncio.sleep(seconds)
+        finally:
+            self.backing_off -= 1
+
+    def _add_worker(self) -> None:
+        assert self._group is not None
+        self.workers += 1
+        self._group.create_task(self._work())
+
+    async def _work(self) -> None:
+        try:
+            while self.queue and self.workers - self.backing_off <= self.width:
+                await self.handle(self.queue.popleft())
+        finally:
+            self.workers -= 1
