@@ -144,8 +144,9 @@ def resolve_overlap(
         return previous_end + timedelta(minutes=spec.session_gap_minutes + 1)
     previous, current = sessions[number - 2], sessions[number - 1]
     raise GenError(
-        f"{previous.label or f'session {number - 1}'} ends at {previous_end:%Y-%m-%d %H:%M:%S}, which is not more than "
-        f"{spec.session_gap_minutes:g} minutes before {current.label or f'session {number}'} starts at {start:%Y-%m-%d %H:%M:%S}",
+        f"{previous.label or f'session {number - 1}'} ends at {previous_end:%Y-%m-%d %H:%M:%S}, "
+        f"which is not more than {spec.session_gap_minutes:g} minutes before "
+        f"{current.label or f'session {number}'} starts at {start:%Y-%m-%d %H:%M:%S}",
         file=conversation.source_file,
         record=conversation.conversation_id,
         field="session start",

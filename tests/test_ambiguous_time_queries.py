@@ -25,7 +25,7 @@ def build_both(*timelines, templates_dir=None, **options):
 
 
 def test_dialogues_anchor_the_time_then_ask_without_it():
-    rows, tq_rows, ctx, options = build_both(ann_bob(), late_padding())
+    rows, _, ctx, options = build_both(ann_bob(), late_padding())
     assert {r["test"] for r in rows} == set(TESTS)
     for row in rows:
         turns = row["dialogue"]
@@ -86,7 +86,7 @@ def test_validator_catches_a_final_utterance_that_gives_the_time_away():
     rows, _, ctx, options = build_both(ann_bob(), tests=["rel_day"])
     bad = [dict(r) for r in rows]
     row = next(r for r in bad if r["time_expression"] == "yesterday")
-    row["dialogue"] = row["dialogue"][:-1] + [{"speaker": "Ann", "text": "What did we discuss yesterday?"}]
+    row["dialogue"] = [*row["dialogue"][:-1], {"speaker": "Ann", "text": "What did we discuss yesterday?"}]
     row["final_utterance"] = "What did we discuss yesterday?"
     failed = {name for name, r in ctx.validate("ambiguous_time_queries", bad, options).report().items() if r["failed"]}
     assert "the final utterance contains none of its base question's time expressions" in failed
@@ -106,7 +106,7 @@ def test_frames_option_and_a_user_frame(tmp_path):
     (folder / "diary.j2").write_text(
         "A: My diary says we met {{ time }}, {{ speaker_b }}.\nB: It does?\nA: What did we talk about?\n"
     )
-    rows, _, ctx, options = build_both(ann_bob(), templates_dir=tmp_path / "templates", tests=["dates"])
+    rows, _, ctx, _ = build_both(ann_bob(), templates_dir=tmp_path / "templates", tests=["dates"])
     assert "diary" in {r["frame"] for r in rows}
     only = ctx.build("ambiguous_time_queries", ambiguous.Options(tests=["dates"], frames=["diary"]))
     assert {r["frame"] for r in only} == {"diary"}

@@ -369,7 +369,7 @@ def test_a_failed_or_incomplete_run_is_not_exported(quickstart, tmp_path):
     write_json(folder / "run.json", report)
     with pytest.raises(GenError, match="validation failed for log"):
         build_export(folder, tmp_path / "export")
-    with pytest.raises(GenError, match="run.json is missing"):
+    with pytest.raises(GenError, match=r"run\.json is missing"):
         build_export(quickstart / "log", tmp_path / "export")
 
 

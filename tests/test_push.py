@@ -126,7 +126,7 @@ def test_dry_run_prints_target_files_and_card_and_sends_nothing(small_run, hub, 
 
 def test_missing_token_is_a_clear_error_before_any_request(small_run, hub, capsys, monkeypatch):
     monkeypatch.delenv("HF_TOKEN")
-    code, out, err = run_cli(["push", small_run, "--repo-id", "me/quickstart"], capsys)
+    code, _, err = run_cli(["push", small_run, "--repo-id", "me/quickstart"], capsys)
     assert code == 2
     assert "no Hugging Face token found" in err and "HF_TOKEN" in err and "hf auth login" in err
     assert hub_calls(hub) == []
@@ -209,7 +209,7 @@ def test_a_second_push_replaces_the_data_files_and_keeps_metadata_added_on_the_h
     assert {path for path in repo.files() if path.startswith("data/")} == single
     header, _ = split_card(repo.files()["README.md"].decode())
     assert header["tags"][0] == "edited-on-the-hub" and header["annotations_creators"] == ["machine-generated"]
-    assert [c["data_files"][0]["path"] for c in header["configs"]][0] == "data/log/test-*"
+    assert next(c["data_files"][0]["path"] for c in header["configs"]) == "data/log/test-*"
 
 
 def test_an_existing_public_repo_needs_public(small_run, hub, capsys):

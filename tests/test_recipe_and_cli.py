@@ -66,7 +66,7 @@ def test_unknown_key_message_reads_as_the_issue_shows(folder):
 
 def test_cli_user_error_is_one_line_without_traceback(folder, capsys):
     recipe = write_recipe(folder / "r.yaml", recipe_dict(timeline={"seconds_per_wrd": 1}))
-    code, out, err = run_cli(["run", recipe, "--output-dir", folder / "out"], capsys)
+    code, _, err = run_cli(["run", recipe, "--output-dir", folder / "out"], capsys)
     assert code == 2
     assert err.strip() == (
         f"error: {recipe}: timeline.seconds_per_wrd: unknown key 'seconds_per_wrd'; did you mean 'seconds_per_word'?"

@@ -271,7 +271,7 @@ def test_validator_catches_wrong_records():
     without_yesterday = [r for r in rows if not (r["test"] == "rel_day" and r["params"]["days_ago"] == 1)]
     assert "base questions are exactly the windows the test defines (time_queries)" in failures(without_yesterday)
 
-    duplicated = rows + [dict(rows[0], question_id="x")]
+    duplicated = [*rows, dict(rows[0], question_id="x")]
     assert "no duplicate question text within a conversation" in failures(duplicated)
 
     reworded = [dict(r) for r in rows]

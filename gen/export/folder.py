@@ -76,7 +76,7 @@ class Export:
     @property
     def all_files(self) -> list[ExportFile]:
         readme = self.folder / "README.md"
-        return [ExportFile("README.md", readme.stat().st_size)] + self.files if readme.exists() else list(self.files)
+        return [ExportFile("README.md", readme.stat().st_size), *self.files] if readme.exists() else list(self.files)
 
 
 def human_size(size: int) -> str:
@@ -184,7 +184,9 @@ def to_table(rows: list[dict], features, path: Path):
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
-        raise locate_type_error(rows, features, path) or GenError(f"records do not fit the schema: {exc}", file=path)
+        raise locate_type_error(rows, features, path) or GenError(
+            f"records do not fit the schema: {exc}", file=path
+        ) from exc
 
 
 def locate_type_error(rows: list[dict], features, path: Path) -> GenError | None:

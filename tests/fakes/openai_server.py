@@ -53,6 +53,7 @@ Run standalone (used by bench/bench_llm.py so the server's CPU is not the client
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import sys
@@ -350,10 +351,8 @@ class FakeOpenAI:
 
     def stop(self) -> None:
         if self._loop and self._stop and not self._loop.is_closed():
-            try:
+            with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._stop.set)
-            except RuntimeError:
-                pass
         if self._thread:
             self._thread.join(10)
             self._thread = None
@@ -431,10 +430,8 @@ class FakeOpenAI:
             pass
         finally:
             self._handlers.discard(task)
-            try:
+            with contextlib.suppress(Exception):
                 writer.close()
-            except Exception:
-                pass
 
     @staticmethod
     async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
@@ -658,10 +655,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve_fast(args.content, args.delay)
     with FakeOpenAI(lambda request: args.content, delay=args.delay) as server:
         print(server.base_url, flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             sys.stdin.read()
-        except KeyboardInterrupt:
-            pass
         print(f"served {server.count} chat requests", file=sys.stderr)
     return 0
 

@@ -224,7 +224,8 @@ def check_conversation(
         checks.check(
             f"base questions are exactly the windows the test defines ({product})",
             not missing and not extra,
-            f"{conversation_id} {test}: missing {sorted(map(str, missing))[:2]}, unexpected {sorted(map(str, extra))[:2]}",
+            f"{conversation_id} {test}: missing {sorted(map(str, missing))[:2]}, "
+            f"unexpected {sorted(map(str, extra))[:2]}",
         )
     group_count = Counter(row["group_id"] for row in rows)
     if options.max_variants_per_group:

@@ -8,11 +8,11 @@ All wording is in templates/ (Python only supplies variables and splits the outp
   ambiguous/resolved.j2            the unambiguous question for a dialogue (first non-empty line, slot {{ time }})
 
 Phrase templates get, for each integer parameter X of the base question, `X` (the numeral in the current
-style: "5" or "five"; the words style spells out 0-100 only, "236 days ago" stays in digits), `X_ordinal` ("5th" or "fifth") and `X_value` (the int); for each date parameter
-(`date`, `first_date`, `last_date`, with prefix "" / "first_" / "last_") `month` ("May"), `day` ("8"),
-`day_ordinal` ("8th" or "eighth"), `year` ("2023") and `weekday` ("Monday"); for a month parameter `month`
-and `year`; and `yearless_ok` (true when leaving the year out cannot name a second date or month of the
-conversation), `test` and `style`.
+style: "5" or "five"; the words style spells out 0-100 only, "236 days ago" stays in digits), `X_ordinal`
+("5th" or "fifth") and `X_value` (the int); for each date parameter (`date`, `first_date`, `last_date`, with
+prefix "" / "first_" / "last_") `month` ("May"), `day` ("8"), `day_ordinal` ("8th" or "eighth"), `year`
+("2023") and `weekday` ("Monday"); for a month parameter `month` and `year`; and `yearless_ok` (true when
+leaving the year out cannot name a second date or month of the conversation), `test` and `style`.
 """
 
 from __future__ import annotations
