@@ -1,4 +1,5 @@
-"""The canonical conversation every source adapter produces (SPEC §3.1)."""
+"""The canonical conversation every source adapter produces: two speakers and their sessions of turns, each
+session with a start date or the gap since the previous one (gen/timeline.py places them on a clock)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Canonical conversations → time-stamped responses, padding session, now/today/current session (SPEC §3.3, §3.4)."""
+"""Canonical conversations → time-stamped responses, padding session, now/today/current session.
+
+The rules are described in docs/timestamps.md (timestamps) and docs/padding-and-now.md (padding, now).
+"""
 
 from __future__ import annotations
 

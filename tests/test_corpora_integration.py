@@ -1,4 +1,4 @@
-"""Real corpora (GEN_SHARED_DATA): every turn becomes one log record stamped by the SPEC §3.3 rule.
+"""Real corpora (GEN_SHARED_DATA): every turn becomes one log record stamped by the rule of docs/timestamps.md.
 
 Expected timestamps are recomputed here with integer arithmetic (words × 46 // 100 for 0.46 s/word) from the
 raw files, not from gen's adapters or timeline."""

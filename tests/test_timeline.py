@@ -1,4 +1,5 @@
-"""The SPEC §3.3/§3.4 timeline on small conversations, with every expected time worked out by hand."""
+"""The timeline (docs/timestamps.md, docs/padding-and-now.md) on small conversations, with every expected time
+worked out by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Publishing a run folder (SPEC §10): the export folder (parquet + card) and the single-commit Hub push.
+"""Publishing a run folder: the export folder (parquet + card) and the single-commit Hub push.
 
   spec.py    the recipe's `export: {hub: {...}}` section (pydantic, imported by gen/recipe.py: keep it light)
   folder.py  run folder → export folder: data/<config>/<split>-0000i-of-0000N.parquet with explicit features,

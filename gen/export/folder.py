@@ -1,4 +1,4 @@
-"""Run folder → export folder: what `gen push` commits (SPEC §10).
+"""Run folder → export folder: what `gen push` commits.
 
     README.md                                         the card (gen/card.py), configs pointing at the parquet
     data/<config>/<split>-00000-of-0000N.parquet      the records, typed by the product's features()

@@ -1,4 +1,4 @@
-"""`gen push`: a run folder → one commit on the Hugging Face Hub (SPEC §10).
+"""`gen push`: a run folder → one commit on the Hugging Face Hub.
 
 Order, so that nothing reaches the Hub unless everything before it worked:
   1. build the export folder locally (data errors stop here, before any network access);

@@ -1,4 +1,6 @@
-"""Source adapters: files (or Hugging Face datasets) → canonical conversations (SPEC §3.1, §3.2)."""
+"""Source adapters: files (or Hugging Face datasets) → canonical conversations (gen/model.py).
+
+The layout each format accepts is described in README.md; each adapter's module docstring gives the details."""
 
 from __future__ import annotations
 

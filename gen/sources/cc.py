@@ -1,4 +1,4 @@
-"""Conversation Chronicles layout (SPEC §3.2): `first_session_dialogue` / `first_session_speakers` ... `fifth_...`,
+"""Conversation Chronicles layout: `first_session_dialogue` / `first_session_speakers` ... `fifth_...`,
 with `time_interval` phrases ("A few days after") mapped to durations through a table the recipe can extend."""
 
 from __future__ import annotations

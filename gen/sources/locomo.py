@@ -1,4 +1,4 @@
-"""LoCoMo (SPEC §3.2): a list of samples, a single sample, or a bare `conversation` dict."""
+"""LoCoMo: a list of samples, a single sample, or a bare `conversation` dict."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversati
             expected="keys session_N with a list of turns",
         )
     sessions: list[Session] = []
-    for number in numbers:  # a session_N_date_time without session_N is ignored (SPEC §3.2)
+    for number in numbers:  # a session_N_date_time without session_N is ignored
         label = f"session_{number}"
         record = f"{sample_id}, {label}"
         start = parse_date(

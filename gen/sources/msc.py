@@ -1,4 +1,4 @@
-"""MSC in ParlAI's session files, MSC-Self-Instruct records, and MSC persona pairs (SPEC §3.2)."""
+"""MSC in ParlAI's session files, MSC-Self-Instruct records, and MSC persona pairs."""
 
 from __future__ import annotations
 

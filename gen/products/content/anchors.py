@@ -1,5 +1,5 @@
-"""Anchor selection for time+content questions (SPEC §6): the responses a question will be about, fixed
-before any LLM call.
+"""Anchor selection for time+content questions (docs/time-content-questions.md): the responses a question will
+be about, fixed before any LLM call.
 
 An anchor is one response, or 2-3 consecutive responses of one session on one calendar date that share a
 topic. The anchor's speaker is the one who says most of it (words; ties go to the earlier response).

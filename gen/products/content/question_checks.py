@@ -1,5 +1,6 @@
-"""The checks a time+content question must pass (SPEC §6), shared by generation (to decide on regenerating)
-and by the validator (which feeds them facts read back from the `log` records instead of the timeline).
+"""The checks a time+content question must pass (docs/time-content-questions.md), shared by generation (to
+decide on regenerating) and by the validator (which feeds them facts read back from the `log` records instead
+of the timeline).
 
 Supported renderings (case-insensitive, commas optional, any whitespace):
 
@@ -11,7 +12,7 @@ Supported renderings (case-insensitive, commas optional, any whitespace):
 * a session number k: "session 3", "session three", "session number 3", "session #3", "session no. 3",
   "3rd session", "third session" (also with "conversation" or "chat" for "session").
 
-Word overlap (see :func:`overlap`): the share of the anchor's distinct content stems (gen.products.anchors:
+Word overlap (see :func:`overlap`): the share of the anchor's distinct content stems (gen.products.content.anchors:
 stop words, names and time words removed) that the question repeats. A verbatim copy scores near 1; a
 question that only names the topic scores low. :func:`copied_run` is the longest run of consecutive words
 (all words, lower-cased) the question shares with the anchor.
