@@ -124,9 +124,10 @@ def output_folder(recipe: Recipe, output_dir: Path | None) -> Path:
 
 @dataclass
 class ShardResult:
-    """What a shard sends back to the writer: encoded lines per config, and the running tallies."""
+    """What a shard sends back to the writer: the encoded lines of each config (one string, cheap to send
+    between processes), and the running tallies."""
 
-    lines: dict[str, list[str]] = field(default_factory=dict)
+    text: dict[str, str] = field(default_factory=dict)
     checks: dict[str, Checks] = field(default_factory=dict)
     counts: dict[str, Counter] = field(default_factory=dict)
     rejects: dict[str, list[dict]] = field(default_factory=dict)
@@ -165,13 +166,14 @@ def tally(name: str, bound: Bound, units: Sequence[Unit], outputs: Sequence[Reco
     validated = time.perf_counter()
     for spec in product.configs:
         counts = result.counts.setdefault(spec.name, Counter())
-        lines = result.lines.setdefault(spec.name, [])
+        lines = []
         for records in outputs:
             rows = records[spec.name]
             counts.update(product.count(spec.name, rows))
             counts["records", ""] += len(rows)
             counts.update(provenance(rows))
             lines.extend(encode_line(row) for row in rows)
+        result.text[spec.name] = "".join(lines)
     result.seconds[f"{name}.validate"] += validated - started
     result.seconds[f"{name}.encode"] += time.perf_counter() - validated
 
@@ -332,12 +334,12 @@ def stages(prepared: Prepared, products: list[Bound], engine: Engine | None,
 
 
 def write_shard(folder: Path, split: str, result: ShardResult, files: dict[str, IO[str]], reject_parts: Path) -> None:
-    for config, lines in result.lines.items():
+    for config, text in result.text.items():
         if config not in files:
             path = folder / config / f"{split}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             files[config] = path.open("w", encoding="utf-8")
-        files[config].writelines(lines)
+        files[config].write(text)
     for product, rejects in result.rejects.items():
         reject_parts.mkdir(exist_ok=True)
         with (reject_parts / f"{product}.jsonl").open("a", encoding="utf-8") as handle:
