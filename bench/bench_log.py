@@ -18,7 +18,7 @@ from gen.recipe import load_recipe
 from gen.runner import run
 
 
-def measure(source: Path, workdir: Path, label: str) -> None:
+def measure(source: Path, workdir: Path, label: str) -> float:
     recipe_path = workdir / f"{label}.yaml"
     recipe_path.write_text(
         yaml.safe_dump(
@@ -40,7 +40,7 @@ def measure(source: Path, workdir: Path, label: str) -> None:
         f"{label:>14}: {report['configs']['conversations']['records']:>5} conversations, {responses:>9,} responses, "
         f"wall {elapsed:7.2f} s, {responses / elapsed:>9,.0f} responses/s "
         f"(prepare {report['timings_s']['prepare']:.2f} s, log build {log_timing['build']:.2f} s, "
-        f"validate {log_timing['validate']:.2f} s, write {log_timing['write']:.2f} s)"
+        f"validate {log_timing['validate']:.2f} s, encode {log_timing['encode']:.2f} s)"
     )
     return elapsed
 

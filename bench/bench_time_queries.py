@@ -6,7 +6,8 @@ time and questions per second for each product.
 
 The products are driven directly (not through `gen run`), one conversation at a time, so the 100× corpus
 (millions of questions) never has to sit in memory at once; writing JSONL is left out (bench_log measures
-the writer). Loading the source and building timelines is reported separately as "prepare".
+the writer). Loading the source and building timelines is reported separately as "prepare", and building the
+products they need (log, conversations) as "needed products".
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ sys.path.insert(0, str(ROOT))
 
 from corpora import run_small_and_large  # bench/corpora.py
 
-from gen.products import BuildContext, ambiguous_time_queries, time_queries
+from gen.products.base import BuildContext, Unit
+from gen.products.checks import Checks
 from gen.recipe import load_recipe
-from gen.runner import prepare
+from gen.runner import config_names, prepare
 
-PRODUCTS = (time_queries, ambiguous_time_queries)
+PRODUCTS = ("time_queries", "ambiguous_time_queries")
 
 
-def measure(source: Path, workdir: Path, label: str) -> dict:
+def measure(source: Path, workdir: Path, label: str) -> dict[str, float]:
     recipe_path = workdir / f"{label}.yaml"
     recipe_path.write_text(
         yaml.safe_dump(
@@ -38,7 +40,7 @@ def measure(source: Path, workdir: Path, label: str) -> dict:
                 "name": label,
                 "seed": 13,
                 "sources": [{"format": "locomo", "path": str(source)}],
-                "products": [{"type": "time_queries"}, {"type": "ambiguous_time_queries"}],
+                "products": [{"type": name} for name in PRODUCTS],
             }
         )
     )
@@ -46,22 +48,37 @@ def measure(source: Path, workdir: Path, label: str) -> dict:
     started = time.perf_counter()
     prepared = prepare(recipe)
     prepare_s = time.perf_counter() - started
-    options = dict(recipe.product_options())
-    totals = {p.NAME: {"rows": 0, "build": 0.0, "validate": 0.0, "failed": 0} for p in PRODUCTS}
-    for timeline in prepared.timelines:
-        ctx = BuildContext(recipe=recipe, conversations=[timeline.conversation], timelines=[timeline])
-        for product in PRODUCTS:  # time_queries first: the ambiguous validator compares with its groups
+    ctx = BuildContext(recipe)
+    totals = {name: {"rows": 0, "build": 0.0, "validate": 0.0, "failed": 0} for name in PRODUCTS}
+    needs_s = 0.0  # the products they need (log, conversations): built, not validated
+    for position in range(len(prepared.conversations)):
+        t0 = time.perf_counter()
+        unit = prepared.unit(position)  # the timeline is built here
+        prepare_s += time.perf_counter() - t0
+        built: dict[str, list[dict]] = {}  # config → this conversation's records so far
+        for bound in prepared.products:  # build order: every product after the ones it needs
+            product = bound.product
+            needed = {config: built[config] for need in product.needs.products for config in config_names(need)}
+            inputs = Unit(unit.conversation, unit.timeline, needed)
             t0 = time.perf_counter()
-            rows = list(product.build(ctx, options[product.NAME]))
+            records = next(iter(product.build([inputs], ctx)))
             t1 = time.perf_counter()
-            checks = product.validate(rows, ctx, options[product.NAME])
+            built.update(records)
+            if product.name not in totals:
+                needs_s += t1 - t0
+                continue
+            checks = Checks()
+            product.validate(inputs, records, checks, ctx)
             t2 = time.perf_counter()
-            total = totals[product.NAME]
-            total["rows"] += len(rows)
+            total = totals[product.name]
+            total["rows"] += len(records[product.name])
             total["build"] += t1 - t0
             total["validate"] += t2 - t1
             total["failed"] += not checks.passed
-    print(f"{label}: {len(prepared.timelines):,} conversations, prepare {prepare_s:.2f} s")
+    print(
+        f"{label}: {len(prepared.conversations):,} conversations, prepare {prepare_s:.2f} s "
+        f"(sources and timelines), needed products {needs_s:.2f} s"
+    )
     for name, total in totals.items():
         verdict = "passed" if not total["failed"] else f"FAILED for {total['failed']} conversations"
         wall = total["build"] + total["validate"]
