@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -12,8 +11,12 @@ from rich.console import Console
 from gen.errors import GenError
 from gen.export.cli import push
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Build evaluation datasets for long-term-memory dialogue agents from multi-session corpora.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Build evaluation datasets for long-term-memory dialogue agents from multi-session corpora.",
+)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 STATE = {"debug": False}
 
@@ -29,20 +32,37 @@ def say(message: str) -> None:
 
 RECIPE = typer.Argument(..., help="The recipe YAML file.")
 LIMIT = typer.Option(None, "--limit", min=0, help="Use at most N conversations per source (a quick trial).")
-CACHE_DIR = typer.Option(None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen).")
+CACHE_DIR = typer.Option(
+    None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen)."
+)
 
 
 @app.command()
 def run(
     recipe: Path = RECIPE,
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="Write to DIR/<recipe name> (default: the recipe's output_dir, else ./outputs)."),
-    limit: Optional[int] = LIMIT,
-    offline: bool = typer.Option(False, "--offline", help="Fail on the first LLM call that is not already cached (reproducible CI)."),
-    cache_dir: Optional[Path] = CACHE_DIR,
-    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help="Override every endpoint's max_concurrency."),
-    requests_per_minute: Optional[float] = typer.Option(None, "--requests-per-minute", min=0.001, help="Override every endpoint's requests_per_minute."),
-    tokens_per_minute: Optional[float] = typer.Option(None, "--tokens-per-minute", min=1, help="Override every endpoint's tokens_per_minute."),
-    workers: int = typer.Option(1, "--workers", min=1, help="Processes for the products that need no LLM, one conversation per task (the output is the same for any number)."),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", help="Write to DIR/<recipe name> (default: the recipe's output_dir, else ./outputs)."
+    ),
+    limit: int | None = LIMIT,
+    offline: bool = typer.Option(
+        False, "--offline", help="Fail on the first LLM call that is not already cached (reproducible CI)."
+    ),
+    cache_dir: Path | None = CACHE_DIR,
+    max_concurrency: int | None = typer.Option(
+        None, "--max-concurrency", min=1, help="Override every endpoint's max_concurrency."
+    ),
+    requests_per_minute: float | None = typer.Option(
+        None, "--requests-per-minute", min=0.001, help="Override every endpoint's requests_per_minute."
+    ),
+    tokens_per_minute: float | None = typer.Option(
+        None, "--tokens-per-minute", min=1, help="Override every endpoint's tokens_per_minute."
+    ),
+    workers: int = typer.Option(
+        1,
+        "--workers",
+        min=1,
+        help="Processes for the products that need no LLM, one conversation per task (same output for any N).",
+    ),
 ) -> None:
     """Build every product the recipe names, validate it, and write outputs/<name>/.
 
@@ -55,8 +75,13 @@ def run(
     from gen.runner import run as run_recipe
 
     loaded = load_recipe(recipe)
-    settings = RunSettings(offline=offline, cache_dir=cache_dir, max_concurrency=max_concurrency,
-                           requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute)
+    settings = RunSettings(
+        offline=offline,
+        cache_dir=cache_dir,
+        max_concurrency=max_concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+    )
     final = run_recipe(loaded, output_dir=output_dir, limit=limit, say=say, llm_settings=settings, workers=workers)
     say(f"wrote {final}")
 
@@ -79,7 +104,7 @@ def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
 
 
 @app.command()
-def plan(recipe: Path = RECIPE, limit: Optional[int] = LIMIT, cache_dir: Optional[Path] = CACHE_DIR) -> None:
+def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | None = CACHE_DIR) -> None:
     """Show, per LLM step, the calls needed, those already cached, and projected tokens and cost. Calls nothing.
 
     The first round is exact; "at most" adds every regeneration round and verify call the options allow.
@@ -92,14 +117,18 @@ def plan(recipe: Path = RECIPE, limit: Optional[int] = LIMIT, cache_dir: Optiona
         engine.close()
         return
     try:
-        typer.echo(f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'at most':>8} {'input tok':>11} "
-                   f"{'output tok':>11} {'cost $':>9}")
+        typer.echo(
+            f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'at most':>8} {'input tok':>11} "
+            f"{'output tok':>11} {'cost $':>9}"
+        )
         for name, tasks, calls_per_task in steps:
             step = engine.plan(name, tasks)
             cost = "?" if step.projected_cost_usd is None else f"{step.projected_cost_usd:.2f}"
-            typer.echo(f"{name:<28} {step.items:>7,} {step.calls_needed:>8,} {step.calls_cached:>8,} "
-                       f"{step.items * calls_per_task:>8,} {step.projected_input_tokens:>11,} "
-                       f"{step.projected_output_tokens:>11,} {cost:>9}")
+            typer.echo(
+                f"{name:<28} {step.items:>7,} {step.calls_needed:>8,} {step.calls_cached:>8,} "
+                f"{step.items * calls_per_task:>8,} {step.projected_input_tokens:>11,} "
+                f"{step.projected_output_tokens:>11,} {cost:>9}"
+            )
     finally:
         engine.close()
 
@@ -109,8 +138,8 @@ def preview(
     recipe: Path = RECIPE,
     product: str = typer.Option(..., "--product", help="The product type whose prompt to show."),
     index: int = typer.Option(0, "--index", min=0, help="Which item (0-based, in output order)."),
-    limit: Optional[int] = LIMIT,
-    cache_dir: Optional[Path] = CACHE_DIR,
+    limit: int | None = LIMIT,
+    cache_dir: Path | None = CACHE_DIR,
 ) -> None:
     """Print the rendered prompt of one item of an LLM product, exactly as the endpoint would receive it.
 
@@ -120,8 +149,12 @@ def preview(
     try:
         tasks = {name: step_tasks for name, step_tasks, _ in steps}.get(product)
         if tasks is None:
-            raise GenError(f"no LLM product {product!r} in this recipe", file=recipe, field="--product",
-                           expected=", ".join(name for name, _, _ in steps) or "a recipe with an LLM product")
+            raise GenError(
+                f"no LLM product {product!r} in this recipe",
+                file=recipe,
+                field="--product",
+                expected=", ".join(name for name, _, _ in steps) or "a recipe with an LLM product",
+            )
         if index >= len(tasks):
             raise GenError(f"index {index} is past the last item ({len(tasks) - 1})", field="--index")
         typer.echo(engine.preview([tasks[index]]))
@@ -146,8 +179,10 @@ def validate(recipe: Path = RECIPE) -> None:
         detail = f"{responses:,} responses (padding included)"
     else:
         detail = "no product needs timelines, so none were built"
-    say(f"recipe {loaded.name} is valid: {count} conversations, {detail}; products: "
-        f"{', '.join(b.name + ('' if b.written else ' (needed, not written)') for b in prepared.products)}")
+    say(
+        f"recipe {loaded.name} is valid: {count} conversations, {detail}; products: "
+        f"{', '.join(b.name + ('' if b.written else ' (needed, not written)') for b in prepared.products)}"
+    )
 
 
 @app.command()

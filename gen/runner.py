@@ -19,7 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import platform
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from gen.card import render_card
 from gen.errors import GenError
-from gen.jsonl import encode_line, write_json, write_jsonl
+from gen.jsonl import encode_line, write_json
 from gen.model import Conversation
 from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
@@ -65,8 +65,9 @@ class Prepared:
 
     def timeline(self, position: int) -> Timeline:
         conversation = self.conversations[position]
-        return build_timeline(conversation, self.recipe.timeline, self.pools[self.source_of[position]],
-                              self.recipe.seed)
+        return build_timeline(
+            conversation, self.recipe.timeline, self.pools[self.source_of[position]], self.recipe.seed
+        )
 
     def unit(self, position: int) -> Unit:
         timeline = self.timeline(position) if self.needs_timelines else None
@@ -84,18 +85,32 @@ def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None)
         pool = load_source(spec)
         chosen = select(pool, spec)[:limit] if limit is not None else select(pool, spec)
         say(f"{spec.format}: {len(chosen)} of {len(pool)} conversations from {spec.origin}")
-        sources.append({"format": spec.format, "origin": spec.origin, "origin_name": Path(spec.origin).name,
-                        "loaded": len(pool), "selected": len(chosen)})
+        sources.append(
+            {
+                "format": spec.format,
+                "origin": spec.origin,
+                "origin_name": Path(spec.origin).name,
+                "loaded": len(pool),
+                "selected": len(chosen),
+            }
+        )
         pools.append(pool)
         conversations.extend(chosen)
         source_of.extend([index] * len(chosen))
     if not conversations:
-        raise GenError("the sources and selection leave no conversation", file=recipe.file, field="sources",
-                       expected="at least one conversation")
+        raise GenError(
+            "the sources and selection leave no conversation",
+            file=recipe.file,
+            field="sources",
+            expected="at least one conversation",
+        )
     ids = Counter(c.conversation_id for c in conversations)
     if duplicates := sorted(i for i, n in ids.items() if n > 1):
-        raise GenError(f"conversation ids appear in more than one source: {', '.join(duplicates[:5])}",
-                       file=recipe.file, field="sources")
+        raise GenError(
+            f"conversation ids appear in more than one source: {', '.join(duplicates[:5])}",
+            file=recipe.file,
+            field="sources",
+        )
     prepared = Prepared(recipe, products, conversations, pools, source_of, sources)
     if prepared.needs_timelines:  # products that need time only see conversations that have sessions
         keep = [i for i, c in enumerate(conversations) if c.sessions]
@@ -122,6 +137,7 @@ def output_folder(recipe: Recipe, output_dir: Path | None) -> Path:
 
 # --- the work of one shard of conversations -------------------------------------------------------------
 
+
 @dataclass
 class ShardResult:
     """What a shard sends back to the writer: the encoded lines of each config (one string, cheap to send
@@ -131,11 +147,12 @@ class ShardResult:
     checks: dict[str, Checks] = field(default_factory=dict)
     counts: dict[str, Counter] = field(default_factory=dict)
     rejects: dict[str, list[dict]] = field(default_factory=dict)
-    seconds: Counter = field(default_factory=Counter)
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
-def process_shard(prepared: Prepared, positions: Sequence[int], products: Sequence[Bound],
-                  engine: Engine | None = None) -> ShardResult:
+def process_shard(
+    prepared: Prepared, positions: Sequence[int], products: Sequence[Bound], engine: Engine | None = None
+) -> ShardResult:
     """Build, validate, count and encode every product for these conversations (one stage's products)."""
     ctx = BuildContext(prepared.recipe, engine=engine)
     units = [prepared.unit(position) for position in positions]
@@ -143,8 +160,10 @@ def process_shard(prepared: Prepared, positions: Sequence[int], products: Sequen
     result = ShardResult()
     for bound in products:
         product, started = bound.product, time.perf_counter()
-        inputs = [Unit(u.conversation, u.timeline, {c: b[c] for d in product.needs.products
-                                                    for c in config_names(d)}) for u, b in zip(units, built)]
+        inputs = [
+            Unit(u.conversation, u.timeline, {c: b[c] for d in product.needs.products for c in config_names(d)})
+            for u, b in zip(units, built)
+        ]
         outputs: list[Records] = list(product.build(inputs, ctx))
         result.seconds[f"{product.name}.build"] += time.perf_counter() - started
         for unit_built, records in zip(built, outputs):
@@ -156,8 +175,9 @@ def process_shard(prepared: Prepared, positions: Sequence[int], products: Sequen
     return result
 
 
-def tally(name: str, bound: Bound, units: Sequence[Unit], outputs: Sequence[Records], ctx: BuildContext,
-          result: ShardResult) -> None:
+def tally(
+    name: str, bound: Bound, units: Sequence[Unit], outputs: Sequence[Records], ctx: BuildContext, result: ShardResult
+) -> None:
     """Validate, count and encode one product's records of these conversations."""
     product, started = bound.product, time.perf_counter()
     checks = result.checks.setdefault(name, Checks())
@@ -166,7 +186,7 @@ def tally(name: str, bound: Bound, units: Sequence[Unit], outputs: Sequence[Reco
     validated = time.perf_counter()
     for spec in product.configs:
         counts = result.counts.setdefault(spec.name, Counter())
-        lines = []
+        lines: list[str] = []
         for records in outputs:
             rows = records[spec.name]
             counts.update(product.count(spec.name, rows))
@@ -219,8 +239,11 @@ def local_results(prepared: Prepared, products: list[Bound], workers: int) -> It
             yield process_shard(prepared, shard, products)
         return
     if "fork" not in multiprocessing.get_all_start_methods():
-        raise GenError("--workers needs the 'fork' start method, which this platform lacks", field="--workers",
-                       expected="--workers 1")
+        raise GenError(
+            "--workers needs the 'fork' start method, which this platform lacks",
+            field="--workers",
+            expected="--workers 1",
+        )
     _WORKER_STATE.update(prepared=prepared, products=products)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -251,24 +274,32 @@ def stage_products(products: list[Bound], llm: bool) -> list[Bound]:
 
 # --- the run --------------------------------------------------------------------------------------------
 
+
 class Tallies:
     """Running totals over every shard: checks and counts per product/config, rejects per product."""
 
     def __init__(self, products: list[Bound]) -> None:
         self.checks = {b.name: Checks() for b in products if b.written}
         self.counts: dict[str, Counter] = {}
-        self.seconds: Counter = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
 
     def add(self, result: ShardResult) -> None:
         for name, checks in result.checks.items():
             self.checks[name].merge(checks)
         for config, counts in result.counts.items():
             self.counts.setdefault(config, Counter()).update(counts)
-        self.seconds.update(result.seconds)
+        for step, seconds in result.seconds.items():
+            self.seconds[step] += seconds
 
 
-def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None, say: Say = lambda _: None,
-        llm_settings: RunSettings | None = None, workers: int = 1) -> Path:
+def run(
+    recipe: Recipe,
+    output_dir: Path | None = None,
+    limit: int | None = None,
+    say: Say = lambda _: None,
+    llm_settings: RunSettings | None = None,
+    workers: int = 1,
+) -> Path:
     """Build, validate and write the run. `llm_settings` are run-only LLM overrides (never in the data)."""
     prepared = prepare(recipe, limit, say)
     engine = None
@@ -288,8 +319,7 @@ def run(recipe: Recipe, output_dir: Path | None = None, limit: int | None = None
     return final
 
 
-def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path | None, say: Say,
-                    workers: int) -> Path:
+def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path | None, say: Say, workers: int) -> Path:
     recipe = prepared.recipe
     final = output_folder(recipe, output_dir)
     products = prepared.products
@@ -311,21 +341,26 @@ def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path 
         (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
         write_json(folder.path / "run.json", report)
         templates_dir = str(recipe.templates_dir) if recipe.templates_dir else None
-        (folder.path / "README.md").write_text(render_card(report, templates_dir, folder=folder.path,
-                                                           previous=final / "README.md"), encoding="utf-8")
+        (folder.path / "README.md").write_text(
+            render_card(report, templates_dir, folder=folder.path, previous=final / "README.md"), encoding="utf-8"
+        )
         for name, info in report["configs"].items():
             passed = report["validation"][info["product"]]["passed"]
             say(f"{name}: {info['records']:,} records, validation {'passed' if passed else 'FAILED'}")
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
             folder.keep_failed_at = final.parent / f".{final.name}.failed"
-            raise GenError(f"validation failed for {', '.join(failed)}; nothing was published. The records and "
-                           f"run.json are kept for inspection in {folder.keep_failed_at}", file=recipe.file)
+            raise GenError(
+                f"validation failed for {', '.join(failed)}; nothing was published. The records and "
+                f"run.json are kept for inspection in {folder.keep_failed_at}",
+                file=recipe.file,
+            )
     return final
 
 
-def stages(prepared: Prepared, products: list[Bound], engine: Engine | None,
-           workers: int) -> Iterator[Iterator[ShardResult]]:
+def stages(
+    prepared: Prepared, products: list[Bound], engine: Engine | None, workers: int
+) -> Iterator[Iterator[ShardResult]]:
     local = stage_products(products, llm=False)
     if local:
         yield local_results(prepared, local, workers)
@@ -364,18 +399,31 @@ def write_rejects(path: Path, parts: Path, products: list[Bound], engine: Engine
 def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engine: Engine | None) -> dict:
     recipe = prepared.recipe
     report: dict[str, Any] = {
-        "recipe": {"name": recipe.name, "file": recipe.file.name, "fingerprint": recipe.fingerprint,
-                   "seed": recipe.seed},
-        "packages": package_versions(), "split": recipe.split, "sources": prepared.sources,
-        "configs": {}, "validation": {}, "timings_s": dict(prepared.timings)}
+        "recipe": {
+            "name": recipe.name,
+            "file": recipe.file.name,
+            "fingerprint": recipe.fingerprint,
+            "seed": recipe.seed,
+        },
+        "packages": package_versions(),
+        "split": recipe.split,
+        "sources": prepared.sources,
+        "configs": {},
+        "validation": {},
+        "timings_s": dict(prepared.timings),
+    }
     for bound in products:
         if not bound.written:
             continue
         product = bound.product
         for spec in product.configs:
             counts = tallies.counts.get(spec.name, Counter())
-            info: dict[str, Any] = {"records": counts["records", ""], "path": f"{spec.name}/{recipe.split}.jsonl",
-                                    "description": spec.description, "product": product.name}
+            info: dict[str, Any] = {
+                "records": counts["records", ""],
+                "path": f"{spec.name}/{recipe.split}.jsonl",
+                "description": spec.description,
+                "product": product.name,
+            }
             if summary := product.summary(spec.name, counts):
                 info["summary"] = summary
             models = sorted((k[1], n) for k, n in counts.items() if k[0] == "model")
@@ -385,8 +433,9 @@ def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engi
             report["configs"][spec.name] = info
         checks = tallies.checks[product.name]
         report["validation"][product.name] = {"passed": checks.passed, "checks": checks.report()}
-        report["timings_s"][product.name] = {step: round(tallies.seconds[f"{product.name}.{step}"], 3)
-                                             for step in ("build", "validate", "encode")}
+        report["timings_s"][product.name] = {
+            step: round(tallies.seconds[f"{product.name}.{step}"], 3) for step in ("build", "validate", "encode")
+        }
     if engine is not None:  # calls made, cached, failed, tokens and cost per step
         report["llm"] = engine.report()
     return report

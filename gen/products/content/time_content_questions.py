@@ -39,8 +39,9 @@ from gen.recipe import Recipe, StrictModel
 from gen.timeline import Timeline
 
 NAME = "time_content_questions"
-DESCRIPTION = ("LLM-written questions naming a speaker, a date or session, and a topic, about responses chosen "
-               "beforehand")
+DESCRIPTION = (
+    "LLM-written questions naming a speaker, a date or session, and a topic, about responses chosen beforehand"
+)
 PROMPT = "prompts/time_content_question.j2"
 VERIFY_PROMPT = "prompts/time_content_verify.j2"
 REFERENCES = "prompts/time_content_references.j2"
@@ -51,19 +52,27 @@ MAX_RELATED = 3  # same-window responses on the topic shown to the model as "mus
 class Options(StrictModel):
     endpoint: str = Field("main", description="the name of an endpoint in the recipe's llm: section")
     per_conversation: int = Field(20, ge=1, description="questions per conversation (fewer if it runs out of anchors)")
-    reference_mix: float = Field(0.5, ge=0, le=1, description="share of questions referring to the date; the "
-                                                             "rest name the session number")
+    reference_mix: float = Field(
+        0.5, ge=0, le=1, description="share of questions referring to the date; the rest name the session number"
+    )
     anchor_size: dict[int, float] = Field(
         default_factory=lambda: {1: 0.7, 2: 0.2, 3: 0.1},
         description="weights of anchor sizes (1-3 consecutive responses), apportioned exactly; a single "
-                    "number n means always n")
+        "number n means always n",
+    )
     min_anchor_words: int = Field(8, ge=1, description="every anchor response has at least this many words")
     exclude_padding: bool = Field(True, description="never anchor a question in the padding session")
-    topic_similarity: float = Field(0.2, gt=0, le=1, description="weighted Dice similarity that adjacent "
-                                    "responses of a multi-response anchor (and recurring topics) must reach")
+    topic_similarity: float = Field(
+        0.2,
+        gt=0,
+        le=1,
+        description="weighted Dice similarity that adjacent "
+        "responses of a multi-response anchor (and recurring topics) must reach",
+    )
     context_lines: int = Field(2, ge=0, le=10, description="neighbouring responses shown on each side")
-    max_overlap: float = Field(0.5, gt=0, le=1, description="a question must repeat less than this share of "
-                                                           "the anchor's content words")
+    max_overlap: float = Field(
+        0.5, gt=0, le=1, description="a question must repeat less than this share of the anchor's content words"
+    )
     max_copied_words: int = Field(5, ge=1, description="longest run of consecutive anchor words a question may repeat")
     verify: bool = Field(False, description="a second call checks that the anchor answers the question")
     retries: int = Field(2, ge=0, le=20, description="regenerations (new sample index) after a failed check")
@@ -118,10 +127,17 @@ class Item:
 
 # --- items and prompts --------------------------------------------------------------------------------
 
+
 def reference_phrases(kind: str, day: date, session: int, templates_dir: str | None) -> list[str]:
-    text = templating.render(REFERENCES, templates_dir, kind=kind, **date_variables(day), session=str(session),
-                             session_ordinal=num2words(session, to="ordinal_num"),
-                             session_ordinal_word=num2words(session, to="ordinal"))
+    text = templating.render(
+        REFERENCES,
+        templates_dir,
+        kind=kind,
+        **date_variables(day),
+        session=str(session),
+        session_ordinal=num2words(session, to="ordinal_num"),
+        session_ordinal_word=num2words(session, to="ordinal"),
+    )
     phrases = [line.strip() for line in text.splitlines() if line.strip()]
     if not phrases:
         raise GenError(f"no time phrase for kind {kind!r}", file=REFERENCES, expected="one phrase per line")
@@ -135,9 +151,15 @@ def line(response) -> dict:
 def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: str | None) -> list[Item]:
     rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
     slots = anchor_selection.select(
-        timeline, count=options.per_conversation, size_weights=options.anchor_size,
-        date_share=options.reference_mix, min_words=options.min_anchor_words,
-        exclude_padding=options.exclude_padding, topic_similarity=options.topic_similarity, rng=rng)
+        timeline,
+        count=options.per_conversation,
+        size_weights=options.anchor_size,
+        date_share=options.reference_mix,
+        min_words=options.min_anchor_words,
+        exclude_padding=options.exclude_padding,
+        topic_similarity=options.topic_similarity,
+        rng=rng,
+    )
     speakers = tuple(timeline.conversation.speakers)
     yearless = yearless_dates(r.timestamp.date() for r in timeline.responses)
     responses = timeline.responses
@@ -149,15 +171,27 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
         before = [r for r in same_session if first - options.context_lines <= r.response_index < first]
         after = [r for r in same_session if last < r.response_index <= last + options.context_lines]
         reference = rng.choice(reference_phrases(slot.kind, anchor.date, anchor.session_index, templates_dir))
-        facts = Facts(speaker=anchor.speaker, speakers=speakers, kind=slot.kind, day=anchor.date,
-                      session_index=anchor.session_index, yearless_ok=anchor.date in yearless,
-                      anchor_text=anchor.text)
+        facts = Facts(
+            speaker=anchor.speaker,
+            speakers=speakers,
+            kind=slot.kind,
+            day=anchor.date,
+            session_index=anchor.session_index,
+            yearless_ok=anchor.date in yearless,
+            anchor_text=anchor.text,
+        )
         variables = {
-            "speaker_a": speakers[0], "speaker_b": speakers[1], "speaker": anchor.speaker,
+            "speaker_a": speakers[0],
+            "speaker_b": speakers[1],
+            "speaker": anchor.speaker,
             "other": next((s for s in speakers if s != anchor.speaker), speakers[1]),
-            "anchor": [line(r) for r in anchor.responses], "session": anchor.session_index,
-            **date_variables(anchor.date), "kind": slot.kind, "reference": reference,
-            "before": [line(r) for r in before], "after": [line(r) for r in after],
+            "anchor": [line(r) for r in anchor.responses],
+            "session": anchor.session_index,
+            **date_variables(anchor.date),
+            "kind": slot.kind,
+            "reference": reference,
+            "before": [line(r) for r in before],
+            "after": [line(r) for r in after],
             "related": [responses[i].text for i in slot.related[:MAX_RELATED]],
             "max_copied_words": options.max_copied_words,
         }
@@ -172,22 +206,40 @@ def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> li
 
 
 def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
-    return Task(item_id=item.question_id, endpoint=options.endpoint, sample=sample, parser=Question,
-                messages=render_messages(PROMPT, templates_dir, **item.variables))
+    return Task(
+        item_id=item.question_id,
+        endpoint=options.endpoint,
+        sample=sample,
+        parser=Question,
+        messages=render_messages(PROMPT, templates_dir, **item.variables),
+    )
 
 
 def verify_task(item: Item, question: str, options: Options, templates_dir: str | None) -> Task:
     v = item.variables
-    return Task(item_id=item.question_id, endpoint=options.endpoint, parser=Verdict,
-                messages=render_messages(VERIFY_PROMPT, templates_dir, speaker_a=v["speaker_a"],
-                                         speaker_b=v["speaker_b"], speaker=v["speaker"], anchor=v["anchor"],
-                                         session=v["session"], weekday=v["weekday"], day=v["day"],
-                                         month=v["month"], year=v["year"], question=question))
-
-
+    return Task(
+        item_id=item.question_id,
+        endpoint=options.endpoint,
+        parser=Verdict,
+        messages=render_messages(
+            VERIFY_PROMPT,
+            templates_dir,
+            speaker_a=v["speaker_a"],
+            speaker_b=v["speaker_b"],
+            speaker=v["speaker"],
+            anchor=v["anchor"],
+            session=v["session"],
+            weekday=v["weekday"],
+            day=v["day"],
+            month=v["month"],
+            year=v["year"],
+            question=question,
+        ),
+    )
 
 
 # --- generation -----------------------------------------------------------------------------------------
+
 
 @dataclass
 class Attempt:
@@ -212,8 +264,7 @@ def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str
         if not pending:
             break
         # the engine judges its reject rate over all rounds of the step together
-        outcomes = engine.run_step(NAME, [question_task(item, options, sample, ctx.templates_dir)
-                                          for item in pending])
+        outcomes = engine.run_step(NAME, [question_task(item, options, sample, ctx.templates_dir) for item in pending])
         again: list[Item] = []
         passed: list[tuple[Item, Attempt]] = []
         for item, outcome in zip(pending, outcomes):
@@ -221,16 +272,22 @@ def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str
                 ended.add(item.question_id)
                 continue
             question = clean(outcome.value.question)
-            attempt = Attempt(sample, question, problems(question, item.facts, options.max_overlap,
-                                                         options.max_copied_words), outcome.text)
+            attempt = Attempt(
+                sample,
+                question,
+                problems(question, item.facts, options.max_overlap, options.max_copied_words),
+                outcome.text,
+            )
             history[item.question_id].append(attempt)
             if attempt.problems:
                 again.append(item)
             else:
                 passed.append((item, attempt))
         if options.verify and passed:
-            verdicts = engine.run_step(VERIFY_STEP, [verify_task(item, attempt.question, options, ctx.templates_dir)
-                                                     for item, attempt in passed])
+            verdicts = engine.run_step(
+                VERIFY_STEP,
+                [verify_task(item, attempt.question, options, ctx.templates_dir) for item, attempt in passed],
+            )
             confirmed = []
             for (item, attempt), verdict in zip(passed, verdicts):
                 if not verdict.ok:
@@ -250,12 +307,19 @@ def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str
         if item.question_id in accepted or item.question_id in ended or not attempts:
             continue
         last = attempts[-1]
-        ctx.reject(NAME, item.question_id, f"{last.problems[0]} (after {len(attempts)} attempts)",
-                   raw_text=last.raw_text, conversation_id=item.timeline.conversation_id,
-                   reference_kind=item.slot.kind, speaker=item.anchor.speaker,
-                   relevant_response_indices=item.anchor.indices,
-                   attempts=[{"sample": a.sample, "question": a.question, "problems": [str(p) for p in a.problems]}
-                             for a in attempts])
+        ctx.reject(
+            NAME,
+            item.question_id,
+            f"{last.problems[0]} (after {len(attempts)} attempts)",
+            raw_text=last.raw_text,
+            conversation_id=item.timeline.conversation_id,
+            reference_kind=item.slot.kind,
+            speaker=item.anchor.speaker,
+            relevant_response_indices=item.anchor.indices,
+            attempts=[
+                {"sample": a.sample, "question": a.question, "problems": [str(p) for p in a.problems]} for a in attempts
+            ],
+        )
     return accepted
 
 
@@ -279,17 +343,27 @@ def record(item: Item, question: str, sample: int, model: str, prompt_id: str) -
 
 # --- validation: the rows against the log records ------------------------------------------------------
 
-def check_conversation(rows: Sequence[Record], log: Sequence[Record], options: Options, model: str | None,
-                       prompt_id: str, checks: Checks, conversation_id: str) -> None:
+
+def check_conversation(
+    rows: Sequence[Record],
+    log: Sequence[Record],
+    options: Options,
+    model: str | None,
+    prompt_id: str,
+    checks: Checks,
+    conversation_id: str,
+) -> None:
     """Re-check the written rows from the `log` records (not the timeline objects the generator used): the
     anchor's speaker, date, session and text, then the question checks with facts taken from the log."""
     ids = Counter(row["question_id"] for row in rows)
-    checks.check("question_id is unique", all(n == 1 for n in ids.values()),
-                 ", ".join(i for i, n in ids.items() if n > 1))
+    checks.check(
+        "question_id is unique", all(n == 1 for n in ids.values()), ", ".join(i for i, n in ids.items() if n > 1)
+    )
     if not rows:
         return
-    checks.check("at most per_conversation questions", len(rows) <= options.per_conversation,
-                 f"{conversation_id}: {len(rows)}")
+    checks.check(
+        "at most per_conversation questions", len(rows) <= options.per_conversation, f"{conversation_id}: {len(rows)}"
+    )
     speakers = tuple(dict.fromkeys(r["speaker"] for r in log if not r["is_padding"]))
     yearless = yearless_dates(date.fromisoformat(r["date"]) for r in log)
     used: list[int] = []
@@ -303,59 +377,102 @@ def check_conversation(rows: Sequence[Record], log: Sequence[Record], options: O
         checks.check("model is the endpoint's", model is None or row["model"] == model, where)
         checks.check("prompt_id is the template's", row["prompt_id"] == prompt_id, where)
         day = date.fromisoformat(anchor[0]["date"])
-        facts = Facts(speaker=row["speaker"], speakers=speakers or (row["speaker"],), kind=row["reference_kind"],
-                      day=day, session_index=anchor[0]["session_index"], yearless_ok=day in yearless,
-                      anchor_text=row["anchor_text"])
-        found = {p.code: str(p) for p in problems(row["question"], facts, options.max_overlap,
-                                                  options.max_copied_words)}
-        for code in ("not a question", "speaker not named", "date missing", "session missing",
-                     "copies the anchor", "overlap too high"):
+        facts = Facts(
+            speaker=row["speaker"],
+            speakers=speakers or (row["speaker"],),
+            kind=row["reference_kind"],
+            day=day,
+            session_index=anchor[0]["session_index"],
+            yearless_ok=day in yearless,
+            anchor_text=row["anchor_text"],
+        )
+        found = {
+            p.code: str(p) for p in problems(row["question"], facts, options.max_overlap, options.max_copied_words)
+        }
+        for code in (
+            "not a question",
+            "speaker not named",
+            "date missing",
+            "session missing",
+            "copies the anchor",
+            "overlap too high",
+        ):
             checks.check(f"question check: {code}", code not in found, f"{where}: {found.get(code)}")
     checks.check("anchors of a conversation do not overlap", len(used) == len(set(used)), conversation_id)
 
 
 def check_anchor(row: Record, log: Sequence[Record], options: Options, checks: Checks, where: str) -> list[dict] | None:
     indices = row["relevant_response_indices"]
-    ok = (isinstance(indices, list) and 1 <= len(indices) <= 3 and all(isinstance(i, int) for i in indices)
-          and indices == list(range(indices[0], indices[0] + len(indices))) and 0 <= indices[0]
-          and indices[-1] < len(log))
+    ok = (
+        isinstance(indices, list)
+        and 1 <= len(indices) <= 3
+        and all(isinstance(i, int) for i in indices)
+        and indices == list(range(indices[0], indices[0] + len(indices)))
+        and indices[0] >= 0
+        and indices[-1] < len(log)
+    )
     if not checks.check("relevant indices are 1-3 consecutive responses of the log", ok, f"{where}: {indices}"):
         return None
     anchor = [log[i] for i in indices]
-    checks.check("log records are in response order", all(r["response_index"] == i for r, i in zip(anchor, indices)),
-                 where)
+    checks.check(
+        "log records are in response order", all(r["response_index"] == i for r, i in zip(anchor, indices)), where
+    )
     checks.check("anchor lies in one session", len({r["session_index"] for r in anchor}) == 1, where)
     checks.check("anchor lies on one date", len({r["date"] for r in anchor}) == 1, where)
-    checks.check("session_index matches the log", row["session_index"] == anchor[0]["session_index"],
-                 f"{where}: {row['session_index']} vs {anchor[0]['session_index']}")
-    checks.check("date matches the log", row["date"] == anchor[0]["date"], f"{where}: {row['date']} vs {anchor[0]['date']}")
+    checks.check(
+        "session_index matches the log",
+        row["session_index"] == anchor[0]["session_index"],
+        f"{where}: {row['session_index']} vs {anchor[0]['session_index']}",
+    )
+    checks.check(
+        "date matches the log", row["date"] == anchor[0]["date"], f"{where}: {row['date']} vs {anchor[0]['date']}"
+    )
     totals: dict[str, int] = {}
     for r in anchor:
         totals[r["speaker"]] = totals.get(r["speaker"], 0) + len(r["text"].split())
     main = max(totals, key=lambda s: (totals[s], -next(i for i, r in enumerate(anchor) if r["speaker"] == s)))
-    checks.check("speaker is the anchor's main speaker in the log", row["speaker"] == main,
-                 f"{where}: {row['speaker']} vs {main}")
-    checks.check("anchor_text is the log's text", row["anchor_text"] == "\n".join(f"{r['speaker']}: {r['text']}" for r in anchor),
-                 where)
+    checks.check(
+        "speaker is the anchor's main speaker in the log",
+        row["speaker"] == main,
+        f"{where}: {row['speaker']} vs {main}",
+    )
+    checks.check(
+        "anchor_text is the log's text",
+        row["anchor_text"] == "\n".join(f"{r['speaker']}: {r['text']}" for r in anchor),
+        where,
+    )
     if options.exclude_padding:
         checks.check("anchor is not in the padding session", not any(r["is_padding"] for r in anchor), where)
-    checks.check("anchor responses have min_anchor_words", all(len(r["text"].split()) >= options.min_anchor_words
-                                                               for r in anchor), where)
+    checks.check(
+        "anchor responses have min_anchor_words",
+        all(len(r["text"].split()) >= options.min_anchor_words for r in anchor),
+        where,
+    )
     return anchor
 
 
 # --- schema and summary ---------------------------------------------------------------------------------
 
+
 def features():
     from datasets import Features, List, Value
 
-    return Features({
-        "question_id": Value("string"), "conversation_id": Value("string"), "question": Value("string"),
-        "reference_kind": Value("string"), "speaker": Value("string"),
-        "relevant_response_indices": List(Value("int64")), "anchor_text": Value("string"),
-        "date": Value("string"), "session_index": Value("int64"), "model": Value("string"),
-        "prompt_id": Value("string"), "sample": Value("int64"),
-    })
+    return Features(
+        {
+            "question_id": Value("string"),
+            "conversation_id": Value("string"),
+            "question": Value("string"),
+            "reference_kind": Value("string"),
+            "speaker": Value("string"),
+            "relevant_response_indices": List(Value("int64")),
+            "anchor_text": Value("string"),
+            "date": Value("string"),
+            "session_index": Value("int64"),
+            "model": Value("string"),
+            "prompt_id": Value("string"),
+            "sample": Value("int64"),
+        }
+    )
 
 
 class TimeContentQuestions(Product[Options]):
@@ -384,13 +501,20 @@ class TimeContentQuestions(Product[Options]):
 
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         endpoint = ctx.recipe.llm.get(self.options.endpoint)
-        check_conversation(records[NAME], unit.records_of("log"), self.options,
-                           endpoint.model if endpoint else None, templating.template_id(PROMPT, ctx.templates_dir),
-                           checks, unit.conversation_id)
+        check_conversation(
+            records[NAME],
+            unit.records_of("log"),
+            self.options,
+            endpoint.model if endpoint else None,
+            templating.template_id(PROMPT, ctx.templates_dir),
+            checks,
+            unit.conversation_id,
+        )
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
-        tasks = [question_task(item, self.options, 0, ctx.templates_dir)
-                 for item in plan_items(units, ctx, self.options)]
+        tasks = [
+            question_task(item, self.options, 0, ctx.templates_dir) for item in plan_items(units, ctx, self.options)
+        ]
         rounds = self.options.retries + 1
         return [(NAME, tasks, rounds * (2 if self.options.verify else 1))]
 
@@ -409,8 +533,15 @@ class TimeContentQuestions(Product[Options]):
         return {
             "questions": sum(counts["questions", kind] for kind in kinds),
             "conversations": counts["conversations", ""],
-            "by_reference_kind": {kind: {"questions": counts["questions", kind], "first_try": counts["first_try", kind],
-                                         "regenerated": counts["regenerated", kind]} for kind in kinds},
-            "by_anchor_size": {f"{size} response{'s' if size > 1 else ''}": counts["anchor_size", size]
-                               for size in sizes},
+            "by_reference_kind": {
+                kind: {
+                    "questions": counts["questions", kind],
+                    "first_try": counts["first_try", kind],
+                    "regenerated": counts["regenerated", kind],
+                }
+                for kind in kinds
+            },
+            "by_anchor_size": {
+                f"{size} response{'s' if size > 1 else ''}": counts["anchor_size", size] for size in sizes
+            },
         }
