@@ -1,0 +1,266 @@
+"""The checked LLM step every LLM product uses: generate, check, regenerate, optionally verify, reject.
+
+The engine makes sure a reply arrives and parses; whether it is any good is the product's to say. A product
+describes its step once and hands it its items::
+
+    step = CheckedStep(
+        name="time_content_questions",
+        task=lambda item, sample: question_task(item, options, sample, templates_dir),
+        check=lambda item, question: problems(question, item.facts, options.max_overlap, ...),
+        item_id=lambda item: item.question_id,
+        prepare=lambda item, reply: clean(reply.question),   # the parsed reply -> the product's value
+        describe=lambda question: {"question": question},     # how an attempt's value shows in rejects
+        verify=Verify("time_content_questions/verify", task=verify_task, judge=judge),
+    )
+    result = run(step, engine, items, StepPolicy(retries=options.retries))
+    result.accepted["conv/q-001"]   # Accepted(value, sample, text); items missing here were given up on
+    result.rejects                  # the items whose every attempt failed a check, with the reason and attempts
+
+How it runs, in rounds over every pending item together:
+
+1. round ``k`` (``k = 0 .. retries``) sends each pending item's ``task(item, k)`` as one engine step; the
+   sample index enters the cache key, so every round is a new, independently cached generation;
+2. each reply is ``prepare``-d and ``check``-ed; an item with problems is pending for the next round;
+3. with ``verify``, the items that passed send ``verify.task(item, value)`` as a second engine step (named
+   ``verify.name``); ``verify.judge(item, verdict)`` returns a problem (the item is pending again) or None;
+4. the items that passed everything are accepted with that round's sample.
+
+An item whose call failed in the engine (request, parse or truncation failure; not cached when planning)
+stops there: the engine has already recorded it in ``engine.rejects``, so it is listed in
+``StepResult.failed`` only. An item still failing after the last round becomes a reject here, its reason
+the first problem of its last attempt, followed by "(after N attempts)".
+
+The reject rate is judged as the engine judges it: ``policy.max_reject_rate`` goes to every engine call,
+and after the last round every item given up on (engine failures and check rejects together) is counted
+against ``floor(max_reject_rate × generation calls)``, the calls of every round, as the engine counts a
+step's items. Going past it stops the run with the engine's error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from gen.llm.accounting import is_reject, reject_limit, too_many_rejects
+from gen.llm.task import Outcome, Task
+
+if TYPE_CHECKING:
+    from gen.llm.engine import Engine
+    from gen.llm.plan import StepPlan
+
+__all__ = ["Accepted", "CheckedStep", "Problem", "StepPolicy", "StepResult", "Verify", "most_calls", "plan", "run"]
+
+ItemT = TypeVar("ItemT")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a value fails a check. ``code``: a short category (the part of a reject reason before the colon)."""
+
+    code: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class StepPolicy:
+    """How hard a step tries. Products build it from their options."""
+
+    retries: int = 2  # regenerations, each with the next sample index, after a failed check
+    max_reject_rate: float | None = 0.2  # None: no limit
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ValueError("retries must be 0 or more")
+        if self.max_reject_rate is not None and not 0 <= self.max_reject_rate <= 1:
+            raise ValueError("max_reject_rate must be between 0 and 1")
+
+
+@dataclass(frozen=True)
+class Verify(Generic[ItemT]):
+    """A second call that must confirm a value that passed the checks."""
+
+    name: str  # the engine step of the verify calls
+    task: Callable[[ItemT, Any], Task]  # (item, value) -> the verify call
+    judge: Callable[[ItemT, Any], Problem | None]  # (item, parsed verdict) -> a problem, or None to confirm
+
+
+@dataclass(frozen=True)
+class CheckedStep(Generic[ItemT]):
+    """What a product says about its LLM step; see the module docstring."""
+
+    name: str  # the engine step of the generation calls (stats and engine rejects are filed under it)
+    task: Callable[[ItemT, int], Task]  # (item, sample index) -> the generation call, prompt rendered
+    check: Callable[[ItemT, Any], Sequence[Problem]]  # (item, value) -> problems; none means accepted
+    item_id: Callable[[ItemT], str]  # unique among the items of one run
+    verify: Verify[ItemT] | None = None
+    prepare: Callable[[ItemT, Any], Any] | None = None  # (item, parsed reply) -> value; default: the reply
+    describe: Callable[[Any], dict[str, Any]] | None = None  # value -> its fields in a reject's attempts
+
+
+@dataclass(frozen=True)
+class Accepted:
+    value: Any
+    sample: int  # the round that produced it
+    text: str | None  # the raw reply
+
+
+@dataclass
+class StepResult:
+    accepted: dict[str, Accepted]  # item id -> value, in item order
+    rejects: list[dict[str, Any]]  # {item_id, reason, raw_text, attempts}, in item order
+    failed: list[str]  # ids of items whose call failed in the engine (recorded in engine.rejects)
+
+
+def run(step: CheckedStep[ItemT], engine: Engine, items: Sequence[ItemT],
+        policy: StepPolicy = StepPolicy()) -> StepResult:
+    """Every item through the rounds described in the module docstring."""
+    return _Run(step, engine, policy, items).execute()
+
+
+def plan(step: CheckedStep[ItemT], engine: Engine, items: Sequence[ItemT],
+         policy: StepPolicy = StepPolicy()) -> tuple[StepPlan, int]:
+    """The first round's plan (no network), and the most calls all rounds could make."""
+    first_round = engine.plan(step.name, [step.task(item, 0) for item in items])
+    return first_round, most_calls(step, len(items), policy)
+
+
+def most_calls(step: CheckedStep[Any], items: int, policy: StepPolicy) -> int:
+    """Every round for every item, its verify call, and a correction round for each call."""
+    calls_per_round = 2 if step.verify is not None else 1
+    return items * (policy.retries + 1) * calls_per_round * 2
+
+
+@dataclass
+class _Attempt:
+    sample: int
+    value: Any
+    problems: list[Problem]
+    text: str | None
+
+
+@dataclass
+class _Run(Generic[ItemT]):
+    step: CheckedStep[ItemT]
+    engine: Engine
+    policy: StepPolicy
+    items: Sequence[ItemT]
+    history: dict[str, list[_Attempt]] = field(default_factory=dict)
+    accepted: dict[str, Accepted] = field(default_factory=dict)
+    ended: set[str] = field(default_factory=set)  # items whose call failed in the engine
+    failure_kinds: Counter[str] = field(default_factory=Counter)
+    calls: int = 0  # generation calls, the denominator of the reject rate
+
+    def execute(self) -> StepResult:
+        position = self._positions()
+        pending = list(self.items)
+        for sample in range(self.policy.retries + 1):
+            if not pending:
+                break
+            passed, again = self._generate(pending, sample)
+            if self.step.verify is not None and passed:
+                passed, doubted = self._verify(self.step.verify, passed)
+                again += doubted
+            for item, attempt in passed:
+                self.accepted[self.step.item_id(item)] = Accepted(attempt.value, sample, attempt.text)
+            pending = sorted(again, key=lambda item: position[self.step.item_id(item)])
+        return self._result()
+
+    def _positions(self) -> dict[str, int]:
+        position: dict[str, int] = {}
+        for index, item in enumerate(self.items):
+            item_id = self.step.item_id(item)
+            if item_id in position:
+                raise ValueError(f"step {self.step.name}: item id {item_id!r} appears twice")
+            position[item_id] = index
+        return position
+
+    def _generate(self, pending: list[ItemT], sample: int) -> tuple[list[tuple[ItemT, _Attempt]], list[ItemT]]:
+        """One round: (items whose value passed the checks, items to write again)."""
+        step = self.step
+        self.calls += len(pending)
+        outcomes = self.engine.run_step(step.name, [step.task(item, sample) for item in pending],
+                                        max_reject_rate=self.policy.max_reject_rate)
+        passed, again = [], []
+        for item, outcome in zip(pending, outcomes):
+            if not outcome.ok:
+                self._end(item, outcome)
+                continue
+            value = step.prepare(item, outcome.value) if step.prepare is not None else outcome.value
+            attempt = _Attempt(sample, value, list(step.check(item, value)), outcome.text)
+            self.history.setdefault(step.item_id(item), []).append(attempt)
+            if attempt.problems:
+                again.append(item)
+            else:
+                passed.append((item, attempt))
+        return passed, again
+
+    def _verify(self, verify: Verify[ItemT], passed: list[tuple[ItemT, _Attempt]]
+                ) -> tuple[list[tuple[ItemT, _Attempt]], list[ItemT]]:
+        """The verify calls: (items confirmed, items to write again)."""
+        verdicts = self.engine.run_step(verify.name, [verify.task(item, attempt.value) for item, attempt in passed],
+                                        max_reject_rate=self.policy.max_reject_rate)
+        confirmed, doubted = [], []
+        for (item, attempt), verdict in zip(passed, verdicts):
+            if not verdict.ok:
+                self._end(item, verdict)
+                continue
+            problem = verify.judge(item, verdict.value)
+            if problem is None:
+                confirmed.append((item, attempt))
+            else:
+                attempt.problems.append(problem)  # the attempt failed after all: it shows in the reject
+                doubted.append(item)
+        return confirmed, doubted
+
+    def _end(self, item: ItemT, outcome: Outcome) -> None:
+        self.ended.add(self.step.item_id(item))
+        if is_reject(outcome):  # (an item a plan-only engine merely found uncached is no failure)
+            self.failure_kinds[outcome.kind or "unknown"] += 1
+
+    def _result(self) -> StepResult:
+        ids = [self.step.item_id(item) for item in self.items]
+        exhausted = [i for i in ids if i not in self.accepted and i not in self.ended and i in self.history]
+        self._check_reject_rate(exhausted)
+        return StepResult(accepted={i: self.accepted[i] for i in ids if i in self.accepted},
+                          rejects=[self._reject(i) for i in exhausted], failed=[i for i in ids if i in self.ended])
+
+    def _reject(self, item_id: str) -> dict[str, Any]:
+        attempts = self.history[item_id]
+        last = attempts[-1]
+        return {
+            "item_id": item_id,
+            "reason": f"{last.problems[0]} (after {len(attempts)} attempts)",
+            "raw_text": last.text,
+            "attempts": [{"sample": a.sample, **self._describe(a.value), "problems": [str(p) for p in a.problems]}
+                         for a in attempts],
+        }
+
+    def _describe(self, value: Any) -> dict[str, Any]:
+        if self.step.describe is not None:
+            return self.step.describe(value)
+        return {"value": _plain(value)}
+
+    def _check_reject_rate(self, exhausted: list[str]) -> None:
+        """Engine failures and exhausted items together, against the limit over every generation call."""
+        rate = self.policy.max_reject_rate
+        limit = reject_limit(rate, self.calls)
+        kinds = self.failure_kinds + Counter(self.history[i][-1].problems[0].code for i in exhausted)
+        given_up = sum(kinds.values())
+        if rate is not None and limit is not None and given_up > limit:
+            raise too_many_rejects(self.step.name, given_up, self.calls, rate, kinds)
+
+
+def _plain(value: Any) -> Any:
+    """A value as it can go into rejects.jsonl."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if value is None or isinstance(value, str | int | float | bool | list | dict):
+        return value
+    return repr(value)
