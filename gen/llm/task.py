@@ -46,7 +46,7 @@ class Outcome:
     ``ok`` and ``value`` (the parsed value) — or ``ok=False`` and ``reason``; ``text`` is the raw reply (the
     corrected one when a correction round was needed); ``cached`` is True when no call was made;
     ``corrected`` when the correction round produced the value; ``kind`` classifies a failure
-    (``parse``, ``truncated``, ``request_failed``, ``refused``, ``empty``, ``not_cached`` in plan mode).
+    (``parse``, ``truncated``, ``request_failed``, ``empty`` (no text, e.g. a refusal), ``not_cached`` in plan mode).
     """
 
     task: Task
