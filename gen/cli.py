@@ -87,7 +87,7 @@ def run(
 
 
 def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
-    """The recipe's LLM steps as (step, first-round tasks, most calls per task), and a planning engine (no
+    """The recipe's LLM steps as (step, first-round tasks, most calls), and a planning engine (no
     network, no key)."""
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
@@ -107,7 +107,7 @@ def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
 def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | None = CACHE_DIR) -> None:
     """Show, per LLM step, the calls needed, those already cached, and projected tokens and cost. Calls nothing.
 
-    The first round is exact; "at most" adds every regeneration round and verify call the options allow.
+    "needed" is the first round; "at most" adds every regeneration, verify and correction round allowed.
 
     Example: gen plan recipes/locomo-temporal.yaml
     """
@@ -121,12 +121,12 @@ def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | Non
             f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'at most':>8} {'input tok':>11} "
             f"{'output tok':>11} {'cost $':>9}"
         )
-        for name, tasks, calls_per_task in steps:
+        for name, tasks, most in steps:
             step = engine.plan(name, tasks)
             cost = "?" if step.projected_cost_usd is None else f"{step.projected_cost_usd:.2f}"
             typer.echo(
                 f"{name:<28} {step.items:>7,} {step.calls_needed:>8,} {step.calls_cached:>8,} "
-                f"{step.items * calls_per_task:>8,} {step.projected_input_tokens:>11,} "
+                f"{most:>8,} {step.projected_input_tokens:>11,} "
                 f"{step.projected_output_tokens:>11,} {cost:>9}"
             )
     finally:

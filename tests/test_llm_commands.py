@@ -49,6 +49,7 @@ def test_plan_run_offline_rerun_and_preview(setup, capsys):
     code, out, err = run_cli(["plan", recipe()], capsys)
     assert code == 0, err
     assert plan_row(out)[1:4] == ["8", "8", "0"]  # 2 conversations × 4 items: all needed, none cached
+    assert plan_row(out)[4] == "48"  # at most: 8 items × 3 rounds (retries 2) × (call + correction round)
     assert server.count == 0
 
     code, _, err = run_cli(["run", recipe(), "--output-dir", out_dir], capsys)

@@ -475,7 +475,8 @@ def test_tasks_for_plan_and_preview(tmp_path):
     ctx = context(recipe, tmp_path)
     product = ctx.product("time_content_questions", options_of(recipe))
     [(step, tasks, most_calls)] = product.llm_tasks(ctx.units, ctx.ctx)
-    assert step == "time_content_questions" and most_calls == 3  # first try and two regenerations
+    # six items × (first try + two regenerations) × (the call + its correction round)
+    assert step == "time_content_questions" and most_calls == 6 * 3 * 2
     assert [t.item_id for t in tasks] == list(ANCHORS)
     assert all(t.sample == 0 and t.endpoint == "main" and t.parser is tcq.Question for t in tasks)
     system, user = tasks[4].messages

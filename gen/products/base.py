@@ -167,8 +167,9 @@ class Product(ABC, Generic[OptionsT]):
         return {}
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
-        """For `gen plan` and `gen preview`: (step, first-round tasks in item order, most calls per task
-        with regeneration rounds) per LLM step. Products without LLM steps have none."""
+        """For `gen plan` and `gen preview`: (step, first-round tasks in item order, the most calls the step
+        can make with every regeneration, verify and correction round) per LLM step. Products without LLM
+        steps have none."""
         return []
 
     def empty_records(self) -> Records:

@@ -28,6 +28,7 @@ from functools import lru_cache
 
 from num2words import num2words
 
+from gen.llm.step import Problem
 from gen.products.content.anchors import content_stems, words
 
 QUOTES = "\"'“”‘’«»`"
@@ -44,15 +45,6 @@ class Facts:
     session_index: int
     yearless_ok: bool
     anchor_text: str
-
-
-@dataclass(frozen=True)
-class Problem:
-    code: str  # short category, the part of a reject reason before the colon
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.detail}"
 
 
 def clean(question: str) -> str:

@@ -29,11 +29,13 @@ from pydantic import BaseModel, Field, field_validator
 
 from gen import templating
 from gen.errors import GenError
+from gen.llm.step import CheckedStep, Problem, StepPolicy, Verify, most_calls
+from gen.llm.step import run as run_step
 from gen.llm.task import Task, render_messages
 from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Unit, require_endpoint
 from gen.products.checks import Checks
 from gen.products.content import anchors as anchor_selection
-from gen.products.content.question_checks import Facts, Problem, clean, problems
+from gen.products.content.question_checks import Facts, clean, problems
 from gen.products.date_words import date_variables, yearless_dates
 from gen.recipe import Recipe, StrictModel
 from gen.timeline import Timeline
@@ -241,86 +243,49 @@ def verify_task(item: Item, question: str, options: Options, templates_dir: str 
 # --- generation -----------------------------------------------------------------------------------------
 
 
-@dataclass
-class Attempt:
-    sample: int
-    question: str
-    problems: list[Problem]
-    raw_text: str | None
+def question_step(options: Options, templates_dir: str | None) -> CheckedStep[Item]:
+    """Write a question for an item, check it against the anchor's facts, optionally have it verified."""
+
+    def judge(item: Item, verdict: Verdict) -> Problem | None:
+        if verdict.answered:
+            return None
+        reason = " ".join(verdict.reason.split()) or "the anchor does not answer the question"
+        return Problem("verifier disagrees", reason)
+
+    return CheckedStep(
+        name=NAME,
+        task=lambda item, sample: question_task(item, options, sample, templates_dir),
+        check=lambda item, question: problems(question, item.facts, options.max_overlap, options.max_copied_words),
+        item_id=lambda item: item.question_id,
+        prepare=lambda item, reply: clean(reply.question),
+        describe=lambda question: {"question": question},
+        verify=Verify(
+            VERIFY_STEP, task=lambda item, question: verify_task(item, question, options, templates_dir), judge=judge
+        )
+        if options.verify
+        else None,
+    )
 
 
 def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
-    """question_id -> (question, sample) of the items that passed. An item that fails a check is written again
-    with the next sample index; after the last retry it goes to ctx.reject with its last problem. An item whose
-    call fails in the engine (request, parse or truncation failure, or not cached when planning) stops there:
-    the engine keeps that reject."""
-    engine = ctx.llm()
-    accepted: dict[str, tuple[str, int]] = {}
-    history: dict[str, list[Attempt]] = defaultdict(list)
-    ended: set[str] = set()  # items whose call failed in the engine
-    order = {item.question_id: position for position, item in enumerate(items)}
-    pending = list(items)
-    for sample in range(options.retries + 1):
-        if not pending:
-            break
-        # the engine judges its reject rate over all rounds of the step together
-        outcomes = engine.run_step(NAME, [question_task(item, options, sample, ctx.templates_dir) for item in pending])
-        again: list[Item] = []
-        passed: list[tuple[Item, Attempt]] = []
-        for item, outcome in zip(pending, outcomes):
-            if not outcome.ok:
-                ended.add(item.question_id)
-                continue
-            question = clean(outcome.value.question)
-            attempt = Attempt(
-                sample,
-                question,
-                problems(question, item.facts, options.max_overlap, options.max_copied_words),
-                outcome.text,
-            )
-            history[item.question_id].append(attempt)
-            if attempt.problems:
-                again.append(item)
-            else:
-                passed.append((item, attempt))
-        if options.verify and passed:
-            verdicts = engine.run_step(
-                VERIFY_STEP,
-                [verify_task(item, attempt.question, options, ctx.templates_dir) for item, attempt in passed],
-            )
-            confirmed = []
-            for (item, attempt), verdict in zip(passed, verdicts):
-                if not verdict.ok:
-                    ended.add(item.question_id)
-                elif verdict.value.answered:
-                    confirmed.append((item, attempt))
-                else:
-                    reason = " ".join(verdict.value.reason.split()) or "the anchor does not answer the question"
-                    attempt.problems.append(Problem("verifier disagrees", reason))
-                    again.append(item)
-            passed = confirmed
-        for item, attempt in passed:
-            accepted[item.question_id] = (attempt.question, sample)
-        pending = sorted(again, key=lambda item: order[item.question_id])
-    for item in items:
-        attempts = history.get(item.question_id)
-        if item.question_id in accepted or item.question_id in ended or not attempts:
-            continue
-        last = attempts[-1]
+    """question_id -> (question, sample) of the items that passed the shared checked step; the items it gave
+    up on go to ctx.reject with their anchor (an item whose call failed is in the engine's rejects)."""
+    result = run_step(question_step(options, ctx.templates_dir), ctx.llm(), items, StepPolicy(retries=options.retries))
+    by_id = {item.question_id: item for item in items}
+    for reject in result.rejects:
+        item = by_id[reject["item_id"]]
         ctx.reject(
             NAME,
             item.question_id,
-            f"{last.problems[0]} (after {len(attempts)} attempts)",
-            raw_text=last.raw_text,
+            reject["reason"],
+            raw_text=reject["raw_text"],
             conversation_id=item.timeline.conversation_id,
             reference_kind=item.slot.kind,
             speaker=item.anchor.speaker,
             relevant_response_indices=item.anchor.indices,
-            attempts=[
-                {"sample": a.sample, "question": a.question, "problems": [str(p) for p in a.problems]} for a in attempts
-            ],
+            attempts=reject["attempts"],
         )
-    return accepted
+    return {item_id: (accepted.value, accepted.sample) for item_id, accepted in result.accepted.items()}
 
 
 def record(item: Item, question: str, sample: int, model: str, prompt_id: str) -> dict:
@@ -512,11 +477,10 @@ class TimeContentQuestions(Product[Options]):
         )
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
-        tasks = [
-            question_task(item, self.options, 0, ctx.templates_dir) for item in plan_items(units, ctx, self.options)
-        ]
-        rounds = self.options.retries + 1
-        return [(NAME, tasks, rounds * (2 if self.options.verify else 1))]
+        items = plan_items(units, ctx, self.options)
+        step = question_step(self.options, ctx.templates_dir)
+        bound = most_calls(step, len(items), StepPolicy(retries=self.options.retries))
+        return [(NAME, [step.task(item, 0) for item in items], bound)]
 
     def count(self, config: str, records: Sequence[Record]) -> Counter:
         counts: Counter = Counter()
