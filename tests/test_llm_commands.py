@@ -27,14 +27,28 @@ def setup(tmp_path, monkeypatch):
     monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("GEN_TEST_KEY", KEY)
     with FakeOpenAI(plain_question) as server:
+
         def recipe(temperature: float = 0.7):
-            return write_recipe(tmp_path / "r.yaml", {
-                "name": "tcq", "seed": 13,
-                "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
-                "timeline": {"padding": {"mode": "donor", "target_words": 800}},
-                "llm": {"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": "GEN_TEST_KEY",
-                                 "temperature": temperature, "seed": 1}},
-                "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}]})
+            return write_recipe(
+                tmp_path / "r.yaml",
+                {
+                    "name": "tcq",
+                    "seed": 13,
+                    "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+                    "timeline": {"padding": {"mode": "donor", "target_words": 800}},
+                    "llm": {
+                        "main": {
+                            "model": "fake-model",
+                            "base_url": server.base_url,
+                            "api_key_env": "GEN_TEST_KEY",
+                            "temperature": temperature,
+                            "seed": 1,
+                        }
+                    },
+                    "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}],
+                },
+            )
+
         yield server, recipe, tmp_path
 
 

@@ -20,18 +20,26 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gen.errors import GenError  # noqa: E402
-from gen.llm.config import RunSettings  # noqa: E402
-from gen.products.content import anchors as anchor_selection  # noqa: E402
-from gen.products.content import time_content_questions as tcq  # noqa: E402
-from gen.products.content.question_checks import (Facts, clean, copied_run, mentions_date,  # noqa: E402
-                                                  mentions_session,
-                                          overlap, problems)
-from gen.products.core.log import records as log_records  # noqa: E402
-from gen.products.registry import REGISTRY, bind, load  # noqa: E402
-from tests.conftest import write_recipe  # noqa: E402
-from tests.harness import Harness  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
+import itertools
+
+from gen.errors import GenError
+from gen.llm.config import RunSettings
+from gen.products.content import anchors as anchor_selection
+from gen.products.content import time_content_questions as tcq
+from gen.products.content.question_checks import (
+    Facts,
+    clean,
+    copied_run,
+    mentions_date,
+    mentions_session,
+    overlap,
+    problems,
+)
+from gen.products.core.log import records as log_records
+from gen.products.registry import REGISTRY, bind, load
+from tests.conftest import write_recipe
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.harness import Harness
 
 SAMPLE = ROOT / "gen" / "data" / "sample_locomo.json"
 SEED_BASE = 100  # the endpoint's seed: the engine sends seed + sample, so the script can tell the attempts apart
@@ -39,14 +47,25 @@ SEED_BASE = 100  # the endpoint's seed: the engine sends seed + sample, so the s
 
 # --- fixtures -------------------------------------------------------------------------------------------
 
+
 def make_recipe(tmp_path, base_url="http://127.0.0.1:9/v1", **options):
     product = {"type": "time_content_questions", "per_conversation": 6, "anchor_size": {1: 2, 2: 1}, **options}
     data = {
-        "name": "tcq-test", "seed": 13,
+        "name": "tcq-test",
+        "seed": 13,
         "sources": [{"format": "locomo", "path": str(SAMPLE), "ids": ["sample-1"]}],
         "timeline": {"padding": {"mode": "donor", "after_minutes": 60, "target_words": 300}},
-        "llm": {"main": {"model": "fake-model", "base_url": base_url, "api_key_env": None, "seed": SEED_BASE,
-                         "temperature": 0.7, "max_retries": 1, "timeout_s": 10}},
+        "llm": {
+            "main": {
+                "model": "fake-model",
+                "base_url": base_url,
+                "api_key_env": None,
+                "seed": SEED_BASE,
+                "temperature": 0.7,
+                "max_retries": 1,
+                "timeout_s": 10,
+            }
+        },
         "products": [product],
     }
     return load(write_recipe(tmp_path / "recipe.yaml", data))[0]
@@ -55,8 +74,9 @@ def make_recipe(tmp_path, base_url="http://127.0.0.1:9/v1", **options):
 def context(recipe, tmp_path) -> Harness:
     from gen.llm.engine import Engine
 
-    return Harness.from_recipe(recipe, engine=Engine(recipe.llm, RunSettings(cache_dir=tmp_path / "cache",
-                                                                              progress="off")))
+    return Harness.from_recipe(
+        recipe, engine=Engine(recipe.llm, RunSettings(cache_dir=tmp_path / "cache", progress="off"))
+    )
 
 
 def options_of(recipe):
@@ -79,37 +99,75 @@ def turn_text(dia_id: str) -> str:
 # session, the speakers alternating. Dates and sessions worked out by hand from the source: session 5 starts
 # at 11:56 pm on 12 April, and D5:19 comes 579 words (266 s) later, after midnight, so it is on 13 April.
 ANCHORS = {
-    "locomo/sample-1/tcq-001": {"dia": ["D1:13"], "speaker": "Maya", "kind": "session", "session": 1,
-                                "date": "2024-03-22"},
-    "locomo/sample-1/tcq-002": {"dia": ["D2:6", "D2:7"], "speaker": "Tomas", "kind": "session", "session": 2,
-                                "date": "2024-03-29"},
-    "locomo/sample-1/tcq-003": {"dia": ["D3:17"], "speaker": "Maya", "kind": "session", "session": 3,
-                                "date": "2024-04-03"},
-    "locomo/sample-1/tcq-004": {"dia": ["D4:1"], "speaker": "Tomas", "kind": "date", "session": 4,
-                                "date": "2024-04-04"},
-    "locomo/sample-1/tcq-005": {"dia": ["D5:19"], "speaker": "Maya", "kind": "date", "session": 5,
-                                "date": "2024-04-13"},
-    "locomo/sample-1/tcq-006": {"dia": ["D6:6"], "speaker": "Tomas", "kind": "date", "session": 6,
-                                "date": "2024-04-24"},
+    "locomo/sample-1/tcq-001": {
+        "dia": ["D1:13"],
+        "speaker": "Maya",
+        "kind": "session",
+        "session": 1,
+        "date": "2024-03-22",
+    },
+    "locomo/sample-1/tcq-002": {
+        "dia": ["D2:6", "D2:7"],
+        "speaker": "Tomas",
+        "kind": "session",
+        "session": 2,
+        "date": "2024-03-29",
+    },
+    "locomo/sample-1/tcq-003": {
+        "dia": ["D3:17"],
+        "speaker": "Maya",
+        "kind": "session",
+        "session": 3,
+        "date": "2024-04-03",
+    },
+    "locomo/sample-1/tcq-004": {
+        "dia": ["D4:1"],
+        "speaker": "Tomas",
+        "kind": "date",
+        "session": 4,
+        "date": "2024-04-04",
+    },
+    "locomo/sample-1/tcq-005": {
+        "dia": ["D5:19"],
+        "speaker": "Maya",
+        "kind": "date",
+        "session": 5,
+        "date": "2024-04-13",
+    },
+    "locomo/sample-1/tcq-006": {
+        "dia": ["D6:6"],
+        "speaker": "Tomas",
+        "kind": "date",
+        "session": 6,
+        "date": "2024-04-24",
+    },
 }
 
 # What the "model" answers for each anchor (first dia id), one entry per sample index. {ref} is the time
 # phrase the prompt asks for; the others are mistakes a real model makes.
 GOOD = "good"
 SCRIPT = {
-    "D1:13": [("not a question", "In their 1st session, Maya told Tomas about a job she had applied for."),
-              (GOOD, "{Ref}, what did Maya say she had recently done about changing jobs?")],
+    "D1:13": [
+        ("not a question", "In their 1st session, Maya told Tomas about a job she had applied for."),
+        (GOOD, "{Ref}, what did Maya say she had recently done about changing jobs?"),
+    ],
     "D2:6": [(GOOD, "{Ref}, what did Tomas say about how his latest long training run went?")],
-    "D3:17": [("speaker not named", "{Ref}, which two places did Tomas say the couple were choosing between?"),
-              ("speaker not named", "{Ref}, what options did Nadia have for her wedding venue?"),
-              ("speaker not named", "Which wedding locations did Tomas describe {ref}?")],
-    "D4:1": [("date missing", "What did Tomas say about how the shelter's check of his home went?"),
-             ("date missing", "On April 3rd, 2024, what did Tomas say about the shelter's visit to his home?"),
-             (GOOD, "On April 4th, 2024, what did Tomas say about how the shelter's visit to his home went?")],
-    "D5:19": [("copies the anchor", "Did Maya say that Ines texted tonight that our mugs are out of the kiln {ref}?"),
-              # the session began on 12 April, but this response was stamped after midnight
-              ("date missing", "What pottery news did Maya share on April 12th, 2024?"),
-              ("copies the anchor", "What did Maya mean {ref} when she said three of mine survived and one cracked?")],
+    "D3:17": [
+        ("speaker not named", "{Ref}, which two places did Tomas say the couple were choosing between?"),
+        ("speaker not named", "{Ref}, what options did Nadia have for her wedding venue?"),
+        ("speaker not named", "Which wedding locations did Tomas describe {ref}?"),
+    ],
+    "D4:1": [
+        ("date missing", "What did Tomas say about how the shelter's check of his home went?"),
+        ("date missing", "On April 3rd, 2024, what did Tomas say about the shelter's visit to his home?"),
+        (GOOD, "On April 4th, 2024, what did Tomas say about how the shelter's visit to his home went?"),
+    ],
+    "D5:19": [
+        ("copies the anchor", "Did Maya say that Ines texted tonight that our mugs are out of the kiln {ref}?"),
+        # the session began on 12 April, but this response was stamped after midnight
+        ("date missing", "What pottery news did Maya share on April 12th, 2024?"),
+        ("copies the anchor", "What did Maya mean {ref} when she said three of mine survived and one cracked?"),
+    ],
     "D6:6": [(GOOD, "On 24 April 2024, what did Tomas say was the hardest part of his race?")],
 }
 
@@ -153,7 +211,7 @@ def expected_outcome(answers=SCRIPT, retries=2):
     """dia -> ("ok", sample) or ("reject", reason code, attempts), from the script table alone."""
     out = {}
     for dia, replies in answers.items():
-        tried = replies[:retries + 1]
+        tried = replies[: retries + 1]
         good = [i for i, (kind, _) in enumerate(tried) if kind == GOOD]
         out[dia] = ("ok", good[0]) if good else ("reject", tried[-1][0], len(tried))
     return out
@@ -171,31 +229,51 @@ def run_build(recipe, tmp_path, script):
 
 # --- anchors --------------------------------------------------------------------------------------------
 
+
 def test_anchor_selection_on_sample_1(tmp_path):
     recipe = make_recipe(tmp_path)
     ctx = context(recipe, tmp_path)
     items = plan_items(ctx, options_of(recipe))
-    got = {i.question_id: {"dia": [r.source_turn_id for r in i.anchor.responses], "speaker": i.anchor.speaker,
-                           "kind": i.slot.kind, "session": i.anchor.session_index, "date": i.anchor.date.isoformat()}
-           for i in items}
+    got = {
+        i.question_id: {
+            "dia": [r.source_turn_id for r in i.anchor.responses],
+            "speaker": i.anchor.speaker,
+            "kind": i.slot.kind,
+            "session": i.anchor.session_index,
+            "date": i.anchor.date.isoformat(),
+        }
+        for i in items
+    }
     assert got == ANCHORS
 
 
 def test_anchor_rules_on_both_samples(tmp_path):
     """Deterministic by seed; spread over sessions and speakers; sizes and kinds apportioned exactly; no
     padding; every response long enough; multi-response anchors in one session on one date sharing a stem."""
-    data = {"name": "a", "seed": 5, "sources": [{"format": "locomo", "path": str(SAMPLE)}],
-            "timeline": {"padding": {"mode": "donor", "target_words": 800}},
-            "llm": {"main": {"model": "m"}},
-            "products": [{"type": "time_content_questions", "per_conversation": 12, "reference_mix": 0.25,
-                          "anchor_size": {1: 0.5, 2: 0.25, 3: 0.25}, "min_anchor_words": 10}]}
+    data = {
+        "name": "a",
+        "seed": 5,
+        "sources": [{"format": "locomo", "path": str(SAMPLE)}],
+        "timeline": {"padding": {"mode": "donor", "target_words": 800}},
+        "llm": {"main": {"model": "m"}},
+        "products": [
+            {
+                "type": "time_content_questions",
+                "per_conversation": 12,
+                "reference_mix": 0.25,
+                "anchor_size": {1: 0.5, 2: 0.25, 3: 0.25},
+                "min_anchor_words": 10,
+            }
+        ],
+    }
     recipe = load(write_recipe(tmp_path / "r.yaml", data))[0]
     ctx = Harness.from_recipe(recipe)
     options = options_of(recipe)
     first = plan_items(ctx, options)
     again = plan_items(ctx, options)
-    assert [(i.question_id, i.anchor.indices, i.slot.kind, i.reference) for i in first] == \
-           [(i.question_id, i.anchor.indices, i.slot.kind, i.reference) for i in again]
+    assert [(i.question_id, i.anchor.indices, i.slot.kind, i.reference) for i in first] == [
+        (i.question_id, i.anchor.indices, i.slot.kind, i.reference) for i in again
+    ]
     recipe2 = load(write_recipe(tmp_path / "r2.yaml", {**data, "seed": 6}))[0]
     other = plan_items(Harness.from_recipe(recipe2), options_of(recipe2))
     assert [i.anchor.indices for i in other] != [i.anchor.indices for i in first]
@@ -218,11 +296,12 @@ def test_anchor_rules_on_both_samples(tmp_path):
             assert all(len(r.text.split()) >= 10 for r in responses)
             assert len({r.session_index for r in responses}) == 1
             assert len({r.timestamp.date() for r in responses}) == 1
-            assert [r.response_index for r in responses] == list(range(responses[0].response_index,
-                                                                       responses[-1].response_index + 1))
+            assert [r.response_index for r in responses] == list(
+                range(responses[0].response_index, responses[-1].response_index + 1)
+            )
             drop = anchor_selection.name_words(timeline.conversation.speakers)
             stems = [anchor_selection.content_stems(r.text, drop) for r in responses]
-            assert all(a & b for a, b in zip(stems, stems[1:])), item.anchor.text
+            assert all(a & b for a, b in itertools.pairwise(stems)), item.anchor.text
 
 
 def test_options_validation(tmp_path):
@@ -242,45 +321,62 @@ def test_registered():
 
 # --- question checks ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, yearless_ok, expected", [
-    ("What did Jolene say on January 27th, 2023?", False, True),
-    ("What did Jolene say on 27 January 2023?", False, True),
-    ("What did Jolene say on January 27, 2023?", False, True),
-    ("What did Jolene say on 2023-01-27?", False, True),
-    ("What did Jolene say on the 27th of January, 2023?", False, True),
-    ("What did Jolene say on Friday, Jan. 27th, 2023?", False, True),
-    ("What did Jolene say on the twenty-seventh of January 2023?", False, True),
-    ("What did Jolene say on January 27th?", False, False),  # the year is needed here
-    ("What did Jolene say on January 27th?", True, True),
-    ("What did Jolene say on January 27th, 2022?", True, False),  # a wrong year is not a missing one
-    ("What did Jolene say on January 17th, 2023?", True, False),
-    ("What did Jolene say on January 2, 2023?", True, False),
-    ("What did Jolene say on 2023-01-28?", True, False),
-])
+
+@pytest.mark.parametrize(
+    "text, yearless_ok, expected",
+    [
+        ("What did Jolene say on January 27th, 2023?", False, True),
+        ("What did Jolene say on 27 January 2023?", False, True),
+        ("What did Jolene say on January 27, 2023?", False, True),
+        ("What did Jolene say on 2023-01-27?", False, True),
+        ("What did Jolene say on the 27th of January, 2023?", False, True),
+        ("What did Jolene say on Friday, Jan. 27th, 2023?", False, True),
+        ("What did Jolene say on the twenty-seventh of January 2023?", False, True),
+        ("What did Jolene say on January 27th?", False, False),  # the year is needed here
+        ("What did Jolene say on January 27th?", True, True),
+        ("What did Jolene say on January 27th, 2022?", True, False),  # a wrong year is not a missing one
+        ("What did Jolene say on January 17th, 2023?", True, False),
+        ("What did Jolene say on January 2, 2023?", True, False),
+        ("What did Jolene say on 2023-01-28?", True, False),
+    ],
+)
 def test_date_renderings(text, yearless_ok, expected):
     assert mentions_date(text, date(2023, 1, 27), yearless_ok) is expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("What did Tomas say in session 3?", True),
-    ("What did Tomas say in session three?", True),
-    ("What did Tomas say in the third session?", True),
-    ("What did Tomas say in their 3rd session?", True),
-    ("What did Tomas say during session number 3?", True),
-    ("What did Tomas say in session #3?", True),
-    ("What did Tomas say in their third conversation?", True),
-    ("What did Tomas say in session 13?", False),
-    ("What did Tomas say in the thirty-third session?", False),
-    ("What did Tomas say in session 2 about 3 dogs?", False),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("What did Tomas say in session 3?", True),
+        ("What did Tomas say in session three?", True),
+        ("What did Tomas say in the third session?", True),
+        ("What did Tomas say in their 3rd session?", True),
+        ("What did Tomas say during session number 3?", True),
+        ("What did Tomas say in session #3?", True),
+        ("What did Tomas say in their third conversation?", True),
+        ("What did Tomas say in session 13?", False),
+        ("What did Tomas say in the thirty-third session?", False),
+        ("What did Tomas say in session 2 about 3 dogs?", False),
+    ],
+)
 def test_session_renderings(text, expected):
     assert mentions_session(text, 3) is expected
 
 
-def facts(kind="date", anchor="Tomas: I saw a physio yesterday. She thinks it's early shin splints, from adding "
-                               "distance too fast and running in worn-out shoes."):
-    return Facts(speaker="Tomas", speakers=("Maya", "Tomas"), kind=kind, day=date(2024, 4, 3), session_index=3,
-                 yearless_ok=True, anchor_text=anchor)
+def facts(
+    kind="date",
+    anchor="Tomas: I saw a physio yesterday. She thinks it's early shin splints, from adding "
+    "distance too fast and running in worn-out shoes.",
+):
+    return Facts(
+        speaker="Tomas",
+        speakers=("Maya", "Tomas"),
+        kind=kind,
+        day=date(2024, 4, 3),
+        session_index=3,
+        yearless_ok=True,
+        anchor_text=anchor,
+    )
 
 
 def codes(question, **kw):
@@ -294,15 +390,18 @@ def test_question_checks():
     assert codes(good.replace("Tomas", "Maya")) == ["speaker not named"]
     assert codes("What did Tomas say a professional told him about his leg?") == ["date missing"]
     assert codes("In session 3, what did Tomas say a professional told him about his leg?", kind="session") == []
-    assert codes("In session 4, what did Tomas say a professional told him about his leg?", kind="session") == \
-           ["session missing"]
+    assert codes("In session 4, what did Tomas say a professional told him about his leg?", kind="session") == [
+        "session missing"
+    ]
     assert codes("Tomas described what a professional told him about his leg on April 3rd, 2024.") == ["not a question"]
     assert codes("What did Tomas say on April 3rd, 2024? And why?") == ["not a question"]
     copy = "Did Tomas say it's early shin splints, from adding distance too fast on April 3rd, 2024?"
     assert codes(copy) == ["copies the anchor", "overlap too high"]
     # every content word of the anchor, none in a run of more than five: too close to a keyword match
-    dense = ("On April 3rd, 2024, what did Tomas's physio think of the early splints in his shin, given the "
-             "distance added fast and running shoes worn out?")
+    dense = (
+        "On April 3rd, 2024, what did Tomas's physio think of the early splints in his shin, given the "
+        "distance added fast and running shoes worn out?"
+    )
     assert copied_run(dense, facts().anchor_text) <= 5
     assert overlap(dense, facts()) >= 0.5
     assert codes(dense) == ["overlap too high"]
@@ -315,6 +414,7 @@ def test_overlap_ignores_names_and_time_words():
 
 
 # --- generation through the engine and the fake server ---------------------------------------------------
+
 
 def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_rest(tmp_path):
     script = Script()
@@ -334,10 +434,16 @@ def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_re
 
     # bad ones were asked again with the next sample index, and only as often as the retry budget allows
     calls = {}
-    for step, dia, sample in script.seen:
+    for _step, dia, sample in script.seen:
         calls.setdefault(dia, []).append(sample)
-    assert calls == {"D1:13": [0, 1], "D2:6": [0], "D3:17": [0, 1, 2], "D4:1": [0, 1, 2], "D5:19": [0, 1, 2],
-                     "D6:6": [0]}
+    assert calls == {
+        "D1:13": [0, 1],
+        "D2:6": [0],
+        "D3:17": [0, 1, 2],
+        "D4:1": [0, 1, 2],
+        "D5:19": [0, 1, 2],
+        "D6:6": [0],
+    }
     assert requests == 13
 
     # the rest are rejects with their reason
@@ -373,9 +479,12 @@ def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_re
     checks = ctx.validate("time_content_questions", rows, options_of(recipe))
     assert checks.passed, checks.report()
     assert ctx.summary("time_content_questions", rows) == {
-        "questions": 4, "conversations": 1,
-        "by_reference_kind": {"date": {"questions": 2, "first_try": 1, "regenerated": 1},
-                              "session": {"questions": 2, "first_try": 1, "regenerated": 1}},
+        "questions": 4,
+        "conversations": 1,
+        "by_reference_kind": {
+            "date": {"questions": 2, "first_try": 1, "regenerated": 1},
+            "session": {"questions": 2, "first_try": 1, "regenerated": 1},
+        },
         "by_anchor_size": {"1 response": 3, "2 responses": 1},
     }
 
@@ -394,10 +503,14 @@ def test_verifier_no_regenerates_and_engine_failures_stay_with_the_engine(tmp_pa
     # written again (sample 1) and verified again. D6:6's replies are never JSON: after the engine's correction
     # round the engine rejects it; the product neither retries nor records it a second time.
     # D5:19 gets a good third answer here: by the log it was said on 13 April (after midnight).
-    answers = {**SCRIPT, "D2:6": [SCRIPT["D2:6"][0], (GOOD, "{Ref}, how did Tomas say his most recent long "
-                                                            "run had gone?")],
-               "D5:19": [*SCRIPT["D5:19"][:2], (GOOD, "How did Maya say her latest pottery pieces turned out on "
-                                                      "April 13th, 2024?")]}
+    answers = {
+        **SCRIPT,
+        "D2:6": [SCRIPT["D2:6"][0], (GOOD, "{Ref}, how did Tomas say his most recent long run had gone?")],
+        "D5:19": [
+            *SCRIPT["D5:19"][:2],
+            (GOOD, "How did Maya say her latest pottery pieces turned out on April 13th, 2024?"),
+        ],
+    }
     first = answers["D2:6"][0][1].format(ref="in the second session", Ref="In the second session")
     verdicts = {("D2:6", first): (False, "The passage gives a distance and pace, not how training is going overall.")}
     script = Script(answers, verdicts=verdicts, broken={"D6:6"})
@@ -405,8 +518,12 @@ def test_verifier_no_regenerates_and_engine_failures_stay_with_the_engine(tmp_pa
         recipe = make_recipe(tmp_path, base_url=server.base_url, verify=True)
         ctx, rows, engine_rejects = run_build(recipe, tmp_path, script)
 
-    assert {ANCHORS[r["question_id"]]["dia"][0]: r["sample"] for r in rows} == \
-           {"D1:13": 1, "D2:6": 1, "D4:1": 2, "D5:19": 2}
+    assert {ANCHORS[r["question_id"]]["dia"][0]: r["sample"] for r in rows} == {
+        "D1:13": 1,
+        "D2:6": 1,
+        "D4:1": 2,
+        "D5:19": 2,
+    }
     verified = [(dia, sample) for step, dia, sample in script.seen if step == "verify"]
     # only questions that passed the checks are verified, once each (requests arrive in any order)
     assert sorted(verified) == [("D1:13", 1), ("D2:6", 0), ("D2:6", 1), ("D4:1", 2), ("D5:19", 2)]
@@ -417,7 +534,9 @@ def test_verifier_no_regenerates_and_engine_failures_stay_with_the_engine(tmp_pa
     assert questions.count(("D6:6", 0)) == 2  # the first call and the engine's one correction round
     assert ("D6:6", 1) not in questions
 
-    assert [(r["step"], r["item_id"]) for r in engine_rejects] == [("time_content_questions", "locomo/sample-1/tcq-006")]
+    assert [(r["step"], r["item_id"]) for r in engine_rejects] == [
+        ("time_content_questions", "locomo/sample-1/tcq-006")
+    ]
     product_rejects = {r["item_id"] for r in ctx.rejects}
     assert product_rejects == {"locomo/sample-1/tcq-003"}
     assert ctx.validate("time_content_questions", rows, options_of(recipe)).passed
@@ -453,21 +572,30 @@ def test_validator_catches_wrong_records(tmp_path):
         row["relevant_response_indices"] = [i + 1 for i in row["relevant_response_indices"]]
 
     assert "anchor_text is the log's text" in failing(shift)
-    assert failing(lambda row: row.update(speaker="Tomas")) == ["question check: speaker not named",
-                                                                "speaker is the anchor's main speaker in the log"]
+    assert failing(lambda row: row.update(speaker="Tomas")) == [
+        "question check: speaker not named",
+        "speaker is the anchor's main speaker in the log",
+    ]
     assert failing(lambda row: row.update(date="2024-03-23")) == ["date matches the log"]
     assert failing(lambda row: row.update(session_index=2)) == ["session_index matches the log"]
-    assert failing(lambda row: row.update(question=row["question"].replace("Maya", "Tomas"))) == \
-           ["question check: speaker not named"]
-    assert failing(lambda row: row.update(question=row["question"].replace("1st", "2nd"))) == \
-           ["question check: session missing"]
-    assert failing(lambda row: row.update(relevant_response_indices=[5, 7])) == \
-           ["relevant indices are 1-3 consecutive responses of the log"]
+    assert failing(lambda row: row.update(question=row["question"].replace("Maya", "Tomas"))) == [
+        "question check: speaker not named"
+    ]
+    assert failing(lambda row: row.update(question=row["question"].replace("1st", "2nd"))) == [
+        "question check: session missing"
+    ]
+    assert failing(lambda row: row.update(relevant_response_indices=[5, 7])) == [
+        "relevant indices are 1-3 consecutive responses of the log"
+    ]
     assert failing(lambda row: row.update(prompt_id="000000000000")) == ["prompt_id is the template's"]
     # a wrong year is a missing date
     date_row = next(r for r in rows if r["reference_kind"] == "date")
-    assert ctx.validate("time_content_questions", [{**date_row, "question": date_row["question"].replace("2024", "2023")}],
-                        options).report()["question check: date missing"]["failed"] == 1
+    assert (
+        ctx.validate(
+            "time_content_questions", [{**date_row, "question": date_row["question"].replace("2024", "2023")}], options
+        ).report()["question check: date missing"]["failed"]
+        == 1
+    )
 
 
 def test_tasks_for_plan_and_preview(tmp_path):
@@ -515,9 +643,13 @@ def test_locomo10_end_to_end_with_plain_questions(tmp_path):
         return {"question": f"What did {speaker} talk about {ref}?"}
 
     with FakeOpenAI(plain) as server:
-        data = {"name": "l", "seed": 13, "sources": [{"format": "locomo", "path": str(path)}],
-                "llm": {"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": None}},
-                "products": [{"type": "time_content_questions"}]}
+        data = {
+            "name": "l",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(path)}],
+            "llm": {"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": None}},
+            "products": [{"type": "time_content_questions"}],
+        }
         recipe = load(write_recipe(tmp_path / "r.yaml", data))[0]
         ctx, rows, engine_rejects = run_build(recipe, tmp_path, plain)
         assert server.count == 200

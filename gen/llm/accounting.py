@@ -26,8 +26,22 @@ from gen.llm.task import Outcome
 
 __all__ = ["Accounts", "StepStats", "error_summary", "is_reject", "reject_limit", "too_many_rejects"]
 
-SUMMED = ("items", "ok", "rejected", "corrected", "calls_made", "calls_cached", "calls_failed", "requests",
-          "retries", "corrections", "input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
+SUMMED = (
+    "items",
+    "ok",
+    "rejected",
+    "corrected",
+    "calls_made",
+    "calls_cached",
+    "calls_failed",
+    "requests",
+    "retries",
+    "corrections",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cached_output_tokens",
+)
 
 
 def is_reject(outcome: Outcome) -> bool:
@@ -150,8 +164,15 @@ class Accounts:
 def reject_record(step: str, outcome: Outcome) -> dict[str, Any]:
     """One line of the run's rejects for an item the engine gave up on."""
     task = outcome.task
-    return {"step": step, "item_id": task.item_id, "sample": task.sample, "endpoint": task.endpoint,
-            "kind": outcome.kind, "reason": outcome.reason, "raw_text": outcome.text}
+    return {
+        "step": step,
+        "item_id": task.item_id,
+        "sample": task.sample,
+        "endpoint": task.endpoint,
+        "kind": outcome.kind,
+        "reason": outcome.reason,
+        "raw_text": outcome.text,
+    }
 
 
 def reject_limit(rate: float | None, items: int) -> int | None:
@@ -166,8 +187,10 @@ def too_many_rejects(step: str, rejected: int, items: int, rate: float | None, k
     return GenError(
         f"stopped: {rejected} of {items} items rejected, more than max_reject_rate {rate:.0%} allows; by kind: "
         f"{by_kind}; see the run's rejects for reasons and raw replies",
-        record=f"step {step}", field="max_reject_rate",
-        expected="fewer failures (check the prompt, the parser and the endpoint), or a higher max_reject_rate")
+        record=f"step {step}",
+        field="max_reject_rate",
+        expected="fewer failures (check the prompt, the parser and the endpoint), or a higher max_reject_rate",
+    )
 
 
 def error_summary(step: str, errors: Counter[str]) -> str:

@@ -81,8 +81,11 @@ class Cache:
             init.close()
             self._reader = self._connect(check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
-            raise GenError(f"cannot open the LLM cache: {exc}", file=str(self.path),
-                           expected="a writable folder (set GEN_CACHE_DIR or the run's cache_dir)") from None
+            raise GenError(
+                f"cannot open the LLM cache: {exc}",
+                file=str(self.path),
+                expected="a writable folder (set GEN_CACHE_DIR or the run's cache_dir)",
+            ) from None
         self._read_lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
@@ -167,8 +170,11 @@ class Cache:
                 self._reader.close()
 
     def _raise_write_error(self) -> None:
-        raise GenError(f"cannot write the LLM cache: {self._error}", file=str(self.path),
-                       expected="free disk space and a writable cache folder")
+        raise GenError(
+            f"cannot write the LLM cache: {self._error}",
+            file=str(self.path),
+            expected="free disk space and a writable cache folder",
+        )
 
     def _write_loop(self) -> None:
         conn = None

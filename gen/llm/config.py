@@ -82,7 +82,7 @@ class EndpointConfig(BaseModel):
     extra_params: dict[str, Any] = Field(
         default_factory=dict,
         description="other request parameters sent as-is (e.g. top_k, presence_penalty, stop); they enter the "
-                    "cache key",
+        "cache key",
     )
     structured_output: Literal["json_schema", "json_object", "off"] = Field(
         default="json_schema",

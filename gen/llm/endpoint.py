@@ -86,7 +86,8 @@ class Endpoint:
                 max_retries=0,  # the engine retries, with backoff and rate limits shared by all workers
                 timeout=timeout,
                 http_client=default_client(
-                    limits=http.Limits(max_connections=limit, max_keepalive_connections=limit), timeout=timeout),
+                    limits=http.Limits(max_connections=limit, max_keepalive_connections=limit), timeout=timeout
+                ),
             )
         return self._client
 
@@ -96,8 +97,12 @@ class Endpoint:
             return "no-key"  # the client insists on some key; a server without keys ignores it
         key = os.environ.get(env, "")
         if not key:
-            raise GenError(f"the environment variable {env} is not set", record=self.where, field="api_key_env",
-                           expected=f"the API key in {env} (or api_key_env: null for a server without keys)")
+            raise GenError(
+                f"the environment variable {env} is not set",
+                record=self.where,
+                field="api_key_env",
+                expected=f"the API key in {env} (or api_key_env: null for a server without keys)",
+            )
         keys.add(key)
         return key
 
@@ -121,8 +126,9 @@ class Endpoint:
                 await client.close()
 
 
-def load_endpoints(endpoints: Mapping[str, EndpointConfig | Mapping[str, Any]],
-                   settings: RunSettings) -> dict[str, Endpoint]:
+def load_endpoints(
+    endpoints: Mapping[str, EndpointConfig | Mapping[str, Any]], settings: RunSettings
+) -> dict[str, Endpoint]:
     """The recipe's ``llm:`` mapping as endpoints, run-setting overrides applied; bad configs are GenErrors."""
     loaded = {}
     for name, config in endpoints.items():
@@ -131,8 +137,11 @@ def load_endpoints(endpoints: Mapping[str, EndpointConfig | Mapping[str, Any]],
                 config = EndpointConfig.model_validate(config)
             except ValidationError as exc:
                 first = exc.errors()[0]
-                raise GenError(first.get("msg", "invalid endpoint"), record=f"llm endpoint '{name}'",
-                               field=".".join(str(p) for p in first.get("loc", ())) or None) from None
+                raise GenError(
+                    first.get("msg", "invalid endpoint"),
+                    record=f"llm endpoint '{name}'",
+                    field=".".join(str(p) for p in first.get("loc", ())) or None,
+                ) from None
         loaded[name] = Endpoint(name, apply_settings(config, settings))
     return loaded
 
@@ -144,5 +153,9 @@ def find_endpoint(endpoints: Mapping[str, Endpoint], name: str, item_id: str) ->
         names = sorted(endpoints)
         near = difflib.get_close_matches(name, names, n=1)
         hint = f"; did you mean '{near[0]}'?" if near else ""
-        raise GenError(f"unknown LLM endpoint '{name}'{hint}", record=f"item {item_id}", field="endpoint",
-                       expected=f"a name of the recipe's llm: section ({', '.join(names) or 'none defined'})") from None
+        raise GenError(
+            f"unknown LLM endpoint '{name}'{hint}",
+            record=f"item {item_id}",
+            field="endpoint",
+            expected=f"a name of the recipe's llm: section ({', '.join(names) or 'none defined'})",
+        ) from None

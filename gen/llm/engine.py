@@ -192,8 +192,14 @@ class Engine:
         stats.items += len(prepared)
         if self.offline and not self.plan_only:
             self._require_cached(step, prepared, prefetched)
-        run = _StepRun(step, prepared, stats, prefetched, PlanBuilder(step) if self.plan_only else None,
-                       None if self.plan_only else reject_limit(max_reject_rate, stats.items))
+        run = _StepRun(
+            step,
+            prepared,
+            stats,
+            prefetched,
+            PlanBuilder(step) if self.plan_only else None,
+            None if self.plan_only else reject_limit(max_reject_rate, stats.items),
+        )
         if not prepared:
             return []
         try:
@@ -232,18 +238,23 @@ class Engine:
         for p in prepared:
             params = {k: v for k, v in p.body.items() if k not in ("messages", "response_format")}
             status = "cached" if p.key in hits else "not cached"
-            header = (f"═══ item {p.task.item_id} · sample {p.task.sample} · endpoint {p.endpoint.name} · "
-                      f"{status} · {params}")
+            header = (
+                f"═══ item {p.task.item_id} · sample {p.task.sample} · endpoint {p.endpoint.name} · {status} · {params}"
+            )
             parts.append(format_messages(p.messages, header=header, response_format=p.response_format))
         return "\n".join(parts)
 
     def report(self) -> dict:
         """Accounting for run.json: per step, totals, errors by type, endpoints (data parameters), cache."""
-        endpoints = {name: {**data_params(ep.config), "fingerprint": data_fingerprint(ep.config)}
-                     for name, ep in self._endpoints.items()}
+        endpoints = {
+            name: {**data_params(ep.config), "fingerprint": data_fingerprint(ep.config)}
+            for name, ep in self._endpoints.items()
+        }
         return self._accounts.report(
-            mode="plan" if self.plan_only else ("offline" if self.offline else "run"), endpoints=endpoints,
-            cache={"path": str(self.cache.path), "written": self.cache.writes})
+            mode="plan" if self.plan_only else ("offline" if self.offline else "run"),
+            endpoints=endpoints,
+            cache={"path": str(self.cache.path), "written": self.cache.writes},
+        )
 
     def close(self) -> None:
         if self._closed:
@@ -289,10 +300,12 @@ class Engine:
                 raise self._offline_error(step, p)
 
     def _offline_error(self, step: str, p: _Prepared) -> GenError:
-        return GenError("offline run: this call is not in the LLM cache", record=f"step {step}, item {p.task.item_id}",
-                        field=f"endpoint {p.endpoint.name}",
-                        expected=f"a cache filled by an earlier run with the same prompts and parameters "
-                                 f"({self.cache.path})")
+        return GenError(
+            "offline run: this call is not in the LLM cache",
+            record=f"step {step}, item {p.task.item_id}",
+            field=f"endpoint {p.endpoint.name}",
+            expected=f"a cache filled by an earlier run with the same prompts and parameters ({self.cache.path})",
+        )
 
     def _reporter_for(self, run: _StepRun) -> Reporter | None:
         """A progress display, only when calls are about to be made (cached steps finish at once)."""
@@ -345,8 +358,11 @@ class Engine:
     async def _correct(self, run: _StepRun, p: _Prepared, first: _Reply, error: str) -> Outcome:
         """The correction round: the reply and what is wrong with it go back to the model, once."""
         task, config = p.task, p.endpoint.config
-        messages = [*p.messages, {"role": "assistant", "content": first.text},
-                    {"role": "user", "content": correction_message(task.parser, error)}]
+        messages = [
+            *p.messages,
+            {"role": "assistant", "content": first.text},
+            {"role": "user", "content": correction_message(task.parser, error)},
+        ]
         body = build_request(config, messages, p.response_format, task.sample)
         run.stats.corrections += 1
         try:
@@ -357,13 +373,15 @@ class Engine:
             return _failed(task, "not_cached", "correction round not cached (plan only)", first.text)
         cached = first.cached and second.cached
         if second.finish_reason == "length":
-            return _failed(task, "truncated", f"{error}; the corrected reply was truncated ({_truncation(p)})",
-                           second.text, cached)
+            return _failed(
+                task, "truncated", f"{error}; the corrected reply was truncated ({_truncation(p)})", second.text, cached
+            )
         try:
             value = parse_reply(task.parser, second.text)
         except ParseFailure as exc:
-            return _failed(task, "parse", f"{exc} (after one correction round; first reply: {error})", second.text,
-                           cached)
+            return _failed(
+                task, "parse", f"{exc} (after one correction round; first reply: {error})", second.text, cached
+            )
         return Outcome(task, ok=True, value=value, text=second.text, cached=cached, corrected=True)
 
     async def _reply(self, run: _StepRun, p: _Prepared, body: dict, key: str) -> _Reply:
@@ -425,16 +443,20 @@ class Engine:
             if not self._retry.retryable(failure):
                 break
             ep.flow.refund(estimate)
-            log.debug("%s: %s attempt %d/%d failed: %s", run.step, p.task.item_id, attempt + 1, attempts,
-                      failure.reason)
+            log.debug(
+                "%s: %s attempt %d/%d failed: %s", run.step, p.task.item_id, attempt + 1, attempts, failure.reason
+            )
             delay = self._retry.delay(failure, attempt)
             if self._retry.pauses_endpoint(failure):
                 ep.flow.pause(delay, rate_limited=failure.kind == "rate_limited")
                 delay = 0.0  # this worker now waits at the endpoint's gate with all the others
         stats.calls_failed += 1
         tried = attempt + 1
-        raise _CallFailed("request_failed", f"request failed after {tried} attempt{'s' if tried > 1 else ''}; "
-                                            f"last error: {failure.kind}: {failure.reason}")
+        raise _CallFailed(
+            "request_failed",
+            f"request failed after {tried} attempt{'s' if tried > 1 else ''}; "
+            f"last error: {failure.kind}: {failure.reason}",
+        )
 
     def _received(self, run: _StepRun, p: _Prepared, body: dict, key: str, answer: Answer, estimate: int) -> _Reply:
         """Count a completion and cache it; a truncated one is returned but never cached, no text is a failure."""

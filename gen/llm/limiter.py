@@ -137,8 +137,9 @@ class FlowControl:
     tokens-per-minute bucket up front and corrected once the reply's real usage is known.
     """
 
-    def __init__(self, max_concurrency: int, requests_per_minute: float | None = None,
-                 tokens_per_minute: float | None = None) -> None:
+    def __init__(
+        self, max_concurrency: int, requests_per_minute: float | None = None, tokens_per_minute: float | None = None
+    ) -> None:
         self.slots = Slots(max_concurrency)
         self.gate = Gate()
         self.rpm = TokenBucket(requests_per_minute) if requests_per_minute else None

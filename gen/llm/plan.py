@@ -90,11 +90,18 @@ class StepPlan:
         merged = StepPlan(self.step, self.items + other.items)
         for name in sorted(set(self.endpoints) | set(other.endpoints)):
             a, b = self.endpoints.get(name, EndpointPlan()), other.endpoints.get(name, EndpointPlan())
-            cost = None if (a.calls_needed and a.cost_usd is None) or (b.calls_needed and b.cost_usd is None) \
+            cost = (
+                None
+                if (a.calls_needed and a.cost_usd is None) or (b.calls_needed and b.cost_usd is None)
                 else (a.cost_usd or 0.0) + (b.cost_usd or 0.0)
+            )
             merged.endpoints[name] = EndpointPlan(
-                a.calls_needed + b.calls_needed, a.calls_cached + b.calls_cached, a.input_tokens + b.input_tokens,
-                a.output_tokens + b.output_tokens, _joined_basis(a.output_basis, b.output_basis), cost,
+                a.calls_needed + b.calls_needed,
+                a.calls_cached + b.calls_cached,
+                a.input_tokens + b.input_tokens,
+                a.output_tokens + b.output_tokens,
+                _joined_basis(a.output_basis, b.output_basis),
+                cost,
             )
         return merged
 
@@ -130,8 +137,9 @@ class PlanBuilder:
                 per_call, basis = config.max_tokens, "max_tokens (upper bound)"
             else:
                 per_call, basis = DEFAULT_OUTPUT_TOKENS, f"assumed {DEFAULT_OUTPUT_TOKENS} per call"
-            entry = EndpointPlan(len(needed), len(observed), sum(needed), per_call * len(needed),
-                                 basis if needed else "")
+            entry = EndpointPlan(
+                len(needed), len(observed), sum(needed), per_call * len(needed), basis if needed else ""
+            )
             if config.price is not None:
                 entry.cost_usd = config.price.cost(entry.input_tokens, entry.output_tokens)
             elif not needed:
@@ -140,8 +148,12 @@ class PlanBuilder:
         return plan
 
 
-def format_messages(messages: Sequence[Mapping[str, Any]], *, header: str | None = None,
-                    response_format: Mapping[str, Any] | None = None) -> str:
+def format_messages(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    header: str | None = None,
+    response_format: Mapping[str, Any] | None = None,
+) -> str:
     """Human-readable rendering of chat messages (for ``gen preview``)."""
     lines = [header] if header else []
     for message in messages:

@@ -175,8 +175,7 @@ def make_reporter(mode: str = "auto", interval: float = 10.0, stream: TextIO | N
 
 
 @contextlib.asynccontextmanager
-async def showing(reporter: Reporter | None, counters: StepCounters,
-                  summary: Callable[[], str]) -> AsyncIterator[None]:
+async def showing(reporter: Reporter | None, counters: StepCounters, summary: Callable[[], str]) -> AsyncIterator[None]:
     """Report a step's counters while the block runs, then ``summary()`` (logged too) when it ends."""
     if reporter is None:
         yield

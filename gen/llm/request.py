@@ -162,21 +162,35 @@ def stop_error(failure: Failure, where: str, key_env: str | None) -> GenError | 
     if kind in ("http_401", "http_403"):
         status = kind.removeprefix("http_")
         expected = f"a valid key in the environment variable {key_env}" if key_env else "an endpoint that needs no key"
-        return GenError(f"the endpoint refused the API key (HTTP {status}): {message}", record=where,
-                        field="api_key_env", expected=expected)
+        return GenError(
+            f"the endpoint refused the API key (HTTP {status}): {message}",
+            record=where,
+            field="api_key_env",
+            expected=expected,
+        )
     if kind == "http_404":
         return GenError(
-            f"model or URL not found (HTTP 404): {message}", record=where, field="model",
-            expected="a model the server at base_url serves, and a base_url ending in the API root (e.g. /v1)")
+            f"model or URL not found (HTTP 404): {message}",
+            record=where,
+            field="model",
+            expected="a model the server at base_url serves, and a base_url ending in the API root (e.g. /v1)",
+        )
     if kind == "quota_exhausted":
-        return GenError(f"the account's quota is exhausted (HTTP 429 insufficient_quota): {message}", record=where,
-                        expected="credit on the account behind the key")
+        return GenError(
+            f"the account's quota is exhausted (HTTP 429 insufficient_quota): {message}",
+            record=where,
+            expected="credit on the account behind the key",
+        )
     return None
 
 
 def unreachable_error(failure: Failure, where: str) -> GenError:
-    return GenError(f"cannot reach the endpoint: {failure.reason}", record=where, field="base_url",
-                    expected="a running OpenAI-compatible server at base_url")
+    return GenError(
+        f"cannot reach the endpoint: {failure.reason}",
+        record=where,
+        field="base_url",
+        expected="a running OpenAI-compatible server at base_url",
+    )
 
 
 @dataclass

@@ -118,14 +118,16 @@ class StepResult:
     failed: list[str]  # ids of items whose call failed in the engine (recorded in engine.rejects)
 
 
-def run(step: CheckedStep[ItemT], engine: Engine, items: Sequence[ItemT],
-        policy: StepPolicy = StepPolicy()) -> StepResult:
+def run(
+    step: CheckedStep[ItemT], engine: Engine, items: Sequence[ItemT], policy: StepPolicy = StepPolicy()
+) -> StepResult:
     """Every item through the rounds described in the module docstring."""
     return _Run(step, engine, policy, items).execute()
 
 
-def plan(step: CheckedStep[ItemT], engine: Engine, items: Sequence[ItemT],
-         policy: StepPolicy = StepPolicy()) -> tuple[StepPlan, int]:
+def plan(
+    step: CheckedStep[ItemT], engine: Engine, items: Sequence[ItemT], policy: StepPolicy = StepPolicy()
+) -> tuple[StepPlan, int]:
     """The first round's plan (no network), and the most calls all rounds could make."""
     first_round = engine.plan(step.name, [step.task(item, 0) for item in items])
     return first_round, most_calls(step, len(items), policy)
@@ -185,8 +187,9 @@ class _Run(Generic[ItemT]):
         """One round: (items whose value passed the checks, items to write again)."""
         step = self.step
         self.calls += len(pending)
-        outcomes = self.engine.run_step(step.name, [step.task(item, sample) for item in pending],
-                                        max_reject_rate=self.policy.max_reject_rate)
+        outcomes = self.engine.run_step(
+            step.name, [step.task(item, sample) for item in pending], max_reject_rate=self.policy.max_reject_rate
+        )
         passed, again = [], []
         for item, outcome in zip(pending, outcomes):
             if not outcome.ok:
@@ -201,11 +204,15 @@ class _Run(Generic[ItemT]):
                 passed.append((item, attempt))
         return passed, again
 
-    def _verify(self, verify: Verify[ItemT], passed: list[tuple[ItemT, _Attempt]]
-                ) -> tuple[list[tuple[ItemT, _Attempt]], list[ItemT]]:
+    def _verify(
+        self, verify: Verify[ItemT], passed: list[tuple[ItemT, _Attempt]]
+    ) -> tuple[list[tuple[ItemT, _Attempt]], list[ItemT]]:
         """The verify calls: (items confirmed, items to write again)."""
-        verdicts = self.engine.run_step(verify.name, [verify.task(item, attempt.value) for item, attempt in passed],
-                                        max_reject_rate=self.policy.max_reject_rate)
+        verdicts = self.engine.run_step(
+            verify.name,
+            [verify.task(item, attempt.value) for item, attempt in passed],
+            max_reject_rate=self.policy.max_reject_rate,
+        )
         confirmed, doubted = [], []
         for (item, attempt), verdict in zip(passed, verdicts):
             if not verdict.ok:
@@ -228,8 +235,11 @@ class _Run(Generic[ItemT]):
         ids = [self.step.item_id(item) for item in self.items]
         exhausted = [i for i in ids if i not in self.accepted and i not in self.ended and i in self.history]
         self._check_reject_rate(exhausted)
-        return StepResult(accepted={i: self.accepted[i] for i in ids if i in self.accepted},
-                          rejects=[self._reject(i) for i in exhausted], failed=[i for i in ids if i in self.ended])
+        return StepResult(
+            accepted={i: self.accepted[i] for i in ids if i in self.accepted},
+            rejects=[self._reject(i) for i in exhausted],
+            failed=[i for i in ids if i in self.ended],
+        )
 
     def _reject(self, item_id: str) -> dict[str, Any]:
         attempts = self.history[item_id]
@@ -238,8 +248,10 @@ class _Run(Generic[ItemT]):
             "item_id": item_id,
             "reason": f"{last.problems[0]} (after {len(attempts)} attempts)",
             "raw_text": last.text,
-            "attempts": [{"sample": a.sample, **self._describe(a.value), "problems": [str(p) for p in a.problems]}
-                         for a in attempts],
+            "attempts": [
+                {"sample": a.sample, **self._describe(a.value), "problems": [str(p) for p in a.problems]}
+                for a in attempts
+            ],
         }
 
     def _describe(self, value: Any) -> dict[str, Any]:

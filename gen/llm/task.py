@@ -76,8 +76,11 @@ def split_messages(text: str, source: str = "prompt") -> list[dict[str, str]]:
             raise GenError("the prompt rendered to empty text", file=source)
         return [{"role": "user", "content": content}]
     if parts[0].strip():
-        raise GenError("text before the first role line", file=source,
-                       expected="the prompt to start with a line <<system>> or <<user>>")
+        raise GenError(
+            "text before the first role line",
+            file=source,
+            expected="the prompt to start with a line <<system>> or <<user>>",
+        )
     messages = []
     for role, content in zip(parts[1::2], parts[2::2]):
         content = content.strip()
@@ -98,8 +101,12 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]] | str, item_id: str
     result = []
     for message in messages:
         if not isinstance(message, Mapping) or message.get("role") not in ROLES or "content" not in message:
-            raise GenError("a task message is not a {role, content} mapping", record=f"item {item_id}",
-                           field="messages", expected=f"role one of {', '.join(ROLES)}")
+            raise GenError(
+                "a task message is not a {role, content} mapping",
+                record=f"item {item_id}",
+                field="messages",
+                expected=f"role one of {', '.join(ROLES)}",
+            )
         result.append(dict(message))
     if not result:
         raise GenError("a task has no messages", record=f"item {item_id}", field="messages")

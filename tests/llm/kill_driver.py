@@ -25,15 +25,25 @@ class Summary(BaseModel):
 
 
 def main(base_url: str, cache_dir: str, out_path: str, n: int) -> int:
-    endpoint = {"model": "fake-model", "base_url": base_url, "api_key_env": "GEN_TEST_API_KEY",
-                "max_concurrency": 4, "timeout_s": 60, "temperature": 0.5}
+    endpoint = {
+        "model": "fake-model",
+        "base_url": base_url,
+        "api_key_env": "GEN_TEST_API_KEY",
+        "max_concurrency": 4,
+        "timeout_s": 60,
+        "temperature": 0.5,
+    }
     tasks = [Task(f"item-{i}", "main", f"topic{i} " + "word " * (i % 7), Summary) for i in range(n)]
     with Engine({"main": endpoint}, RunSettings(cache_dir=cache_dir, progress="off")) as engine:
         outcomes = engine.run_step("summaries", tasks)
     with open(out_path, "w", encoding="utf-8") as out:
         for outcome in outcomes:
-            record = {"item_id": outcome.item_id, "ok": outcome.ok, "text": outcome.text,
-                      "value": outcome.value.model_dump() if outcome.ok else None}
+            record = {
+                "item_id": outcome.item_id,
+                "ok": outcome.ok,
+                "text": outcome.text,
+                "value": outcome.value.model_dump() if outcome.ok else None,
+            }
             out.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
     return 0
 

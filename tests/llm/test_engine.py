@@ -27,10 +27,23 @@ def summary_script(request):
 
 
 def make_engine(server, cache_dir, *, progress="off", reporter=None, plan_only=False, offline=False, **endpoint):
-    config = {"model": "fake-model", "base_url": server.base_url, "api_key_env": "GEN_TEST_API_KEY",
-              "max_concurrency": 8, "timeout_s": 5, "max_retries": 3, **endpoint}
-    return Engine({"main": config}, RunSettings(cache_dir=cache_dir, progress=progress, offline=offline),
-                  plan_only=plan_only, reporter=reporter, backoff_base_s=0.01, backoff_cap_s=0.05)
+    config = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key_env": "GEN_TEST_API_KEY",
+        "max_concurrency": 8,
+        "timeout_s": 5,
+        "max_retries": 3,
+        **endpoint,
+    }
+    return Engine(
+        {"main": config},
+        RunSettings(cache_dir=cache_dir, progress=progress, offline=offline),
+        plan_only=plan_only,
+        reporter=reporter,
+        backoff_base_s=0.01,
+        backoff_cap_s=0.05,
+    )
 
 
 def tasks_for(texts, parser=Summary, endpoint="main", prefix="item"):
@@ -145,8 +158,17 @@ def test_reject_after_failed_correction_with_raw_text_and_reason(api_key, cache_
         rejects = list(engine.rejects)
     assert [o.ok for o in outcomes] == [True, False, True, True, True]
     assert outcomes[1].kind == "parse" and outcomes[1].text == "Still no JSON."
-    assert rejects == [{"step": "s", "item_id": "item-1", "sample": 0, "endpoint": "main", "kind": "parse",
-                        "reason": outcomes[1].reason, "raw_text": "Still no JSON."}]
+    assert rejects == [
+        {
+            "step": "s",
+            "item_id": "item-1",
+            "sample": 0,
+            "endpoint": "main",
+            "kind": "parse",
+            "reason": outcomes[1].reason,
+            "raw_text": "Still no JSON.",
+        }
+    ]
     assert "no valid JSON" in rejects[0]["reason"] and "correction" in rejects[0]["reason"]
 
 
@@ -165,16 +187,18 @@ def test_max_reject_rate_stops_the_step_with_a_clear_error(api_key, cache_dir):
 
 def test_max_reject_rate_counts_every_call_of_a_step_together(api_key, cache_dir):
     """A follow-up round of one item whose reply never parses: 1 rejected of 21 items is within 20%."""
+
     def script(request):
         asked = " ".join(str(m.get("content")) for m in request.messages)  # the correction round too
         return "no json here" if "broken" in asked else summary_script(request)
 
     with FakeOpenAI(script) as server, make_engine(server, cache_dir) as engine:
         engine.run_step("questions", tasks_for(TEXTS), max_reject_rate=0.2)
-        retry, = engine.run_step("questions", tasks_for(["broken text"], prefix="again"), max_reject_rate=0.2)
+        (retry,) = engine.run_step("questions", tasks_for(["broken text"], prefix="again"), max_reject_rate=0.2)
         with pytest.raises(GenError, match="6 of 26 items rejected"):  # 6 > floor(0.2 × 26) = 5
-            engine.run_step("questions", tasks_for([f"broken again {i}" for i in range(5)], prefix="more"),
-                            max_reject_rate=0.2)
+            engine.run_step(
+                "questions", tasks_for([f"broken again {i}" for i in range(5)], prefix="more"), max_reject_rate=0.2
+            )
     assert not retry.ok and retry.kind == "parse"
 
 
@@ -267,8 +291,11 @@ def test_refused_key_stops_the_run_and_missing_key_fails_before_any_request(api_
 
 
 def test_unknown_endpoint_names_the_nearest(api_key, cache_dir):
-    with (FakeOpenAI() as server, make_engine(server, cache_dir) as engine,
-          pytest.raises(GenError, match="did you mean 'main'")):
+    with (
+        FakeOpenAI() as server,
+        make_engine(server, cache_dir) as engine,
+        pytest.raises(GenError, match="did you mean 'main'"),
+    ):
         engine.run_step("s", [Task("x", "mian", "hi")])
 
 
@@ -366,9 +393,17 @@ def test_progress_plain_lines_and_error_summary(api_key, cache_dir):
 def test_preview_renders_prompts_with_cache_status(api_key, cache_dir):
     with FakeOpenAI(summary_script) as server, make_engine(server, cache_dir, temperature=0.3) as engine:
         engine.run_step("s", [Task("a", "main", "topicP x", Summary)])
-        text = engine.preview([Task("a", "main", [{"role": "system", "content": "Be brief."},
-                                                  {"role": "user", "content": "topicP y"}], Summary),
-                               Task("b", "main", "topicP x", Summary)])
+        text = engine.preview(
+            [
+                Task(
+                    "a",
+                    "main",
+                    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "topicP y"}],
+                    Summary,
+                ),
+                Task("b", "main", "topicP x", Summary),
+            ]
+        )
     assert "item a" in text and "not cached" in text and "──── system ────\nBe brief." in text
     assert "item b · sample 0 · endpoint main · cached" in text and "'temperature': 0.3" in text
     assert "response_format: json_schema (Summary)" in text
@@ -391,8 +426,13 @@ def test_an_unreachable_endpoint_stops_the_run_quickly(api_key, cache_dir):
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = {"model": "m", "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "GEN_TEST_API_KEY",
-              "max_retries": 2, "max_concurrency": 2}
+    config = {
+        "model": "m",
+        "base_url": f"http://127.0.0.1:{port}/v1",
+        "api_key_env": "GEN_TEST_API_KEY",
+        "max_retries": 2,
+        "max_concurrency": 2,
+    }
     with Engine({"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), backoff_base_s=0.01) as engine:
         with pytest.raises(GenError) as info:
             engine.run_step("s", tasks_for(TEXTS))

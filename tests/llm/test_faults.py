@@ -41,14 +41,17 @@ def summarize(request):
 
 def engine_for(server, cache_dir, **endpoint):
     config = {"model": "fake-model", "base_url": server.base_url, "api_key_env": "GEN_TEST_API_KEY", **endpoint}
-    return Engine({"main": config}, RunSettings(cache_dir=cache_dir, progress="off"),
-                  backoff_base_s=0.005, backoff_cap_s=0.02)
+    return Engine(
+        {"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), backoff_base_s=0.005, backoff_cap_s=0.02
+    )
 
 
 # -- fault mix --------------------------------------------------------------------------------------------
 RETRYABLE = {"rate_limit", "server_error", "timeout"}
-SCHEMA_FORMAT = {"type": "json_schema",
-                 "json_schema": {"name": "Summary", "schema": Summary.model_json_schema(), "strict": False}}
+SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "Summary", "schema": Summary.model_json_schema(), "strict": False},
+}
 
 
 def predict(mix: FaultMix, text: str, max_retries: int):
@@ -80,8 +83,13 @@ def predict(mix: FaultMix, text: str, max_retries: int):
     if fault != "malformed":
         return "ok", Summary.model_validate_json(content), requests
     error = "the reply contains no valid JSON value"
-    content, fault = call([*first_messages, {"role": "assistant", "content": content},
-                           {"role": "user", "content": correction_message(Summary, error)}])
+    content, fault = call(
+        [
+            *first_messages,
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": correction_message(Summary, error)},
+        ]
+    )
     if fault == "failed":
         return "request_failed", None, requests
     if fault == "malformed":
@@ -90,8 +98,16 @@ def predict(mix: FaultMix, text: str, max_retries: int):
 
 
 def test_fault_mix_every_item_ends_valid_or_rejected_with_its_reason(api_key, cache_dir):
-    mix = FaultMix(summarize, rate_limit=0.20, server_error=0.10, timeout=0.05, malformed=0.10,
-                   seed=2, retry_after_s=0.01, timeout_delay=3.0)
+    mix = FaultMix(
+        summarize,
+        rate_limit=0.20,
+        server_error=0.10,
+        timeout=0.05,
+        malformed=0.10,
+        seed=2,
+        retry_after_s=0.01,
+        timeout_delay=3.0,
+    )
     texts = [f"topic{i} " + "word " * (i % 9) for i in range(120)]
     max_retries = 3
     expected = [predict(mix, text, max_retries) for text in texts]
@@ -252,16 +268,28 @@ def test_a_recognisable_api_key_appears_in_no_output_log_cache_row_or_error(api_
     texts = ["topicA fine", "topicB err500", "topicC err400", "topicD echo", "topicE noise", "topicF fine"]
     cache_dir = tmp_path / "cache"
     with FakeOpenAI(leaky) as server:
-        with Engine({"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": "GEN_TEST_API_KEY",
-                              "max_retries": 2}},
-                    RunSettings(cache_dir=cache_dir, progress="plain", progress_interval_s=0.01),
-                    backoff_base_s=0.005) as engine:
-            outcomes = engine.run_step("s", [Task(f"i{i}", "main", t, Summary) for i, t in enumerate(texts)],
-                                       max_reject_rate=None)
+        with Engine(
+            {
+                "main": {
+                    "model": "fake-model",
+                    "base_url": server.base_url,
+                    "api_key_env": "GEN_TEST_API_KEY",
+                    "max_retries": 2,
+                }
+            },
+            RunSettings(cache_dir=cache_dir, progress="plain", progress_interval_s=0.01),
+            backoff_base_s=0.005,
+        ) as engine:
+            outcomes = engine.run_step(
+                "s", [Task(f"i{i}", "main", t, Summary) for i, t in enumerate(texts)], max_reject_rate=None
+            )
             rejects, report = list(engine.rejects), engine.report()
         assert all(r.api_key == api_key for r in server.requests)  # the key was really sent
-        with (FakeOpenAI(lambda r: Reply.error(401, f"Incorrect API key provided: {r.api_key}")) as refusing,
-              engine_for(refusing, tmp_path / "other") as engine, pytest.raises(GenError) as refused):
+        with (
+            FakeOpenAI(lambda r: Reply.error(401, f"Incorrect API key provided: {r.api_key}")) as refusing,
+            engine_for(refusing, tmp_path / "other") as engine,
+            pytest.raises(GenError) as refused,
+        ):
             engine.run_step("s", [Task("x", "main", "topicX", Summary)])
 
     assert [o.ok for o in outcomes] == [True, True, False, True, False, True]

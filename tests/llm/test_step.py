@@ -70,17 +70,32 @@ def word_problems(topic: Topic, word: str) -> list[Problem]:
 
 
 def words_step(verify: bool = False, **changes) -> CheckedStep[Topic]:
-    checker = Verify("words/verify",
-                     task=lambda topic, word: Task(topic.id, "main", f"Check the word: {word}", Verdict),
-                     judge=lambda topic, verdict: None if verdict.ok else Problem("verifier disagrees", verdict.why))
-    fields = dict(name="words", task=word_task, check=word_problems, item_id=lambda topic: topic.id,
-                  prepare=lambda topic, reply: reply.word, verify=checker if verify else None)
+    checker = Verify(
+        "words/verify",
+        task=lambda topic, word: Task(topic.id, "main", f"Check the word: {word}", Verdict),
+        judge=lambda topic, verdict: None if verdict.ok else Problem("verifier disagrees", verdict.why),
+    )
+    fields = dict(
+        name="words",
+        task=word_task,
+        check=word_problems,
+        item_id=lambda topic: topic.id,
+        prepare=lambda topic, reply: reply.word,
+        verify=checker if verify else None,
+    )
     return CheckedStep(**{**fields, **changes})
 
 
 def engine_for(server, cache_dir, plan_only=False):
-    endpoint = {"model": "fake-model", "base_url": server.base_url, "api_key_env": "GEN_TEST_API_KEY",
-                "max_concurrency": 1, "seed": SEED, "max_retries": 0, "timeout_s": 5}
+    endpoint = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key_env": "GEN_TEST_API_KEY",
+        "max_concurrency": 1,
+        "seed": SEED,
+        "max_retries": 0,
+        "timeout_s": 5,
+    }
     return Engine({"main": endpoint}, RunSettings(cache_dir=cache_dir, progress="off"), plan_only=plan_only)
 
 
@@ -89,36 +104,55 @@ def topics(*names: str) -> list[Topic]:
 
 
 def test_good_words_are_kept_bad_ones_written_again_with_the_next_sample_and_the_rest_rejected(api_key, cache_dir):
-    model = Model({"apple": ["avocado"],
-                   "banana": ["kiwi", "berry"],
-                   "cherry": ["plum", "Peach", "fig"],
-                   "date": ["fig", "Lime", "durian"]})
+    model = Model(
+        {
+            "apple": ["avocado"],
+            "banana": ["kiwi", "berry"],
+            "cherry": ["plum", "Peach", "fig"],
+            "date": ["fig", "Lime", "durian"],
+        }
+    )
     with FakeOpenAI(model) as server, engine_for(server, cache_dir) as engine:
         result = run(words_step(), engine, topics("apple", "banana", "cherry", "date"), StepPolicy(retries=2))
         requests = server.count
         stats = engine.report()["steps"]["words"]
         engine_rejects = list(engine.rejects)
 
-    assert result.accepted == {"t-apple": Accepted("avocado", 0, '{"word": "avocado"}'),
-                               "t-banana": Accepted("berry", 1, '{"word": "berry"}'),
-                               "t-date": Accepted("durian", 2, '{"word": "durian"}')}
+    assert result.accepted == {
+        "t-apple": Accepted("avocado", 0, '{"word": "avocado"}'),
+        "t-banana": Accepted("berry", 1, '{"word": "berry"}'),
+        "t-date": Accepted("durian", 2, '{"word": "durian"}'),
+    }
     assert list(result.accepted) == ["t-apple", "t-banana", "t-date"]  # item order, not the order accepted
     # round 0 for all four, round 1 for the three that failed, round 2 for the two still failing
-    assert model.seen == [("apple", 0), ("banana", 0), ("cherry", 0), ("date", 0),
-                          ("banana", 1), ("cherry", 1), ("date", 1),
-                          ("cherry", 2), ("date", 2)]
+    assert model.seen == [
+        ("apple", 0),
+        ("banana", 0),
+        ("cherry", 0),
+        ("date", 0),
+        ("banana", 1),
+        ("cherry", 1),
+        ("date", 1),
+        ("cherry", 2),
+        ("date", 2),
+    ]
     assert requests == 9 and stats["items"] == 9 and stats["rejected"] == 0
-    assert result.rejects == [{
-        "item_id": "t-cherry",
-        "reason": "wrong letter: 'fig' does not start with 'c' (after 3 attempts)",
-        "raw_text": '{"word": "fig"}',
-        "attempts": [
-            {"sample": 0, "value": "plum", "problems": ["wrong letter: 'plum' does not start with 'c'"]},
-            {"sample": 1, "value": "Peach", "problems": ["not lowercase: 'Peach'",
-                                                         "wrong letter: 'Peach' does not start with 'c'"]},
-            {"sample": 2, "value": "fig", "problems": ["wrong letter: 'fig' does not start with 'c'"]},
-        ],
-    }]
+    assert result.rejects == [
+        {
+            "item_id": "t-cherry",
+            "reason": "wrong letter: 'fig' does not start with 'c' (after 3 attempts)",
+            "raw_text": '{"word": "fig"}',
+            "attempts": [
+                {"sample": 0, "value": "plum", "problems": ["wrong letter: 'plum' does not start with 'c'"]},
+                {
+                    "sample": 1,
+                    "value": "Peach",
+                    "problems": ["not lowercase: 'Peach'", "wrong letter: 'Peach' does not start with 'c'"],
+                },
+                {"sample": 2, "value": "fig", "problems": ["wrong letter: 'fig' does not start with 'c'"]},
+            ],
+        }
+    ]
     assert result.failed == [] and engine_rejects == []
 
 
@@ -132,8 +166,10 @@ def test_fewer_retries_give_up_sooner(api_key, cache_dir):
 
 
 def test_a_call_that_fails_in_the_engine_is_left_to_the_engine(api_key, cache_dir):
-    model = Model({"apple": ["avocado"], "banana": ["kiwi", "bean"], "cherry": [], "date": ["dill"],
-                   "elder": ["elm"]}, broken={"cherry"})
+    model = Model(
+        {"apple": ["avocado"], "banana": ["kiwi", "bean"], "cherry": [], "date": ["dill"], "elder": ["elm"]},
+        broken={"cherry"},
+    )
     with FakeOpenAI(model) as server, engine_for(server, cache_dir) as engine:
         result = run(words_step(), engine, topics("apple", "banana", "cherry", "date", "elder"))
         engine_rejects = list(engine.rejects)
@@ -141,15 +177,24 @@ def test_a_call_that_fails_in_the_engine_is_left_to_the_engine(api_key, cache_di
     assert list(result.accepted) == ["t-apple", "t-banana", "t-date", "t-elder"]
     assert result.failed == ["t-cherry"] and result.rejects == []
     # cherry: its call and the engine's one correction round, then nothing more; banana: rounds 0 and 1
-    assert model.seen == [("apple", 0), ("banana", 0), ("cherry", 0), ("cherry", 0), ("date", 0), ("elder", 0),
-                          ("banana", 1)]
+    assert model.seen == [
+        ("apple", 0),
+        ("banana", 0),
+        ("cherry", 0),
+        ("cherry", 0),
+        ("date", 0),
+        ("elder", 0),
+        ("banana", 1),
+    ]
     assert requests == 7
     assert [(r["step"], r["item_id"], r["kind"]) for r in engine_rejects] == [("words", "t-cherry", "parse")]
 
 
 def test_verify_confirms_or_sends_the_item_round_again(api_key, cache_dir):
-    model = Model({"apple": ["apricot", "avocado"], "banana": ["Bagel", "berry"], "cherry": ["cod", "corn", "cress"]},
-                  verdicts={"apricot": "too sour", "cod": "a fish", "corn": "a grain", "cress": "a herb"})
+    model = Model(
+        {"apple": ["apricot", "avocado"], "banana": ["Bagel", "berry"], "cherry": ["cod", "corn", "cress"]},
+        verdicts={"apricot": "too sour", "cod": "a fish", "corn": "a grain", "cress": "a herb"},
+    )
     step = words_step(verify=True, describe=lambda word: {"word": word})
     with FakeOpenAI(model) as server, engine_for(server, cache_dir) as engine:
         result = run(step, engine, topics("apple", "banana", "cherry"), StepPolicy(retries=2))
@@ -157,48 +202,71 @@ def test_verify_confirms_or_sends_the_item_round_again(api_key, cache_dir):
         requests = server.count
     # every round: the generations, then the verify calls for the words that passed the checks; the next
     # round takes the items back in item order (banana failed a check, apple and cherry the verifier)
-    assert model.seen == [("apple", 0), ("banana", 0), ("cherry", 0),
-                          ("verify", "apricot"), ("verify", "cod"),
-                          ("apple", 1), ("banana", 1), ("cherry", 1),
-                          ("verify", "avocado"), ("verify", "berry"), ("verify", "corn"),
-                          ("cherry", 2),
-                          ("verify", "cress")]
+    assert model.seen == [
+        ("apple", 0),
+        ("banana", 0),
+        ("cherry", 0),
+        ("verify", "apricot"),
+        ("verify", "cod"),
+        ("apple", 1),
+        ("banana", 1),
+        ("cherry", 1),
+        ("verify", "avocado"),
+        ("verify", "berry"),
+        ("verify", "corn"),
+        ("cherry", 2),
+        ("verify", "cress"),
+    ]
     assert requests == 13 and (report["words"]["items"], report["words/verify"]["items"]) == (7, 6)
     assert {item: (a.value, a.sample) for item, a in result.accepted.items()} == {
-        "t-apple": ("avocado", 1), "t-banana": ("berry", 1)}
-    assert result.rejects == [{
-        "item_id": "t-cherry",
-        "reason": "verifier disagrees: a herb (after 3 attempts)",
-        "raw_text": '{"word": "cress"}',
-        "attempts": [{"sample": 0, "word": "cod", "problems": ["verifier disagrees: a fish"]},
-                     {"sample": 1, "word": "corn", "problems": ["verifier disagrees: a grain"]},
-                     {"sample": 2, "word": "cress", "problems": ["verifier disagrees: a herb"]}],
-    }]
+        "t-apple": ("avocado", 1),
+        "t-banana": ("berry", 1),
+    }
+    assert result.rejects == [
+        {
+            "item_id": "t-cherry",
+            "reason": "verifier disagrees: a herb (after 3 attempts)",
+            "raw_text": '{"word": "cress"}',
+            "attempts": [
+                {"sample": 0, "word": "cod", "problems": ["verifier disagrees: a fish"]},
+                {"sample": 1, "word": "corn", "problems": ["verifier disagrees: a grain"]},
+                {"sample": 2, "word": "cress", "problems": ["verifier disagrees: a herb"]},
+            ],
+        }
+    ]
 
 
 def test_check_rejects_count_toward_max_reject_rate_with_the_engine_wording(api_key, cache_dir):
     # five items, no retries: five generation calls allow floor(0.2 × 5) = 1 item given up on
     words = {"apple": ["avocado"], "banana": ["kiwi"], "cherry": ["carrot"], "date": ["lime"], "elder": ["elm"]}
-    with FakeOpenAI(Model(words)) as server, engine_for(server, cache_dir / "a") as engine, \
-            pytest.raises(GenError) as info:
+    with (
+        FakeOpenAI(Model(words)) as server,
+        engine_for(server, cache_dir / "a") as engine,
+        pytest.raises(GenError) as info,
+    ):
         run(words_step(), engine, topics(*words), StepPolicy(retries=0))
     assert str(info.value) == (
         "step words: max_reject_rate: stopped: 2 of 5 items rejected, more than max_reject_rate 20% allows; by kind: "
         "wrong letter ×2; see the run's rejects for reasons and raw replies (expected fewer failures (check the "
-        "prompt, the parser and the endpoint), or a higher max_reject_rate)")
+        "prompt, the parser and the endpoint), or a higher max_reject_rate)"
+    )
 
     # an engine failure and a check reject are two items given up on just the same
     fixed = {**words, "date": ["dill"]}
-    with FakeOpenAI(Model(fixed, broken={"cherry"})) as server, engine_for(server, cache_dir / "b") as engine, \
-            pytest.raises(GenError, match="2 of 5 items rejected") as info:
+    with (
+        FakeOpenAI(Model(fixed, broken={"cherry"})) as server,
+        engine_for(server, cache_dir / "b") as engine,
+        pytest.raises(GenError, match="2 of 5 items rejected") as info,
+    ):
         run(words_step(), engine, topics(*words), StepPolicy(retries=0))
     assert "by kind: parse ×1, wrong letter ×1;" in str(info.value)
 
     # within the limit, or without one, the step returns its rejects
     with FakeOpenAI(Model({**fixed, "fig": ["grape"]})) as server, engine_for(server, cache_dir / "c") as engine:
         within = run(words_step(), engine, topics(*words), StepPolicy(retries=0))
-        unlimited = run(words_step(name="again"), engine, topics(*words, "fig"),
-                        StepPolicy(retries=0, max_reject_rate=None))
+        unlimited = run(
+            words_step(name="again"), engine, topics(*words, "fig"), StepPolicy(retries=0, max_reject_rate=None)
+        )
     assert [r["item_id"] for r in within.rejects] == ["t-banana"]
     assert [r["item_id"] for r in unlimited.rejects] == ["t-banana", "t-fig"]  # 2 of 6: past 20%, no limit
 
@@ -206,8 +274,11 @@ def test_check_rejects_count_toward_max_reject_rate_with_the_engine_wording(api_
 def test_the_policy_rate_also_reaches_the_engine_which_stops_a_round_early(api_key, cache_dir):
     words = {"apple": ["avocado"], "banana": [], "cherry": [], "date": ["dill"], "elder": ["elm"]}
     broken = {"banana", "cherry"}
-    with FakeOpenAI(Model(words, broken=broken)) as server, engine_for(server, cache_dir / "a") as engine, \
-            pytest.raises(GenError, match="2 of 5 items rejected"):
+    with (
+        FakeOpenAI(Model(words, broken=broken)) as server,
+        engine_for(server, cache_dir / "a") as engine,
+        pytest.raises(GenError, match="2 of 5 items rejected"),
+    ):
         run(words_step(), engine, topics(*words), StepPolicy(retries=0))
     assert server.count == 1 + 2 + 2  # apple, then banana and cherry with their correction rounds: stopped there
     with FakeOpenAI(Model(words, broken=broken)) as server, engine_for(server, cache_dir / "b") as engine:
@@ -240,7 +311,10 @@ def test_policy_and_item_ids_are_checked(api_key, cache_dir):
         StepPolicy(retries=-1)
     with pytest.raises(ValueError, match="max_reject_rate"):
         StepPolicy(max_reject_rate=1.5)
-    with FakeOpenAI(Model({})) as server, engine_for(server, cache_dir) as engine, \
-            pytest.raises(ValueError, match="'t-apple' appears twice"):
+    with (
+        FakeOpenAI(Model({})) as server,
+        engine_for(server, cache_dir) as engine,
+        pytest.raises(ValueError, match="'t-apple' appears twice"),
+    ):
         run(words_step(), engine, [*topics("apple"), *topics("apple")])
     assert str(Problem("wrong letter", "'x'")) == "wrong letter: 'x'"

@@ -51,14 +51,37 @@ def test_endpoint_config_forbids_unknown_keys_and_credentials_in_url():
 
 def test_data_params_hold_only_what_changes_the_data():
     base = EndpointConfig(model="m", temperature=0.7, max_tokens=100, seed=3)
-    limits = base.model_copy(update={"max_concurrency": 99, "requests_per_minute": 10.0, "timeout_s": 5.0,
-                                     "max_retries": 1, "api_key_env": "OTHER", "price": {"input_per_million": 1,
-                                                                                          "output_per_million": 2}})
+    limits = base.model_copy(
+        update={
+            "max_concurrency": 99,
+            "requests_per_minute": 10.0,
+            "timeout_s": 5.0,
+            "max_retries": 1,
+            "api_key_env": "OTHER",
+            "price": {"input_per_million": 1, "output_per_million": 2},
+        }
+    )
     assert data_fingerprint(base) == data_fingerprint(limits)
-    assert set(data_params(base)) == {"base_url", "model", "temperature", "top_p", "max_tokens", "seed",
-                                      "extra_params", "structured_output"}
-    for change in ({"temperature": 0.2}, {"model": "n"}, {"seed": 4}, {"max_tokens": 101}, {"top_p": 0.5},
-                   {"structured_output": "off"}, {"extra_params": {"top_k": 5}}, {"base_url": "http://x/v1"}):
+    assert set(data_params(base)) == {
+        "base_url",
+        "model",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "seed",
+        "extra_params",
+        "structured_output",
+    }
+    for change in (
+        {"temperature": 0.2},
+        {"model": "n"},
+        {"seed": 4},
+        {"max_tokens": 101},
+        {"top_p": 0.5},
+        {"structured_output": "off"},
+        {"extra_params": {"top_k": 5}},
+        {"base_url": "http://x/v1"},
+    ):
         assert data_fingerprint(base.model_copy(update=change)) != data_fingerprint(base), change
 
 
@@ -89,16 +112,25 @@ def test_build_request_sends_every_sampling_parameter_and_offsets_the_seed_by_sa
     endpoint = EndpointConfig(model="m", temperature=0.7, top_p=0.9, max_tokens=50, seed=10, extra_params={"top_k": 4})
     messages = [{"role": "user", "content": "hi"}]
     body = build_request(endpoint, messages, {"type": "json_object"}, sample=2)
-    assert body == {"model": "m", "messages": messages, "temperature": 0.7, "top_p": 0.9, "max_tokens": 50,
-                    "seed": 12, "top_k": 4, "response_format": {"type": "json_object"}}
+    assert body == {
+        "model": "m",
+        "messages": messages,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "max_tokens": 50,
+        "seed": 12,
+        "top_k": 4,
+        "response_format": {"type": "json_object"},
+    }
     assert "temperature" not in build_request(EndpointConfig(model="m"), messages, None, 0)
 
 
 def test_cache_key_is_sha256_of_canonical_json_and_sensitive_to_each_part():
     body = {"model": "m", "messages": [{"role": "user", "content": "héllo"}], "temperature": 0.7}
     material = {"v": 1, "base_url": "http://h/v1", "body": body, "sample": 0}
-    expected = hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                              .encode()).hexdigest()
+    expected = hashlib.sha256(
+        json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
     assert cache_key("http://h/v1", body, 0) == expected
     assert cache_key("http://h/v1/", dict(reversed(list(body.items()))), 0) == expected  # order/slash-insensitive
     assert cache_key("http://h/v1", body, 1) != expected
@@ -131,13 +163,16 @@ def test_cache_in_unwritable_place_is_a_clear_error(tmp_path):
 
 
 # -- structured output -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ('{"a": 1}', {"a": 1}),
-    ('  [1, 2] ', [1, 2]),
-    ('Here you go:\n```json\n{"a": [1, {"b": "}"}]}\n```\nDone.', {"a": [1, {"b": "}"}]}),
-    ('Sure! {"a": "x"} and then {"b": 2}', {"a": "x"}),
-    ('noise { not json } then {"ok": true}', {"ok": True}),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("  [1, 2] ", [1, 2]),
+        ('Here you go:\n```json\n{"a": [1, {"b": "}"}]}\n```\nDone.', {"a": [1, {"b": "}"}]}),
+        ('Sure! {"a": "x"} and then {"b": 2}', {"a": "x"}),
+        ('noise { not json } then {"ok": true}', {"ok": True}),
+    ],
+)
 def test_extract_json(text, expected):
     assert extract_json(text) == expected
 
@@ -186,8 +221,10 @@ def test_correction_message_comes_from_the_template():
 
 def test_split_messages_and_token_estimate():
     text = "<<system>>\nYou are terse.\n<<user>>\nSay hi.\n"
-    assert split_messages(text) == [{"role": "system", "content": "You are terse."},
-                                    {"role": "user", "content": "Say hi."}]
+    assert split_messages(text) == [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Say hi."},
+    ]
     assert split_messages("Just a question?") == [{"role": "user", "content": "Just a question?"}]
     with pytest.raises(GenError):
         split_messages("stray\n<<user>>\nx")
@@ -265,9 +302,11 @@ def test_importing_the_config_loads_neither_the_engine_nor_openai():
     import sys
     from pathlib import Path
 
-    code = ("import gen.llm.config, sys; "
-            "assert 'gen.llm.engine' not in sys.modules and 'openai' not in sys.modules, "
-            "sorted(m for m in sys.modules if m.startswith(('gen.llm', 'openai')))")
+    code = (
+        "import gen.llm.config, sys; "
+        "assert 'gen.llm.engine' not in sys.modules and 'openai' not in sys.modules, "
+        "sorted(m for m in sys.modules if m.startswith(('gen.llm', 'openai')))"
+    )
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -290,12 +329,23 @@ def test_retry_policy_retries_server_trouble_but_not_a_wrong_request():
     from gen.llm.request import Failure, RetryPolicy
 
     policy = RetryPolicy()
-    retried = ["timeout", "connection_error", "invalid_response", "rate_limited", "http_500", "http_503", "http_408",
-               "http_409"]
+    retried = [
+        "timeout",
+        "connection_error",
+        "invalid_response",
+        "rate_limited",
+        "http_500",
+        "http_503",
+        "http_408",
+        "http_409",
+    ]
     assert [kind for kind in retried if not policy.retryable(Failure(kind, ""))] == []
     assert [policy.retryable(Failure(kind, "")) for kind in ("http_400", "http_422")] == [False, False]
     assert [policy.pauses_endpoint(Failure(kind, "")) for kind in ("rate_limited", "http_503", "http_500")] == [
-        True, True, False]
+        True,
+        True,
+        False,
+    ]
     assert policy.delay(Failure("rate_limited", "", retry_after=500.0), 0) >= 120.0  # capped, then jittered
     assert policy.delay(Failure("rate_limited", "", retry_after=500.0), 0) <= 132.0
 
