@@ -52,8 +52,9 @@ async def bare_client_run(base_url: str, requests: int, concurrency: int, tag: s
 
     http, default_client = http_stack()
     limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with AsyncOpenAI(api_key="sk-bench", base_url=base_url, max_retries=0,
-                           http_client=default_client(limits=limits)) as client:
+    async with AsyncOpenAI(
+        api_key="sk-bench", base_url=base_url, max_retries=0, http_client=default_client(limits=limits)
+    ) as client:
         pending = list(range(requests))
 
         async def worker() -> None:
@@ -77,17 +78,35 @@ def main(argv: list[str] | None = None) -> int:
     ideal = args.requests * args.latency / args.concurrency
 
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "fakes" / "openai_server.py"), "--fast", "--delay", str(args.latency),
-         "--content", json.dumps({"answer": "forty-two"})],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            str(ROOT / "tests" / "fakes" / "openai_server.py"),
+            "--fast",
+            "--delay",
+            str(args.latency),
+            "--content",
+            json.dumps({"answer": "forty-two"}),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     trials, bare = [], []
     try:
         base_url = server.stdout.readline().strip()
         os.environ["GEN_BENCH_KEY"] = "sk-bench-not-a-real-key"
         with tempfile.TemporaryDirectory() as folder:
-            endpoints = {"bench": {"model": "fake-model", "base_url": base_url, "api_key_env": "GEN_BENCH_KEY",
-                                   "temperature": 0.7, "max_tokens": 64, "max_concurrency": args.concurrency}}
+            endpoints = {
+                "bench": {
+                    "model": "fake-model",
+                    "base_url": base_url,
+                    "api_key_env": "GEN_BENCH_KEY",
+                    "temperature": 0.7,
+                    "max_tokens": 64,
+                    "max_concurrency": args.concurrency,
+                }
+            }
             settings = RunSettings(cache_dir=folder, progress="off")
             with Engine(endpoints, settings) as engine:
                 # warm-up (imports, client, connections), not measured
@@ -95,20 +114,33 @@ def main(argv: list[str] | None = None) -> int:
                 engine.run_step("warmup", warmup)
                 loop = engine._loop().loop
                 for trial in range(args.trials):
-                    tasks = [Task(f"t{trial}-{i}", "bench", f"Trial {trial}, question {i}: what is the answer?", Answer)
-                             for i in range(args.requests)]
+                    tasks = [
+                        Task(f"t{trial}-{i}", "bench", f"Trial {trial}, question {i}: what is the answer?", Answer)
+                        for i in range(args.requests)
+                    ]
                     cpu0, t0 = cpu_seconds(), time.perf_counter()
                     outcomes = engine.run_step(f"trial-{trial}", tasks)
                     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-                    trials.append({"wall_s": round(wall, 3), "ratio": round(ideal / wall, 3),
-                                   "cpu_ms_per_call": round(cpu / args.requests * 1000, 3),
-                                   "ok": sum(o.ok for o in outcomes)})
+                    trials.append(
+                        {
+                            "wall_s": round(wall, 3),
+                            "ratio": round(ideal / wall, 3),
+                            "cpu_ms_per_call": round(cpu / args.requests * 1000, 3),
+                            "ok": sum(o.ok for o in outcomes),
+                        }
+                    )
                     cpu0, t0 = cpu_seconds(), time.perf_counter()
                     asyncio.run_coroutine_threadsafe(
-                        bare_client_run(base_url, args.requests, args.concurrency, f"bare {trial}"), loop).result()
+                        bare_client_run(base_url, args.requests, args.concurrency, f"bare {trial}"), loop
+                    ).result()
                     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-                    bare.append({"wall_s": round(wall, 3), "ratio": round(ideal / wall, 3),
-                                 "cpu_ms_per_call": round(cpu / args.requests * 1000, 3)})
+                    bare.append(
+                        {
+                            "wall_s": round(wall, 3),
+                            "ratio": round(ideal / wall, 3),
+                            "cpu_ms_per_call": round(cpu / args.requests * 1000, 3),
+                        }
+                    )
                 engine.cache.flush()
                 t1 = time.perf_counter()
                 cached = engine.run_step("warm-rerun", tasks)
@@ -138,19 +170,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(figures))
         return 0
-    print(f"{args.requests} requests, max_concurrency {args.concurrency}, server latency {args.latency * 1000:.0f} ms, "
-          f"ideal {ideal:.3f} s")
+    print(
+        f"{args.requests} requests, max_concurrency {args.concurrency}, server latency {args.latency * 1000:.0f} ms, "
+        f"ideal {ideal:.3f} s"
+    )
     for i, (t, b) in enumerate(zip(trials, bare)):
-        print(f"  trial {i}: engine {t['wall_s']:.3f} s  achieved/ideal {t['ratio']:.3f}  "
-              f"CPU {t['cpu_ms_per_call']:.3f} ms/call  ({t['ok']} ok)   | bare client {b['wall_s']:.3f} s  "
-              f"{b['ratio']:.3f}  CPU {b['cpu_ms_per_call']:.3f} ms/call")
-    print(f"  achieved / ideal     median {figures['achieved_over_ideal_median']:.3f}, "
-          f"best {figures['achieved_over_ideal_best']:.3f}"
-          f"   (target >= 0.85; bare openai client: median {figures['bare_client_ratio_median']:.3f})")
-    print(f"  engine CPU per call  {figures['engine_cpu_ms_per_call_median']:.3f} ms"
-          f"   (bare openai client: {figures['bare_client_cpu_ms_per_call_median']:.3f} ms)")
-    print(f"  warm re-run          {warm_wall:.3f} s, {figures['warm_rerun_requests']} requests, "
-          f"{figures['warm_rerun_cached']}/{len(cached)} cached")
+        print(
+            f"  trial {i}: engine {t['wall_s']:.3f} s  achieved/ideal {t['ratio']:.3f}  "
+            f"CPU {t['cpu_ms_per_call']:.3f} ms/call  ({t['ok']} ok)   | bare client {b['wall_s']:.3f} s  "
+            f"{b['ratio']:.3f}  CPU {b['cpu_ms_per_call']:.3f} ms/call"
+        )
+    print(
+        f"  achieved / ideal     median {figures['achieved_over_ideal_median']:.3f}, "
+        f"best {figures['achieved_over_ideal_best']:.3f}"
+        f"   (target >= 0.85; bare openai client: median {figures['bare_client_ratio_median']:.3f})"
+    )
+    print(
+        f"  engine CPU per call  {figures['engine_cpu_ms_per_call_median']:.3f} ms"
+        f"   (bare openai client: {figures['bare_client_cpu_ms_per_call_median']:.3f} ms)"
+    )
+    print(
+        f"  warm re-run          {warm_wall:.3f} s, {figures['warm_rerun_requests']} requests, "
+        f"{figures['warm_rerun_cached']}/{len(cached)} cached"
+    )
     return 0
 
 
