@@ -7,9 +7,11 @@ import json
 from typing import Any
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+def canonical_json(value: Any, *, ascii_only: bool = True) -> str:
+    """Sorted keys, no spaces: the same value always gives the same text. Ids are hashed over the ASCII
+    form, the LLM cache keys over the UTF-8 form (`ascii_only=False`); neither may change, or every id
+    (or every cached reply) would."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=ascii_only)
 
 
 def stable_id(value: Any, length: int = 16) -> str:

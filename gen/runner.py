@@ -130,6 +130,10 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def templates_dir_of(recipe: Recipe) -> str | None:
+    return str(recipe.templates_dir) if recipe.templates_dir else None
+
+
 def output_folder(recipe: Recipe, output_dir: Path | None) -> Path:
     base = output_dir or recipe.output_dir or Path("outputs")
     return Path(base) / recipe.name
@@ -306,7 +310,7 @@ def run(
     if any(uses_llm(b.name) for b in prepared.products):
         from gen.llm.engine import Engine  # only runs with LLM products load the engine
 
-        engine = Engine(recipe.llm, llm_settings)
+        engine = Engine(recipe.llm, llm_settings, templates_dir=templates_dir_of(recipe))
     try:
         final = build_and_write(prepared, engine, output_dir, say, workers)
     finally:
@@ -315,7 +319,7 @@ def run(
     if recipe.export.hub is not None:  # `export: {hub: ...}`: publish the run just written
         from gen.export.hub import push_after_run
 
-        push_after_run(final, recipe.export.hub, str(recipe.templates_dir) if recipe.templates_dir else None, say)
+        push_after_run(final, recipe.export.hub, templates_dir_of(recipe), say)
     return final
 
 
@@ -340,9 +344,9 @@ def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path 
         report["rejects"] = sum(1 for _ in (folder.path / "rejects.jsonl").open(encoding="utf-8"))
         (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
         write_json(folder.path / "run.json", report)
-        templates_dir = str(recipe.templates_dir) if recipe.templates_dir else None
         (folder.path / "README.md").write_text(
-            render_card(report, templates_dir, folder=folder.path, previous=final / "README.md"), encoding="utf-8"
+            render_card(report, templates_dir_of(recipe), folder=folder.path, previous=final / "README.md"),
+            encoding="utf-8",
         )
         for name, info in report["configs"].items():
             passed = report["validation"][info["product"]]["passed"]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.llm.config import canonical_json
+from gen.hashing import canonical_json
 
 __all__ = ["KEY_VERSION", "Cache", "CachedReply", "cache_key"]
 
@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS replies (
 def cache_key(base_url: str, body: dict[str, Any], sample: int) -> str:
     """sha256 of canonical JSON of the endpoint URL, the full request body and the sample index."""
     material = {"v": KEY_VERSION, "base_url": base_url.rstrip("/"), "body": body, "sample": sample}
-    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(material, ascii_only=False).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ sent, so planning and fully cached runs need no key.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -38,21 +37,17 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gen.hashing import canonical_json
+
 __all__ = [
     "EndpointConfig",
     "Price",
     "RunSettings",
     "apply_settings",
-    "canonical_json",
     "data_fingerprint",
     "data_params",
     "default_cache_path",
 ]
-
-
-def canonical_json(value: Any) -> str:
-    """Canonical JSON: sorted keys, no spaces, UTF-8 kept. Hash inputs always go through this."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class Price(BaseModel):
@@ -119,7 +114,7 @@ class EndpointConfig(BaseModel):
         if clash:
             raise ValueError(f"extra_params may not set {', '.join(clash)} (use the endpoint's own fields)")
         try:
-            canonical_json(value)
+            canonical_json(value, ascii_only=False)
         except (TypeError, ValueError):
             raise ValueError("extra_params must be plain JSON values") from None
         return value
@@ -141,7 +136,7 @@ def data_params(endpoint: EndpointConfig) -> dict[str, Any]:
 
 def data_fingerprint(endpoint: EndpointConfig) -> str:
     """A short hash of :func:`data_params`: equal fingerprints mean the endpoint produces the same data."""
-    return hashlib.sha256(canonical_json(data_params(endpoint)).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical_json(data_params(endpoint), ascii_only=False).encode()).hexdigest()[:16]
 
 
 def default_cache_path() -> Path:

@@ -149,11 +149,13 @@ class Engine:
         cache: Cache | None = None,
         plan_only: bool = False,
         reporter: Reporter | None = None,
+        templates_dir: str | None = None,
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
         retry_after_cap_s: float = 120.0,
     ) -> None:
         self.settings = settings or RunSettings()
+        self.templates_dir = templates_dir  # a recipe's own templates, which may shadow the correction prompt
         self.plan_only = plan_only
         self.offline = self.settings.offline
         self._endpoints = load_endpoints(endpoints, self.settings)
@@ -361,7 +363,7 @@ class Engine:
         messages = [
             *p.messages,
             {"role": "assistant", "content": first.text},
-            {"role": "user", "content": correction_message(task.parser, error)},
+            {"role": "user", "content": correction_message(task.parser, error, self.templates_dir)},
         ]
         body = build_request(config, messages, p.response_format, task.sample)
         run.stats.corrections += 1

@@ -126,11 +126,13 @@ def response_format_for(parser: Parser, mode: str) -> dict | None:
     }
 
 
-def correction_message(parser: Parser, error: str, template: str = CORRECTION_TEMPLATE) -> str:
-    """The user message of the correction round (rendered from ``templates/llm/correction.j2``)."""
+def correction_message(parser: Parser, error: str, templates_dir: str | None = None) -> str:
+    """The user message of the correction round (``templates/llm/correction.j2``, which a recipe's
+    ``templates_dir`` may shadow)."""
     schema = schema_of(parser)
     return render(
-        template,
+        CORRECTION_TEMPLATE,
+        templates_dir,
         error=error,
         expects_json=schema is not None,
         schema=json.dumps(schema, indent=2, sort_keys=True) if schema is not None else "",

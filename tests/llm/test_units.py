@@ -219,6 +219,13 @@ def test_correction_message_comes_from_the_template():
     assert "expected a single word" in plain and "schema" not in plain
 
 
+def test_a_recipe_templates_dir_shadows_the_correction_prompt(tmp_path):
+    (tmp_path / "llm").mkdir()
+    (tmp_path / "llm" / "correction.j2").write_text("Try again: {{ error }}")
+    assert correction_message(None, "one word only", str(tmp_path)) == "Try again: one word only"
+    assert correction_message(None, "one word only") != "Try again: one word only"
+
+
 def test_split_messages_and_token_estimate():
     text = "<<system>>\nYou are terse.\n<<user>>\nSay hi.\n"
     assert split_messages(text) == [
