@@ -93,7 +93,7 @@ def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
     from gen.llm.engine import Engine
     from gen.products.base import BuildContext
     from gen.recipe import load_recipe
-    from gen.runner import prepare
+    from gen.work import prepare
 
     loaded = load_recipe(recipe)
     prepared = prepare(loaded, limit)
@@ -170,7 +170,7 @@ def validate(recipe: Path = RECIPE) -> None:
     Example: gen validate recipes/locomo-temporal.yaml
     """
     from gen.recipe import load_recipe
-    from gen.runner import prepare
+    from gen.work import prepare
 
     loaded = load_recipe(recipe)
     prepared = prepare(loaded, say=say)

@@ -1,9 +1,9 @@
 """One run: recipe → sources → conversations → timelines → products → validators → writer.
 
-The work is done conversation by conversation and streamed to the run folder, so memory follows the
-largest conversation rather than the corpus. For each conversation the products are built in the order the
-registry gives (each after the products whose records it needs), each product's records are validated
-there and then, counted, and appended to its config's file. Two stages:
+The work is done conversation by conversation (gen/work.py) and streamed to the run folder, so memory
+follows the largest conversation rather than the corpus. For each conversation the products are built in
+the order the registry gives (each after the products whose records it needs), each product's records are
+validated there and then, counted, and appended to its config's file. Two stages (gen/executors.py):
 
   local    products that need no LLM: one conversation per task, in this process or, with `workers > 1`,
            in a pool of processes whose results are written in conversation order (the same bytes);
@@ -16,26 +16,21 @@ workers nor the batching changes a byte of output.
 
 from __future__ import annotations
 
-import multiprocessing
 import platform
-import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from gen.card import render_card
 from gen.errors import GenError
+from gen.executors import llm_results, local_results
 from gen.jsonl import encode_line, write_json
-from gen.model import Conversation
-from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
-from gen.products.registry import REGISTRY, Bound, bind
+from gen.products.registry import Bound
 from gen.recipe import Recipe
-from gen.sources import load_source, select
-from gen.timeline import Timeline, build_timeline
+from gen.work import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
 from gen.writer import RunFolder
 
 if TYPE_CHECKING:
@@ -43,81 +38,6 @@ if TYPE_CHECKING:
     from gen.llm.engine import Engine
 
 PACKAGES = ("gen", "datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub")
-LLM_BATCH = 64  # conversations per batch in the LLM stage: one engine step covers all their items
-Say = Callable[[str], None]
-
-
-@dataclass
-class Prepared:
-    """Sources loaded and selected, products bound: what `gen validate`, `gen run` and `gen plan` share."""
-
-    recipe: Recipe
-    products: list[Bound]
-    conversations: list[Conversation]
-    pools: list[list[Conversation]]  # per source: every conversation loaded (the padding donors)
-    source_of: list[int]  # per selected conversation: its source's index in `pools`
-    sources: list[dict] = field(default_factory=list)
-    timings: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def needs_timelines(self) -> bool:
-        return any(bound.product.needs.timelines for bound in self.products)
-
-    def timeline(self, position: int) -> Timeline:
-        conversation = self.conversations[position]
-        return build_timeline(
-            conversation, self.recipe.timeline, self.pools[self.source_of[position]], self.recipe.seed
-        )
-
-    def unit(self, position: int) -> Unit:
-        timeline = self.timeline(position) if self.needs_timelines else None
-        return Unit(self.conversations[position], timeline)
-
-
-def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None) -> Prepared:
-    started = time.perf_counter()
-    products = bind(recipe)
-    conversations: list[Conversation] = []
-    pools: list[list[Conversation]] = []
-    source_of: list[int] = []
-    sources = []
-    for index, spec in enumerate(recipe.sources):
-        pool = load_source(spec)
-        chosen = select(pool, spec)[:limit] if limit is not None else select(pool, spec)
-        say(f"{spec.format}: {len(chosen)} of {len(pool)} conversations from {spec.origin}")
-        sources.append(
-            {
-                "format": spec.format,
-                "origin": spec.origin,
-                "origin_name": Path(spec.origin).name,
-                "loaded": len(pool),
-                "selected": len(chosen),
-            }
-        )
-        pools.append(pool)
-        conversations.extend(chosen)
-        source_of.extend([index] * len(chosen))
-    if not conversations:
-        raise GenError(
-            "the sources and selection leave no conversation",
-            file=recipe.file,
-            field="sources",
-            expected="at least one conversation",
-        )
-    ids = Counter(c.conversation_id for c in conversations)
-    if duplicates := sorted(i for i, n in ids.items() if n > 1):
-        raise GenError(
-            f"conversation ids appear in more than one source: {', '.join(duplicates[:5])}",
-            file=recipe.file,
-            field="sources",
-        )
-    prepared = Prepared(recipe, products, conversations, pools, source_of, sources)
-    if prepared.needs_timelines:  # products that need time only see conversations that have sessions
-        keep = [i for i, c in enumerate(conversations) if c.sessions]
-        prepared.conversations = [conversations[i] for i in keep]
-        prepared.source_of = [source_of[i] for i in keep]
-    prepared.timings["prepare"] = time.perf_counter() - started
-    return prepared
 
 
 def package_versions() -> dict[str, str]:
@@ -137,143 +57,6 @@ def templates_dir_of(recipe: Recipe) -> str | None:
 def output_folder(recipe: Recipe, output_dir: Path | None) -> Path:
     base = output_dir or recipe.output_dir or Path("outputs")
     return Path(base) / recipe.name
-
-
-# --- the work of one shard of conversations -------------------------------------------------------------
-
-
-@dataclass
-class ShardResult:
-    """What a shard sends back to the writer: the encoded lines of each config (one string, cheap to send
-    between processes), and the running tallies."""
-
-    text: dict[str, str] = field(default_factory=dict)
-    checks: dict[str, Checks] = field(default_factory=dict)
-    counts: dict[str, Counter] = field(default_factory=dict)
-    rejects: dict[str, list[dict]] = field(default_factory=dict)
-    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
-
-
-def process_shard(
-    prepared: Prepared, positions: Sequence[int], products: Sequence[Bound], engine: Engine | None = None
-) -> ShardResult:
-    """Build, validate, count and encode every product for these conversations (one stage's products)."""
-    ctx = BuildContext(prepared.recipe, engine=engine)
-    units = [prepared.unit(position) for position in positions]
-    built: list[dict[str, Sequence[dict]]] = [{} for _ in units]  # per unit: config → records so far
-    result = ShardResult()
-    for bound in products:
-        product, started = bound.product, time.perf_counter()
-        inputs = [
-            Unit(u.conversation, u.timeline, {c: b[c] for d in product.needs.products for c in config_names(d)})
-            for u, b in zip(units, built)
-        ]
-        outputs: list[Records] = list(product.build(inputs, ctx))
-        result.seconds[f"{product.name}.build"] += time.perf_counter() - started
-        for unit_built, records in zip(built, outputs):
-            unit_built.update(records)
-        if bound.written:
-            tally(product.name, bound, inputs, outputs, ctx, result)
-    for reject in ctx.rejects:
-        result.rejects.setdefault(reject.product, []).append(reject.to_dict())
-    return result
-
-
-def tally(
-    name: str, bound: Bound, units: Sequence[Unit], outputs: Sequence[Records], ctx: BuildContext, result: ShardResult
-) -> None:
-    """Validate, count and encode one product's records of these conversations."""
-    product, started = bound.product, time.perf_counter()
-    checks = result.checks.setdefault(name, Checks())
-    for unit, records in zip(units, outputs):
-        product.validate(unit, records, checks, ctx)
-    validated = time.perf_counter()
-    for spec in product.configs:
-        counts = result.counts.setdefault(spec.name, Counter())
-        lines: list[str] = []
-        for records in outputs:
-            rows = records[spec.name]
-            counts.update(product.count(spec.name, rows))
-            counts["records", ""] += len(rows)
-            counts.update(provenance(rows))
-            lines.extend(encode_line(row) for row in rows)
-        result.text[spec.name] = "".join(lines)
-    result.seconds[f"{name}.validate"] += validated - started
-    result.seconds[f"{name}.encode"] += time.perf_counter() - validated
-
-
-def provenance(rows: Sequence[dict]) -> Counter:
-    """The models and prompt ids the records name (`model`, `prompt_id`, `*_prompt_id`, `prompt_ids`)."""
-    counts: Counter = Counter()
-    for row in rows:
-        if isinstance(row.get("model"), str):
-            counts["model", row["model"]] += 1
-        for key, value in row.items():
-            if key == "prompt_ids" and isinstance(value, dict):
-                counts.update(("prompt", f"{k}: {v}") for k, v in value.items())
-            elif key == "prompt_id" and isinstance(value, str):
-                counts["prompt", value] += 1
-            elif key.endswith("_prompt_id") and isinstance(value, str):
-                counts["prompt", f"{key.removesuffix('_prompt_id')}: {value}"] += 1
-    return counts
-
-
-def config_names(product: str) -> list[str]:
-    return [spec.name for spec in REGISTRY[product].configs]
-
-
-def uses_llm(name: str) -> bool:
-    product = REGISTRY[name]
-    return product.needs.llm or any(uses_llm(need) for need in product.needs.products)
-
-
-# --- executors: the order of results is the order of conversations -------------------------------------
-
-_WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, read by the workers
-
-
-def _process_in_worker(positions: Sequence[int]) -> ShardResult:
-    return process_shard(_WORKER_STATE["prepared"], positions, _WORKER_STATE["products"])
-
-
-def local_results(prepared: Prepared, products: list[Bound], workers: int) -> Iterator[ShardResult]:
-    shards = [[position] for position in range(len(prepared.conversations))]
-    if workers <= 1 or len(shards) <= 1:
-        for shard in shards:
-            yield process_shard(prepared, shard, products)
-        return
-    if "fork" not in multiprocessing.get_all_start_methods():
-        raise GenError(
-            "--workers needs the 'fork' start method, which this platform lacks",
-            field="--workers",
-            expected="--workers 1",
-        )
-    _WORKER_STATE.update(prepared=prepared, products=products)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            yield from pool.imap(_process_in_worker, shards, chunksize=1)
-    finally:
-        _WORKER_STATE.clear()
-
-
-def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Iterator[ShardResult]:
-    count = len(prepared.conversations)
-    for first in range(0, count, LLM_BATCH):
-        yield process_shard(prepared, range(first, min(first + LLM_BATCH, count)), products, engine)
-
-
-def stage_products(products: list[Bound], llm: bool) -> list[Bound]:
-    """The products of one stage. The LLM stage also rebuilds (without writing) what its products need."""
-    if not llm:
-        return [b for b in products if not uses_llm(b.name)]
-    needed: set[str] = set()
-    pending = [b.name for b in products if uses_llm(b.name)]
-    while pending:
-        name = pending.pop()
-        if name not in needed:
-            needed.add(name)
-            pending.extend(REGISTRY[name].needs.products)
-    return [Bound(b.product, written=b.written and uses_llm(b.name)) for b in products if b.name in needed]
 
 
 # --- the run --------------------------------------------------------------------------------------------

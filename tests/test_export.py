@@ -248,7 +248,7 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
         "by_test": {"date": {"base_questions": 2, "variants": 2}, "session": {"base_questions": 1, "variants": 1}},
         "total": {"base_questions": 3, "variants": 3},
     }
-    from gen.runner import provenance as count_provenance
+    from gen.work import provenance as count_provenance
 
     assert count_provenance(rows) == {
         ("model", "gpt-x"): 2,
