@@ -167,13 +167,18 @@ def tally(
 
 
 def provenance(rows: Sequence[dict]) -> Counter:
-    """The models and prompt ids the records name (`model`, `prompt_id`, `*_prompt_id`, `prompt_ids`)."""
+    """The models and prompt ids the records name (`model`, `prompt_id`, `*_prompt_id`, `prompt_ids`). The
+    records of a config share their fields, so the first record says which fields to read."""
     counts: Counter = Counter()
-    for row in rows:
-        if isinstance(row.get("model"), str):
-            counts["model", row["model"]] += 1
-        for key, value in row.items():
-            if key == "prompt_ids" and isinstance(value, dict):
+    if not rows:
+        return counts
+    fields = [key for key in rows[0] if key in ("model", "prompt_ids", "prompt_id") or key.endswith("_prompt_id")]
+    for row in rows if fields else ():
+        for key in fields:
+            value = row.get(key)
+            if key == "model" and isinstance(value, str):
+                counts["model", value] += 1
+            elif key == "prompt_ids" and isinstance(value, dict):
                 counts.update(("prompt", f"{k}: {v}") for k, v in value.items())
             elif key == "prompt_id" and isinstance(value, str):
                 counts["prompt", value] += 1

@@ -31,6 +31,13 @@ class Checks:
                 result.examples.append(detail)
         return ok
 
+    def add(self, name: str, checked: int, failures: list[str]) -> None:
+        """`checked` items checked at once, of which `failures` (their details, in order) failed."""
+        result = self.results.setdefault(name, Check())
+        result.checked += checked
+        result.failed += len(failures)
+        result.examples.extend(failures[: MAX_EXAMPLES - len(result.examples)])
+
     def merge(self, other: Checks) -> None:
         for name, theirs in other.results.items():
             ours = self.results.setdefault(name, Check())

@@ -172,43 +172,52 @@ def check_unit(
     check_conversation(view, list(rows), options, checks, unit.conversation_id, product)
 
 
+ROW_CHECKS = (
+    "relevant set equals the window recomputed from the log",
+    "num_relevant is the number of relevant responses",
+    "relevant set is not empty and not only padding",
+    "now and current_session agree with the log",
+    "test is one the options ask for",
+    "time expression names its month or weekday",
+    "the variants of a base question share test, params and relevant set",
+)
+
+
 def check_conversation(
     view: LogView, rows: list[dict], options: WindowOptions, checks: Checks, conversation_id: str, product: str
 ) -> None:
     windows: dict[Key, list[int]] = {}
+    names: dict[Key, list[str]] = {}  # the month and weekday names a base question's expression must contain
     groups: dict[str, tuple] = {}
+    failed: dict[str, list[str]] = {name: [] for name in ROW_CHECKS}  # every row is checked by each of these
+    relevant, counted, not_empty, clock, asked, named, shared = (failed[name] for name in ROW_CHECKS)
     for row in rows:
-        test, params, where = row["test"], row["params"], f"{conversation_id} {row['question_id']}"
+        test, params = row["test"], row["params"]
         k = key(test, params)
         if k not in windows:
             windows[k] = view.window(test, params)
+            names[k] = [name.lower() for name in names_mentioned(test, params)]
         indices = row["relevant_response_indices"]
-        checks.check(
-            "relevant set equals the window recomputed from the log",
-            indices == windows[k],
-            f"{where} {test} {params}: {len(indices)} given, {len(windows[k])} recomputed",
-        )
-        checks.check("num_relevant is the number of relevant responses", row["num_relevant"] == len(indices), where)
-        checks.check("relevant set is not empty and not only padding", bool(indices) and view.has_real(indices), where)
-        checks.check(
-            "now and current_session agree with the log",
-            (row["now"], row["current_session"]) == (view.now_text, view.current_session),
-            where,
-        )
-        checks.check("test is one the options ask for", test in options.tests, where)
-        expression = row["time_expression"]
-        lowered = expression.lower()
-        checks.check(
-            "time expression names its month or weekday",
-            all(name.lower() in lowered for name in names_mentioned(test, params)),
-            f"{where}: {expression!r}",
-        )
+        where = f"{conversation_id} {row['question_id']}"
+        if indices != windows[k]:
+            relevant.append(f"{where} {test} {params}: {len(indices)} given, {len(windows[k])} recomputed")
+        if row["num_relevant"] != len(indices):
+            counted.append(where)
+        if not (indices and view.has_real(indices)):
+            not_empty.append(where)
+        if (row["now"], row["current_session"]) != (view.now_text, view.current_session):
+            clock.append(where)
+        if test not in options.tests:
+            asked.append(where)
+        lowered = row["time_expression"].lower()
+        if not all(name in lowered for name in names[k]):
+            named.append(f"{where}: {row['time_expression']!r}")
         signature = (test, k, tuple(indices))
-        checks.check(
-            "the variants of a base question share test, params and relevant set",
-            groups.setdefault(row["group_id"], signature) == signature,
-            where,
-        )
+        if groups.setdefault(row["group_id"], signature) != signature:
+            shared.append(where)
+    for name, failures in failed.items():
+        if rows:
+            checks.add(name, len(rows), failures)
 
     present: dict[str, set[Key]] = defaultdict(set)
     for row in rows:
