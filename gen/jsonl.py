@@ -1,4 +1,8 @@
-"""JSON lines: the one encoder every written record goes through, and the one reader of gen's own files."""
+"""JSON lines: the one encoder every written record goes through, and the one reader of gen's own files.
+
+Records are encoded with orjson: compact UTF-8 JSON, keys in the record's order, several times faster
+than the standard library's encoder, which was the largest single cost of writing a run.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +11,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from gen.errors import GenError
 
-_encode = json.JSONEncoder(ensure_ascii=False).encode
 
-
-def encode_line(record: dict[str, Any]) -> str:
-    """One record as a line of UTF-8 JSON (keys in the record's order, ", " and ": " separators)."""
-    return _encode(record) + "\n"
-
-
-def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(encode_line(row))
-            count += 1
-    return count
+def encode_lines(records: Iterable[dict[str, Any]]) -> bytes:
+    """Records as lines of compact UTF-8 JSON, one per line."""
+    return b"".join(orjson.dumps(record) + b"\n" for record in records)
 
 
 def write_json(path: Path, data: Any) -> None:

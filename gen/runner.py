@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 from gen.card import render_card
 from gen.errors import GenError
 from gen.executors import llm_results, local_results
-from gen.jsonl import encode_line, write_json
+from gen.jsonl import encode_lines, write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
 from gen.recipe import Recipe
@@ -112,7 +112,7 @@ def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path 
     products = prepared.products
     tallies = Tallies(products)
     with RunFolder(final) as folder:
-        files: dict[str, IO[str]] = {}
+        files: dict[str, IO[bytes]] = {}
         reject_parts = folder.path / ".rejects"
         try:
             for results in stages(prepared, products, engine, workers):
@@ -155,28 +155,28 @@ def stages(
         yield llm_results(prepared, stage_products(products, llm=True), engine)
 
 
-def write_shard(folder: Path, split: str, result: ShardResult, files: dict[str, IO[str]], reject_parts: Path) -> None:
-    for config, text in result.text.items():
+def write_shard(folder: Path, split: str, result: ShardResult, files: dict[str, IO[bytes]], reject_parts: Path) -> None:
+    for config, lines in result.lines.items():
         if config not in files:
             path = folder / config / f"{split}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
-            files[config] = path.open("w", encoding="utf-8")
-        files[config].write(text)
+            files[config] = path.open("wb")
+        files[config].write(lines)
     for product, rejects in result.rejects.items():
         reject_parts.mkdir(exist_ok=True)
-        with (reject_parts / f"{product}.jsonl").open("a", encoding="utf-8") as handle:
-            handle.writelines(encode_line(reject) for reject in rejects)
+        with (reject_parts / f"{product}.jsonl").open("ab") as handle:
+            handle.write(encode_lines(rejects))
 
 
 def write_rejects(path: Path, parts: Path, products: list[Bound], engine: Engine | None) -> None:
     """rejects.jsonl: each product's rejects in build order, then the LLM engine's (failed calls)."""
-    with path.open("w", encoding="utf-8") as out:
+    with path.open("wb") as out:
         for bound in products:
             part = parts / f"{bound.name}.jsonl"
             if part.exists():
-                out.write(part.read_text(encoding="utf-8"))
+                out.write(part.read_bytes())
         if engine is not None:
-            out.writelines(encode_line(reject) for reject in engine.rejects)
+            out.write(encode_lines(engine.rejects))
     if parts.exists():
         for part in parts.iterdir():
             part.unlink()

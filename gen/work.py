@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gen.errors import GenError
-from gen.jsonl import encode_line
+from gen.jsonl import encode_lines
 from gen.model import Conversation
 from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
@@ -108,10 +108,10 @@ def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None)
 
 @dataclass
 class ShardResult:
-    """What a shard sends back to the writer: the encoded lines of each config (one string, cheap to send
-    between processes), and the running tallies."""
+    """What a shard sends back to the writer: the encoded lines of each config (one bytes object, cheap to
+    send between processes), and the running tallies."""
 
-    text: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, bytes] = field(default_factory=dict)
     checks: dict[str, Checks] = field(default_factory=dict)
     counts: dict[str, Counter] = field(default_factory=dict)
     rejects: dict[str, list[dict]] = field(default_factory=dict)
@@ -154,14 +154,14 @@ def tally(
     validated = time.perf_counter()
     for spec in product.configs:
         counts = result.counts.setdefault(spec.name, Counter())
-        lines: list[str] = []
+        encoded: list[bytes] = []
         for records in outputs:
             rows = records[spec.name]
             counts.update(product.count(spec.name, rows))
             counts["records", ""] += len(rows)
             counts.update(provenance(rows))
-            lines.extend(encode_line(row) for row in rows)
-        result.text[spec.name] = "".join(lines)
+            encoded.append(encode_lines(rows))
+        result.lines[spec.name] = b"".join(encoded)
     result.seconds[f"{name}.validate"] += validated - started
     result.seconds[f"{name}.encode"] += time.perf_counter() - validated
 
