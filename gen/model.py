@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
     speaker: str
     text: str
@@ -19,7 +19,7 @@ class Turn:
         object.__setattr__(self, "word_count", len(self.text.split()))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Session:
     """One sitting. Sources with absolute dates set `start`; relative sources (MSC, CC) set
     `gap_before` instead: the time from the end of the previous session to the start of this one."""
@@ -34,7 +34,7 @@ class Session:
         return sum(turn.word_count for turn in self.turns)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Conversation:
     conversation_id: str  # source-prefixed, e.g. "locomo/conv-26"
     speakers: tuple[str, str]

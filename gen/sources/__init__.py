@@ -12,7 +12,7 @@ from gen.errors import GenError
 from gen.model import Conversation
 from gen.recipe import SourceSpec
 from gen.sources import cc, locomo, msc
-from gen.sources._io import read_json, read_json_or_jsonl
+from gen.sources._io import read_json, read_json_or_jsonl, stream_records
 
 # format → (what a file must hold, how to read it, how to parse the records)
 Parser = Callable[[Any, Any, SourceSpec], Iterator[Conversation]]
@@ -20,7 +20,7 @@ Reader = Callable[[Path, str], Any]
 FORMATS: dict[str, tuple[str, Reader, Parser]] = {
     "locomo": (
         locomo.EXPECTED_FILE,
-        read_json,
+        stream_records,
         lambda data, origin, spec: locomo.parse(data, origin, Path(str(origin)).stem),
     ),
     "msc": (

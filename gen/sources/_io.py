@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import ijson
 
 from gen.errors import GenError
 
@@ -51,6 +54,30 @@ def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
     if not records:
         raise GenError("file holds no records", file=path, expected=expected)
     return records
+
+
+def stream_records(path: Path, expected: str) -> Iterator[Any]:
+    """The items of a top-level JSON list, one at a time (the file is never held whole, so a corpus of any
+    size reads in the memory of its largest record); otherwise JSON lines, or one JSON document."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(64).lstrip()[:1] == b"[":
+                handle.seek(0)
+                yield from _list_items(handle, path, expected)
+                return
+    except FileNotFoundError:
+        raise GenError("file not found", file=path, expected=expected) from None
+    except OSError as exc:
+        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
+    yield from read_json_or_jsonl(path, expected)
+
+
+def _list_items(handle: Any, path: Path, expected: str) -> Iterator[Any]:
+    try:
+        yield from ijson.items(handle, "item", use_float=True)
+    except (ijson.JSONError, UnicodeDecodeError):
+        read_json(path, expected)  # the standard parser names the line and column of the problem
+        raise GenError("not valid JSON", file=path, expected=expected) from None
 
 
 def require_str(value: Any, *, file, record: str, field: str, expected: str = "a non-empty string") -> str:

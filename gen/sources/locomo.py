@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -30,19 +30,23 @@ def parse_date(text: Any, *, file, record: str, field: str) -> datetime:
         ) from None
 
 
-def as_samples(data: Any, default_id: str, file) -> list[dict]:
-    """Normalise the three accepted shapes to a list of {"sample_id", "conversation"} dicts."""
-    if isinstance(data, list):
-        return data
-    if isinstance(data, dict) and "conversation" in data:
-        return [data]
-    if isinstance(data, dict) and "speaker_a" in data:
-        return [{"sample_id": default_id, "conversation": data}]
-    raise GenError("unrecognised top-level value", file=file, expected=EXPECTED_FILE)
+def as_samples(values: Iterable[Any], default_id: str, file: Any) -> Iterator[Any]:
+    """The three accepted shapes as samples {"sample_id", "conversation"}: `values` are the items of a top-level
+    list (samples), or the one top-level object (a sample, or a bare conversation dict)."""
+    for value in values:
+        if isinstance(value, dict) and "conversation" not in value and "speaker_a" in value:
+            yield {"sample_id": default_id, "conversation": value}
+        else:
+            yield value
 
 
-def parse(data: Any, origin, default_id: str = "conversation") -> Iterator[Conversation]:
-    for position, sample in enumerate(as_samples(data, default_id, origin)):
+def parse(data: Any, origin: Any, default_id: str = "conversation") -> Iterator[Conversation]:
+    """`data`: the parsed file (a list of samples, one sample, or a bare conversation dict), or an iterator
+    over its samples as `gen.sources._io.stream_records` gives them."""
+    values = [data] if isinstance(data, dict) else data
+    if not isinstance(values, Iterable) or isinstance(values, str | bytes):
+        raise GenError("unrecognised top-level value", file=origin, expected=EXPECTED_FILE)
+    for position, sample in enumerate(as_samples(values, default_id, origin)):
         if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
             raise GenError(
                 "sample has no `conversation` object",
