@@ -11,10 +11,11 @@ One row per run: copies, workers/executor, conversations, records written (the s
 configs[*].records), wall seconds, records per second of wall time, peak RSS of the whole process tree
 (VmRSS of the gen process and all its descendants, read from /proc every ~50 ms and summed: pages shared
 between forked workers are counted once per process, so this is an upper bound), the output folder's size
-on disk, the CPU the run used (cores: CPU seconds of the tree / wall), the CPU other work on the machine
-used during the run (all busy CPU from /proc/stat minus the tree's, / wall) and the 1-minute load average
-when the run started. Timing on a shared machine is noisy: read the last two columns before trusting a
-figure.
+on disk, the CPU the run used (cores: CPU seconds of the tree / wall; the larger of what gen reaped and the
+sum over every process seen in the tree, since an executor's daemons, e.g. Ray's workers, are not reaped by
+gen), the CPU other work on the machine used during the run (all busy CPU from /proc/stat minus the
+tree's, / wall) and the 1-minute load average when the run started. Timing on a shared machine is noisy:
+read the last two columns before trusting a figure.
 
 `--gen PATH` chooses the executable (default: this checkout's .venv/bin/gen), e.g. a pristine copy's, to
 measure before/after. Whether it takes `--workers` / `--executor` is read from its `gen run --help`; a gen
@@ -83,6 +84,16 @@ def rss_kb(pid: int) -> int:
     except (FileNotFoundError, ProcessLookupError):
         pass
     return 0  # gone, or a zombie (no VmRSS line)
+
+
+def own_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a live process has used itself, its reaped children not included."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return 0.0
 
 
 def busy_cpu_s() -> float:
@@ -170,11 +181,14 @@ def run_once(
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
         peak_kb, seen = 0, set()
+        cpu_seen: dict[int, float] = {}  # pid → its own CPU seconds when last sampled in the tree
         try:
             while True:
                 tree = process_tree(proc.pid)
                 seen.update(tree)
                 peak_kb = max(peak_kb, sum(rss_kb(pid) for pid in tree))
+                for pid in tree:
+                    cpu_seen[pid] = max(cpu_seen.get(pid, 0.0), own_cpu_s(pid))
                 if proc.poll() is not None:
                     break
                 elapsed = time.perf_counter() - started
@@ -202,7 +216,9 @@ def run_once(
                 os.kill(pid, signal.SIGKILL)
     row.wall_s = wall
     row.peak_rss_mb = peak_kb / 1024
-    tree_cpu = cpu_s(resource.RUSAGE_CHILDREN) - cpu_children_0
+    # What gen reaped (its own CPU and its waited-for descendants'), or, when larger, the sum over every process
+    # sampled in the tree: daemons reparented away from gen (Ray's workers) never reach RUSAGE_CHILDREN.
+    tree_cpu = max(cpu_s(resource.RUSAGE_CHILDREN) - cpu_children_0, sum(cpu_seen.values()))
     own_cpu = cpu_s(resource.RUSAGE_SELF) - cpu_self_0  # this script's sampling: neither gen nor other work
     row.cpu_cores = tree_cpu / wall
     row.other_cores = max(0.0, busy_cpu_s() - busy_0 - tree_cpu - own_cpu) / wall

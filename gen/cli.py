@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -37,6 +38,11 @@ CACHE_DIR = typer.Option(
 )
 
 
+class ExecutorName(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
 @app.command()
 def run(
     recipe: Path = RECIPE,
@@ -57,11 +63,24 @@ def run(
     tokens_per_minute: float | None = typer.Option(
         None, "--tokens-per-minute", min=1, help="Override every endpoint's tokens_per_minute."
     ),
-    workers: int = typer.Option(
-        1,
+    workers: int | None = typer.Option(
+        None,
         "--workers",
         min=1,
-        help="Processes for the products that need no LLM, one conversation per task (same output for any N).",
+        help="Processes for the products that need no LLM, one conversation per task (same output for any N; "
+        "default 1; with --executor ray: the local Ray instance's CPUs, default all).",
+    ),
+    executor: ExecutorName = typer.Option(
+        ExecutorName.local,
+        "--executor",
+        help="Who runs the products that need no LLM: local (this process or a pool) or ray (Ray tasks; needs "
+        "pip install 'gen[ray]'). LLM products always run in this process (one cache, one set of limits).",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="With --executor ray: connect to this Ray cluster (auto, host:port, ray://host:10001) instead of "
+        "starting a local instance.",
     ),
 ) -> None:
     """Build every product the recipe names, validate it, and write outputs/<name>/.
@@ -74,6 +93,12 @@ def run(
     from gen.recipe import load_recipe
     from gen.runner import run as run_recipe
 
+    if ray_address is not None and executor is not ExecutorName.ray:
+        raise GenError("--ray-address is only for --executor ray", field="--ray-address", expected="--executor ray")
+    if executor is ExecutorName.ray:
+        from gen.executors import require_ray
+
+        require_ray()  # before reading any source: say at once that Ray is missing
     loaded = load_recipe(recipe)
     settings = RunSettings(
         offline=offline,
@@ -82,7 +107,16 @@ def run(
         requests_per_minute=requests_per_minute,
         tokens_per_minute=tokens_per_minute,
     )
-    final = run_recipe(loaded, output_dir=output_dir, limit=limit, say=say, llm_settings=settings, workers=workers)
+    final = run_recipe(
+        loaded,
+        output_dir=output_dir,
+        limit=limit,
+        say=say,
+        llm_settings=settings,
+        workers=workers,
+        executor=executor.value,
+        ray_address=ray_address,
+    )
     say(f"wrote {final}")
 
 

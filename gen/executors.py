@@ -2,24 +2,29 @@
 are the same whichever executor ran them.
 
   local   one conversation per shard, in this process or, with workers > 1, in a pool of forked processes
+  ray     one conversation per shard, as Ray tasks (a local Ray instance, or a cluster at --ray-address)
   llm     batches of conversations in this process, which holds the run's one LLM engine (one cache, one set
           of rate limits for every step)
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import multiprocessing
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gen.errors import GenError
-from gen.products.registry import Bound
+from gen.products.registry import REGISTRY, Bound
 from gen.work import Prepared, ShardResult, process_shard
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
 
 LLM_BATCH = 64  # conversations per batch in the LLM stage: one engine step covers all their items
+RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
 
 _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, read by the workers
 
@@ -28,9 +33,9 @@ def _process_in_worker(positions: Sequence[int]) -> ShardResult:
     return process_shard(_WORKER_STATE["prepared"], positions, _WORKER_STATE["products"])
 
 
-def local_results(prepared: Prepared, products: list[Bound], workers: int) -> Iterator[ShardResult]:
+def local_results(prepared: Prepared, products: list[Bound], workers: int | None) -> Iterator[ShardResult]:
     shards = [[position] for position in range(len(prepared.conversations))]
-    if workers <= 1 or len(shards) <= 1:
+    if workers is None or workers <= 1 or len(shards) <= 1:
         for shard in shards:
             yield process_shard(prepared, shard, products)
         return
@@ -46,6 +51,104 @@ def local_results(prepared: Prepared, products: list[Bound], workers: int) -> It
             yield from pool.imap(_process_in_worker, shards, chunksize=1)
     finally:
         _WORKER_STATE.clear()
+
+
+# --- Ray ------------------------------------------------------------------------------------------------
+
+_RAY_PREPARED: dict[str, Prepared] = {}  # in a Ray worker process: the run's Prepared, fetched once per process
+
+
+def _process_in_ray(prepared_ref: list[Any], positions: Sequence[int], products: list[Bound]) -> ShardResult:
+    """A Ray task: one shard, exactly as the local executor runs it. `prepared_ref` is [ObjectRef], wrapped
+    so that Ray does not fetch and unpickle the whole corpus for every task: each worker process fetches it
+    once and keeps it for the next tasks of the run."""
+    import ray
+
+    key = prepared_ref[0].hex()
+    prepared = _RAY_PREPARED.get(key)
+    if prepared is None:
+        _RAY_PREPARED.clear()  # a worker of a long-lived cluster keeps only the latest run's
+        prepared = _RAY_PREPARED[key] = ray.get(prepared_ref[0])
+    for bound in products:  # products registered at run time in the driver (plugins, tests)
+        REGISTRY.setdefault(bound.name, type(bound.product))
+    return process_shard(prepared, positions, products)
+
+
+def require_ray() -> Any:
+    """The `ray` module, or the one error that says how to install it."""
+    try:
+        import ray
+    except ImportError as error:
+        raise GenError(
+            f"--executor ray needs Ray, which is not installed ({error})",
+            field="--executor",
+            expected="pip install 'gen[ray]', or --executor local",
+        ) from None
+    return ray
+
+
+def ray_results(
+    prepared: Prepared, products: list[Bound], workers: int | None, address: str | None = None
+) -> Iterator[ShardResult]:
+    """The stage that needs no LLM as Ray tasks, one conversation per task, yielded in conversation order.
+
+    `prepared` goes once into the object store. At most RAY_IN_FLIGHT_PER_WORKER × workers tasks are in
+    flight (submitted and not yet written), so the results waiting in the object store stay bounded on any
+    corpus; the writer gets them in order, so the bytes are those of the local executor.
+
+    Without `address`, gen starts a local Ray instance of its own (`workers` CPUs, default every CPU; no
+    dashboard, worker output not forwarded, no usage stats sent), never one found through RAY_ADDRESS, and
+    shuts it down at the end. With `address` (`auto`, `host:port`, `ray://host:10001`) it connects to that
+    cluster, whose workers must be able to import gen, and only disconnects; `workers` then bounds the tasks
+    in flight (default: from the cluster's CPUs). A Ray already initialised in this process (a notebook, a
+    test) is used as it is and left running.
+
+    Only this stage runs on Ray. The LLM stage stays in the driver (`llm_results`) with the run's one
+    engine: that is what keeps the LLM limits (requests and tokens per minute, concurrency) global and the
+    reply cache one cache, whatever the number of Ray workers.
+    """
+    ray = require_ray()
+    started_here = not ray.is_initialized()
+    if started_here:
+        quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+        if address is None:
+            ray.init(address="local", num_cpus=workers, **quiet)
+        else:
+            try:
+                ray.init(address=address, **quiet)
+            except (ConnectionError, ValueError, RuntimeError) as error:
+                raise GenError(
+                    f"cannot connect to the Ray cluster at {address!r}: {error}",
+                    field="--ray-address",
+                    expected="auto, host:port or ray://host:10001 of a running cluster, or no --ray-address",
+                ) from None
+    pending: deque[Any] = deque()
+    try:
+        width = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        prepared_ref = [ray.put(prepared)]
+        products_ref = ray.put(products)
+        task = ray.remote(_process_in_ray)
+        for position in range(len(prepared.conversations)):
+            pending.append(task.remote(prepared_ref, [position], products_ref))
+            if len(pending) >= RAY_IN_FLIGHT_PER_WORKER * width:
+                yield _ray_get(ray, pending.popleft())
+        while pending:
+            yield _ray_get(ray, pending.popleft())
+    finally:
+        for ref in pending:  # the run failed or was interrupted: drop what is still queued
+            with contextlib.suppress(Exception):  # already finished, or gone with the cluster
+                ray.cancel(ref)
+        if started_here:
+            ray.shutdown()
+
+
+def _ray_get(ray: Any, ref: Any) -> ShardResult:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:  # a user error in a task reads as it would locally
+        if isinstance(error.cause, GenError):
+            raise error.cause from None
+        raise
 
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Iterator[ShardResult]:

@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from gen.card import render_card
 from gen.errors import GenError
-from gen.executors import llm_results, local_results
+from gen.executors import llm_results, local_results, ray_results
 from gen.jsonl import encode_lines, write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
@@ -85,7 +85,9 @@ def run(
     limit: int | None = None,
     say: Say = lambda _: None,
     llm_settings: RunSettings | None = None,
-    workers: int = 1,
+    workers: int | None = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> Path:
     """Build, validate and write the run. `llm_settings` are run-only LLM overrides (never in the data)."""
     prepared = prepare(recipe, limit, say)
@@ -95,7 +97,7 @@ def run(
 
         engine = Engine(recipe.llm, llm_settings, templates_dir=templates_dir_of(recipe))
     try:
-        final = build_and_write(prepared, engine, output_dir, say, workers)
+        final = build_and_write(prepared, engine, output_dir, say, workers, executor, ray_address)
     finally:
         if engine is not None:
             engine.close()
@@ -106,7 +108,15 @@ def run(
     return final
 
 
-def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path | None, say: Say, workers: int) -> Path:
+def build_and_write(
+    prepared: Prepared,
+    engine: Engine | None,
+    output_dir: Path | None,
+    say: Say,
+    workers: int | None,
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> Path:
     recipe = prepared.recipe
     final = output_folder(recipe, output_dir)
     products = prepared.products
@@ -115,7 +125,7 @@ def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path 
         files: dict[str, IO[bytes]] = {}
         reject_parts = folder.path / ".rejects"
         try:
-            for results in stages(prepared, products, engine, workers):
+            for results in stages(prepared, products, engine, workers, executor, ray_address):
                 for result in results:
                     write_shard(folder.path, recipe.split, result, files, reject_parts)
                     tallies.add(result)
@@ -146,11 +156,19 @@ def build_and_write(prepared: Prepared, engine: Engine | None, output_dir: Path 
 
 
 def stages(
-    prepared: Prepared, products: list[Bound], engine: Engine | None, workers: int
+    prepared: Prepared,
+    products: list[Bound],
+    engine: Engine | None,
+    workers: int | None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> Iterator[Iterator[ShardResult]]:
     local = stage_products(products, llm=False)
     if local:
-        yield local_results(prepared, local, workers)
+        if executor == "ray":  # Ray tasks for this stage only; the LLM stage below stays in this process
+            yield ray_results(prepared, local, workers, ray_address)
+        else:
+            yield local_results(prepared, local, workers)
     if engine is not None:
         yield llm_results(prepared, stage_products(products, llm=True), engine)
 

@@ -1,0 +1,152 @@
+"""`gen run --executor ray`: the stage that needs no LLM as Ray tasks on a local Ray instance writes the
+bytes `--executor local` writes, and the LLM stage stays in the driver (the same calls, one engine).
+
+Each Ray test starts a local instance (a few seconds). Skipped, saying why, when `ray` cannot be imported
+(`pip install 'gen[ray]'`; .ci/run installs it)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli, write_recipe
+from tests.fakes.openai_server import FakeOpenAI
+from tests.test_llm_commands import KEY, plain_question
+from tests.test_seam import run_folder_bytes
+
+try:
+    import ray
+except ImportError as error:  # any failure to import is a reason to skip, and says which
+    ray = None
+    NO_RAY = f"ray cannot be imported ({error}); install it with pip install 'gen[ray]'"
+else:
+    NO_RAY = ""
+
+needs_ray = pytest.mark.skipif(ray is None, reason=NO_RAY)
+pytestmark = pytest.mark.ray
+
+
+def comparable(folder: Path) -> dict[str, bytes]:
+    """Every file of a run folder; run.json without timings, package versions and the cache's path."""
+    files = run_folder_bytes(folder)  # drops run.json's timings_s and the recipe quoted in the card
+    report = json.loads(files["run.json"])
+    report.pop("packages")
+    if "llm" in report:
+        report["llm"]["cache"].pop("path")
+        for step in report["llm"]["steps"].values():
+            step.pop("seconds")
+    files["run.json"] = json.dumps(report, sort_keys=True).encode()
+    return files
+
+
+@needs_ray
+def test_the_quickstart_on_ray_writes_the_bytes_of_the_local_executor(tmp_path, monkeypatch, capsys):
+    assert not ray.is_initialized()
+    outputs = {}
+    for executor in ("local", "ray"):
+        if executor == "ray":  # from here on a shard run in this process fails: Ray's workers must run them
+            monkeypatch.setattr("gen.executors.process_shard", lambda *_: pytest.fail("a shard ran in the driver"))
+        code, _, err = run_cli(
+            [
+                "run",
+                REPO / "recipes" / "quickstart.yaml",
+                "--output-dir",
+                tmp_path / executor,
+                "--executor",
+                executor,
+                "--workers",
+                "2",
+            ],
+            capsys,
+        )
+        assert code == 0, err
+        outputs[executor] = comparable(tmp_path / executor / "quickstart")
+    assert not ray.is_initialized()  # gen started its own instance, and shut it down
+    assert outputs["ray"].keys() == outputs["local"].keys()
+    for path in outputs["local"]:
+        assert outputs["ray"][path] == outputs["local"][path], path
+    assert len(outputs["ray"]["time_queries/test.jsonl"].splitlines()) > 1000
+
+
+@pytest.fixture
+def ray_already_running():
+    """A Ray instance started by the caller (as in a notebook): gen uses it and leaves it running."""
+    assert not ray.is_initialized()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@needs_ray
+def test_with_ray_the_llm_stage_makes_the_calls_of_the_local_executor(
+    ray_already_running, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("GEN_TEST_KEY", KEY)
+    with FakeOpenAI(plain_question) as server:
+        recipe = write_recipe(
+            tmp_path / "r.yaml",
+            {
+                "name": "tcq",
+                "seed": 13,
+                "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+                "timeline": {"padding": {"mode": "donor", "target_words": 800}},
+                "llm": {
+                    "main": {
+                        "model": "fake-model",
+                        "base_url": server.base_url,
+                        "api_key_env": "GEN_TEST_KEY",
+                        "temperature": 0.7,
+                        "seed": 1,
+                    }
+                },
+                "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}],
+            },
+        )
+        calls, outputs = {}, {}
+        for executor in ("local", "ray"):
+            first = server.count
+            code, _, err = run_cli(
+                [
+                    "run",
+                    recipe,
+                    "--output-dir",
+                    tmp_path / executor,
+                    "--cache-dir",
+                    tmp_path / f"cache-{executor}",  # an empty cache each: both runs make their calls
+                    "--executor",
+                    executor,
+                ],
+                capsys,
+            )
+            assert code == 0, err
+            calls[executor] = sorted(request.key for request in server.requests[first:])
+            outputs[executor] = comparable(tmp_path / executor / "tcq")
+    assert ray.is_initialized()  # the caller's instance: gen used it and left it running
+    assert len(calls["local"]) == 8  # 2 conversations × 4 questions, each made once, by the driver's engine
+    assert calls["ray"] == calls["local"]
+    assert outputs["ray"] == outputs["local"]
+    report = json.loads((tmp_path / "ray" / "tcq" / "run.json").read_text())
+    assert report["llm"]["steps"]["time_content_questions"]["calls_made"] == 8
+    assert report["configs"]["time_content_questions"]["records"] == 8
+
+
+def test_without_ray_the_ray_executor_is_one_error_naming_the_extra(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if Ray were not installed
+    code, _, err = run_cli(
+        ["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path, "--executor", "ray"], capsys
+    )
+    assert code == 2
+    assert "pip install 'gen[ray]'" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and not (tmp_path / "quickstart").exists()
+
+
+def test_a_ray_address_needs_the_ray_executor(tmp_path, capsys):
+    code, _, err = run_cli(
+        ["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path, "--ray-address", "auto"], capsys
+    )
+    assert code == 2 and "--executor ray" in err
