@@ -47,6 +47,12 @@ class LogView:
         self.first_date_of_session: dict[int, str] = {}
         for s, d in zip(self.session, self.date):
             self.first_date_of_session.setdefault(s, d)
+        # the responses of each session, date, month and number of days ago, for the windows that are one of them
+        self.by_session = group(self.index, self.session)
+        self.by_date = group(self.index, self.date)
+        self.by_month = group(self.index, [d[:7] for d in self.date])
+        self.by_days_ago = group(self.index, self.days_ago)
+        self.by_months_ago = group(self.index, self.months_ago)
 
     def select(self, keep) -> list[int]:
         return [i for i, s, d, t in zip(self.index, self.session, self.date, self.stamp) if keep(s, d, t)]
@@ -64,27 +70,27 @@ class LogView:
     def window(self, test: str, p: dict) -> list[int]:
         """The responses a question asks about, from the relative quantity the question states."""
         if test == "session":
-            return self.select(lambda s, d, t: s == p["session"])
+            return self.by_session.get(p["session"], [])
         if test == "session_span":
             return self.select(lambda s, d, t: p["first_session"] <= s <= p["last_session"])
         if test == "rel_session":
-            return self.select(lambda s, d, t: s == self.current_session - p["sessions_ago"])
+            return self.by_session.get(self.current_session - p["sessions_ago"], [])
         if test == "dates":
-            return self.select(lambda s, d, t: d == p["date"])
+            return self.by_date.get(p["date"], [])
         if test == "date_span":
             return self.select(lambda s, d, t: p["first_date"] <= d <= p["last_date"])
         if test == "month":
-            return self.select(lambda s, d, t: d[:7] == p["month"])
+            return self.by_month.get(p["month"], [])
         if test == "rel_day":
-            return self.select_days_ago(lambda n: n == p["days_ago"])
+            return self.by_days_ago.get(p["days_ago"], [])
         if test == "rel_month":
-            return [i for i, m in zip(self.index, self.months_ago) if m == p["months_ago"]]
+            return self.by_months_ago.get(p["months_ago"], [])
         if test == "day_span":
             return self.select_days_ago(lambda n: 0 <= n <= p["days"])
         if test == "last_day":
             if not 1 <= p["days_ago"] <= 7:
                 return []
-            return self.select_days_ago(lambda n: n == p["days_ago"])
+            return self.by_days_ago.get(p["days_ago"], [])
         if test == "earlier_today":
             return [i for i, n, t in zip(self.index, self.days_ago, self.stamp) if n == 0 and t < self.now_text]
         raise ValueError(f"unknown test {test!r}")
@@ -139,6 +145,14 @@ class LogView:
         if test == "earlier_today":
             return [{"date": self.today.isoformat()}] if self.today.isoformat() in self.real_dates else []
         raise ValueError(f"unknown test {test!r}")
+
+
+def group(indices: list[int], values: list) -> dict[Any, list[int]]:
+    """value → the response indices that have it, in order."""
+    out: dict[Any, list[int]] = {}
+    for index, value in zip(indices, values):
+        out.setdefault(value, []).append(index)
+    return out
 
 
 def key(test: str, params: dict) -> Key:
