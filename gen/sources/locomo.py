@@ -123,5 +123,8 @@ def parse_turn(raw: Any, speakers: tuple[str, str], origin, record: str, index: 
     text = require_str(raw.get("text"), file=origin, record=where, field="text")
     caption = raw.get("blip_caption")
     return Turn(
-        speaker=speaker, text=text, source_turn_id=turn_id, image_caption=caption if isinstance(caption, str) else None
+        speaker=speakers[speakers.index(speaker)],  # the conversation's own string: one copy, not one per turn
+        text=text,
+        source_turn_id=turn_id,
+        image_caption=caption if isinstance(caption, str) else None,
     )
