@@ -201,34 +201,39 @@ def check_conversation(
     view: LogView, rows: list[dict], options: WindowOptions, checks: Checks, conversation_id: str, product: str
 ) -> None:
     windows: dict[Key, list[int]] = {}
-    names: dict[Key, list[str]] = {}  # the month and weekday names a base question's expression must contain
+    bases: dict[Key, tuple[list[int], bool, list[str]]] = {}  # window, holds a real response, names to mention
     groups: dict[str, tuple] = {}
     failed: dict[str, list[str]] = {name: [] for name in ROW_CHECKS}  # every row is checked by each of these
     relevant, counted, not_empty, clock, asked, named, shared = (failed[name] for name in ROW_CHECKS)
+
+    def at(row: dict) -> str:  # only built for a failure
+        return f"{conversation_id} {row['question_id']}"
+
     for row in rows:
-        test, params = row["test"], row["params"]
+        test, params, indices = row["test"], row["params"], row["relevant_response_indices"]
         k = key(test, params)
-        if k not in windows:
-            windows[k] = view.window(test, params)
-            names[k] = [name.lower() for name in names_mentioned(test, params)]
-        indices = row["relevant_response_indices"]
-        where = f"{conversation_id} {row['question_id']}"
-        if indices != windows[k]:
-            relevant.append(f"{where} {test} {params}: {len(indices)} given, {len(windows[k])} recomputed")
+        if k not in bases:
+            window = windows[k] = view.window(test, params)
+            names = [name.lower() for name in names_mentioned(test, params)]
+            bases[k] = (window, bool(window) and view.has_real(window), names)
+        window, window_is_real, names = bases[k]
+        same = indices == window
+        if not same:
+            relevant.append(f"{at(row)} {test} {params}: {len(indices)} given, {len(window)} recomputed")
         if row["num_relevant"] != len(indices):
-            counted.append(where)
-        if not (indices and view.has_real(indices)):
-            not_empty.append(where)
-        if (row["now"], row["current_session"]) != (view.now_text, view.current_session):
-            clock.append(where)
+            counted.append(at(row))
+        if not (window_is_real if same else bool(indices) and view.has_real(indices)):
+            not_empty.append(at(row))
+        if row["now"] != view.now_text or row["current_session"] != view.current_session:
+            clock.append(at(row))
         if test not in options.tests:
-            asked.append(where)
+            asked.append(at(row))
         lowered = row["time_expression"].lower()
-        if not all(name in lowered for name in names[k]):
-            named.append(f"{where}: {row['time_expression']!r}")
-        signature = (test, k, tuple(indices))
+        if not all(name in lowered for name in names):
+            named.append(f"{at(row)}: {row['time_expression']!r}")
+        signature = (test, k, indices)
         if groups.setdefault(row["group_id"], signature) != signature:
-            shared.append(where)
+            shared.append(at(row))
     for name, failures in failed.items():
         if rows:
             checks.add(name, len(rows), failures)
