@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from gen.errors import GenError
 from gen.model import Conversation, Session, Turn
@@ -106,7 +106,22 @@ def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversati
     )
 
 
-def parse_turn(raw: Any, speakers: tuple[str, str], origin, record: str, index: int) -> Turn:
+def parse_turn(raw: Any, speakers: tuple[str, str], origin: Any, record: str, index: int) -> Turn:
+    speaker = raw.get("speaker") if isinstance(raw, dict) else None
+    text = raw.get("text") if isinstance(raw, dict) else None
+    if speaker not in speakers or not isinstance(text, str) or not text.strip():
+        turn_error(raw, speakers, origin, record, index)
+    caption = raw.get("blip_caption")
+    return Turn(
+        speaker=speakers[speakers.index(speaker)],  # the conversation's own string: one copy, not one per turn
+        text=text,
+        source_turn_id=raw.get("dia_id"),
+        image_caption=caption if isinstance(caption, str) else None,
+    )
+
+
+def turn_error(raw: Any, speakers: tuple[str, str], origin: Any, record: str, index: int) -> NoReturn:
+    """The one error a bad turn gets (checked only once a turn has failed the quick test in parse_turn)."""
     turn_id = raw.get("dia_id") if isinstance(raw, dict) else None
     where = f"{record}, turn {turn_id or index + 1}"
     if not isinstance(raw, dict):
@@ -120,11 +135,5 @@ def parse_turn(raw: Any, speakers: tuple[str, str], origin, record: str, index: 
             field="speaker",
             expected=" or ".join(repr(s) for s in speakers),
         )
-    text = require_str(raw.get("text"), file=origin, record=where, field="text")
-    caption = raw.get("blip_caption")
-    return Turn(
-        speaker=speakers[speakers.index(speaker)],  # the conversation's own string: one copy, not one per turn
-        text=text,
-        source_turn_id=turn_id,
-        image_caption=caption if isinstance(caption, str) else None,
-    )
+    require_str(raw.get("text"), file=origin, record=where, field="text")
+    raise AssertionError("turn_error is called only for a bad turn")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import calendar
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -54,11 +54,10 @@ class LogView:
         self.by_days_ago = group(self.index, self.days_ago)
         self.by_months_ago = group(self.index, self.months_ago)
 
-    def select(self, keep) -> list[int]:
-        return [i for i, s, d, t in zip(self.index, self.session, self.date, self.stamp) if keep(s, d, t)]
-
-    def select_days_ago(self, keep) -> list[int]:
-        return [i for i, n in zip(self.index, self.days_ago) if keep(n)]
+    @staticmethod
+    def union(groups: dict[Any, list[int]], keys: Iterable[Any]) -> list[int]:
+        """The sorted responses of every group named in `keys`."""
+        return sorted(i for k in keys for i in groups.get(k, ()))
 
     def days_before_today(self, day: str) -> int:
         return (self.today - date.fromisoformat(day)).days
@@ -72,13 +71,13 @@ class LogView:
         if test == "session":
             return self.by_session.get(p["session"], [])
         if test == "session_span":
-            return self.select(lambda s, d, t: p["first_session"] <= s <= p["last_session"])
+            return self.union(self.by_session, range(p["first_session"], p["last_session"] + 1))
         if test == "rel_session":
             return self.by_session.get(self.current_session - p["sessions_ago"], [])
         if test == "dates":
             return self.by_date.get(p["date"], [])
         if test == "date_span":
-            return self.select(lambda s, d, t: p["first_date"] <= d <= p["last_date"])
+            return self.union(self.by_date, [d for d in self.by_date if p["first_date"] <= d <= p["last_date"]])
         if test == "month":
             return self.by_month.get(p["month"], [])
         if test == "rel_day":
@@ -86,7 +85,7 @@ class LogView:
         if test == "rel_month":
             return self.by_months_ago.get(p["months_ago"], [])
         if test == "day_span":
-            return self.select_days_ago(lambda n: 0 <= n <= p["days"])
+            return self.union(self.by_days_ago, range(p["days"] + 1))
         if test == "last_day":
             if not 1 <= p["days_ago"] <= 7:
                 return []
