@@ -65,6 +65,7 @@ class Wordings:
         self._frames: dict[str, list[str]] = {}
         self._resolved: str | None = None
         self._dialogues: dict[tuple, list[tuple[str, int, tuple[tuple[str, str], ...]]]] = {}
+        self._rendered: dict[tuple, list[str]] = {}
 
     @classmethod
     def for_recipe(cls, templates_dir: str | None, styles: Sequence[str]) -> Wordings:
@@ -81,9 +82,7 @@ class Wordings:
         out: dict[str, str] = {}
         name = f"time_queries/phrases/{question.test}.j2"
         for style in self.styles:
-            for phrase in lines(
-                templating.render(name, self.templates_dir, **phrase_variables(question, style, yearless_ok))
-            ):
+            for phrase in self.render_lines(name, phrase_variables(question, style, yearless_ok)):
                 out.setdefault(phrase, style)
         if not out:
             raise GenError(
@@ -92,6 +91,16 @@ class Wordings:
                 expected="at least one line of output for every base question of the test",
             )
         return list(out.items())
+
+    def render_lines(self, name: str, variables: dict) -> list[str]:
+        """A phrase template's lines for these variables, rendered once per run: the same session numbers,
+        days ago and dates come back in every conversation."""
+        key = (name, tuple(sorted(variables.items())))
+        if key not in self._rendered:
+            if len(self._rendered) >= RENDERED_CACHE_SIZE:
+                self._rendered.clear()
+            self._rendered[key] = lines(templating.render(name, self.templates_dir, **variables))
+        return self._rendered[key]
 
     # --- question frames --------------------------------------------------------------------------------
 
@@ -146,6 +155,7 @@ class Wordings:
 
 
 _SHARED: dict[tuple, Wordings] = {}
+RENDERED_CACHE_SIZE = 100_000  # rendered phrase lists kept per Wordings; cleared when full
 
 
 def require_one_slot(text: str, template: str) -> None:
