@@ -92,6 +92,7 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
         seen: set[tuple] = set()
         for base in base_questions(timeline, options):
             group = base.group_id
+            fields = window_fields(base, now, current)  # shared by the variants, never changed
             phrases = wordings.phrases(base, yearless.ok(base))
             dialogues = wordings.dialogues(base.test, speakers, options.frames)
             if options.pairing == "all":
@@ -129,7 +130,7 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
                         "final_utterance": dialogue[-1]["text"],
                         "resolved_question": wordings.resolved(phrase),
                         "time_expression": phrase,
-                        **window_fields(base, now, current),
+                        **fields,
                     },
                 )
 

@@ -111,6 +111,7 @@ class TimeQueries(ConversationProduct[Options]):
         seen: set[str] = set()
         for base in base_questions(timeline, options):
             group = base.group_id
+            fields = window_fields(base, now, current)  # shared by the variants, never changed
             phrases = wordings.phrases(base, yearless.ok(base))
             variants = [(frame, phrase, style) for phrase, style in phrases for frame in wordings.frames(base.test)]
             for frame, phrase, style in pick(variants, options.max_variants_per_group, ctx.seed, NAME, group):
@@ -137,7 +138,7 @@ class TimeQueries(ConversationProduct[Options]):
                         "test": base.test,
                         "question": text,
                         "time_expression": phrase,
-                        **window_fields(base, now, current),
+                        **fields,
                     },
                 )
 
