@@ -134,8 +134,7 @@ def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
     units = [prepared.unit(position) for position in range(len(prepared.conversations))]
     ctx = BuildContext(loaded)
     steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
-    templates_dir = str(loaded.templates_dir) if loaded.templates_dir else None
-    return steps, Engine(loaded.llm, RunSettings(cache_dir=cache_dir), plan_only=True, templates_dir=templates_dir)
+    return steps, Engine(loaded.llm, RunSettings(cache_dir=cache_dir), plan_only=True, templates_dir=loaded.templates)
 
 
 @app.command()

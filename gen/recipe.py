@@ -113,6 +113,11 @@ class Recipe(StrictModel):
         return self._file
 
     @property
+    def templates(self) -> str | None:
+        """templates_dir as the template loader takes it: the recipe's own templates, shadowing gen's."""
+        return str(self.templates_dir) if self.templates_dir else None
+
+    @property
     def fingerprint(self) -> str:
         """sha256 over what decides the data: run-only settings (output_dir, export) stay out."""
         return self._fingerprint

@@ -50,10 +50,6 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def templates_dir_of(recipe: Recipe) -> str | None:
-    return str(recipe.templates_dir) if recipe.templates_dir else None
-
-
 def output_folder(recipe: Recipe, output_dir: Path | None) -> Path:
     base = output_dir or recipe.output_dir or Path("outputs")
     return Path(base) / recipe.name
@@ -95,7 +91,7 @@ def run(
     if any(uses_llm(b.name) for b in prepared.products):
         from gen.llm.engine import Engine  # only runs with LLM products load the engine
 
-        engine = Engine(recipe.llm, llm_settings, templates_dir=templates_dir_of(recipe))
+        engine = Engine(recipe.llm, llm_settings, templates_dir=recipe.templates)
     try:
         final = build_and_write(prepared, engine, output_dir, say, workers, executor, ray_address)
     finally:
@@ -104,7 +100,7 @@ def run(
     if recipe.export.hub is not None:  # `export: {hub: ...}`: publish the run just written
         from gen.export.hub import push_after_run
 
-        push_after_run(final, recipe.export.hub, templates_dir_of(recipe), say)
+        push_after_run(final, recipe.export.hub, recipe.templates, say)
     return final
 
 
@@ -138,7 +134,7 @@ def build_and_write(
         (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
         write_json(folder.path / "run.json", report)
         (folder.path / "README.md").write_text(
-            render_card(report, templates_dir_of(recipe), folder=folder.path, previous=final / "README.md"),
+            render_card(report, recipe.templates, folder=folder.path, previous=final / "README.md"),
             encoding="utf-8",
         )
         for name, info in report["configs"].items():

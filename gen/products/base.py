@@ -120,7 +120,7 @@ class BuildContext:
 
     @property
     def templates_dir(self) -> str | None:
-        return str(self.recipe.templates_dir) if self.recipe.templates_dir else None
+        return self.recipe.templates
 
     @property
     def seed(self) -> int:

@@ -71,9 +71,7 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
     needs = Needs(timelines=True, products=("log", "time_queries"))
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:
-        wordings = Wordings.for_recipe(
-            str(recipe.templates_dir) if recipe.templates_dir else None, self.options.numeral_styles
-        )
+        wordings = Wordings.for_recipe(recipe.templates, self.options.numeral_styles)
         known = wordings.dialogue_frame_names()
         if unknown := sorted(set(self.options.frames or ()) - set(known)):
             raise GenError(
