@@ -19,7 +19,7 @@ from gen.jsonl import encode_lines
 from gen.model import Conversation
 from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
-from gen.products.registry import REGISTRY, Bound, bind
+from gen.products.registry import REGISTRY, Bound, bind, closure
 from gen.recipe import Recipe
 from gen.sources import load_source, select
 from gen.timeline import Timeline, build_timeline
@@ -200,11 +200,5 @@ def stage_products(products: list[Bound], llm: bool) -> list[Bound]:
     """The products of one stage. The LLM stage also rebuilds (without writing) what its products need."""
     if not llm:
         return [b for b in products if not uses_llm(b.name)]
-    needed: set[str] = set()
-    pending = [b.name for b in products if uses_llm(b.name)]
-    while pending:
-        name = pending.pop()
-        if name not in needed:
-            needed.add(name)
-            pending.extend(REGISTRY[name].needs.products)
+    needed = closure(b.name for b in products if uses_llm(b.name))
     return [Bound(b.product, written=b.written and uses_llm(b.name)) for b in products if b.name in needed]

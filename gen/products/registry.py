@@ -85,9 +85,9 @@ def bind(recipe: Recipe) -> list[Bound]:
         product.check_recipe(recipe, where)
         chosen[entry.type] = product
     wanted = set(chosen)
-    if any(product.needs.timelines for product in chosen.values()):
+    if any(product.needs.timelines for product in chosen.values()):  # a product the recipe names asks about time
         wanted.update(WRITTEN_WITH_TIMELINES)
-    needed = closure(chosen)
+    needed = closure(wanted)
     order = [name for name in REGISTRY if name in needed]
     return [
         Bound(chosen.get(name) or REGISTRY[name](REGISTRY[name].Options()), written=name in wanted)
@@ -109,11 +109,9 @@ def lookup(name: str, recipe: Recipe, where: str) -> type[Product]:
     return cls
 
 
-def closure(chosen: dict[str, Product]) -> set[str]:
-    """The chosen products, the conversations config when timelines are built, and everything they need."""
-    pending = list(chosen)
-    if any(product.needs.timelines for product in chosen.values()):
-        pending += WRITTEN_WITH_TIMELINES
+def closure(names: Iterable[str]) -> set[str]:
+    """The named products and everything they need, directly or not."""
+    pending = list(names)
     seen: set[str] = set()
     while pending:
         name = pending.pop()
