@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -45,10 +46,14 @@ def template_source(name: str, extra_dir: str | None = None) -> tuple[str, str]:
     return source, filename
 
 
+COMMENT = re.compile(r"\{#.*?#\}", re.S)  # jinja comments cannot nest, so the first #} ends one
+
+
 def template_id(name: str, extra_dir: str | None = None) -> str:
-    """A short stable id of a template's text: editing the template changes it."""
+    """A short stable id of a template's text: editing what it says changes it; editing its {# comments #}
+    does not."""
     source, _ = template_source(name, extra_dir)
-    return hashlib.sha256(source.encode()).hexdigest()[:12]
+    return hashlib.sha256(COMMENT.sub("", source).encode()).hexdigest()[:12]
 
 
 def render(name: str, extra_dir: str | None = None, **variables) -> str:

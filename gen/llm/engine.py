@@ -39,7 +39,7 @@ Surface:
     cost, errors by type; plus endpoints (data parameters only), cache path, mode, plans. For run.json.
 ``engine.close()`` (or ``with Engine(...) as engine:``): finishes cache writes, closes connections.
 
-Behaviour (SPEC §9): one concurrency limit, requests/tokens-per-minute buckets and 429 pause per endpoint,
+Behaviour: one concurrency limit, requests/tokens-per-minute buckets and 429 pause per endpoint,
 shared by all steps (:mod:`gen.llm.limiter`); retries, backoff and the failures that stop the run as in
 :mod:`gen.llm.request`; a content-addressed SQLite cache (:mod:`gen.llm.cache`; errors and truncated replies
 never stored) so a re-run makes no calls and an interrupted run resumes; ``offline`` turns the first cache
