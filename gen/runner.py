@@ -59,7 +59,7 @@ def output_folder(recipe: Recipe, output_dir: Path | None) -> Path:
 
 
 class Tallies:
-    """Running totals over every shard: checks and counts per product/config, rejects per product."""
+    """Running totals over every shard: checks per product, counts per config, seconds per step."""
 
     def __init__(self, products: list[Bound]) -> None:
         self.checks = {b.name: Checks() for b in products if b.written}
@@ -129,8 +129,7 @@ def build_and_write(
             for handle in files.values():
                 handle.close()
         report = run_report(prepared, products, tallies, engine)
-        write_rejects(folder.path / "rejects.jsonl", reject_parts, products, engine)
-        report["rejects"] = sum(1 for _ in (folder.path / "rejects.jsonl").open(encoding="utf-8"))
+        report["rejects"] = write_rejects(folder.path / "rejects.jsonl", reject_parts, products, engine)
         (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
         write_json(folder.path / "run.json", report)
         (folder.path / "README.md").write_text(
@@ -182,19 +181,22 @@ def write_shard(folder: Path, split: str, result: ShardResult, files: dict[str, 
             handle.write(encode_lines(rejects))
 
 
-def write_rejects(path: Path, parts: Path, products: list[Bound], engine: Engine | None) -> None:
-    """rejects.jsonl: each product's rejects in build order, then the LLM engine's (failed calls)."""
-    with path.open("wb") as out:
-        for bound in products:
-            part = parts / f"{bound.name}.jsonl"
-            if part.exists():
-                out.write(part.read_bytes())
-        if engine is not None:
-            out.write(encode_lines(engine.rejects))
-    if parts.exists():
-        for part in parts.iterdir():
+def write_rejects(path: Path, parts: Path, products: list[Bound], engine: Engine | None) -> int:
+    """rejects.jsonl: each product's rejects in build order, then the LLM engine's (failed calls); returns how
+    many there are."""
+    chunks = []
+    for bound in products:
+        part = parts / f"{bound.name}.jsonl"
+        if part.exists():
+            chunks.append(part.read_bytes())
             part.unlink()
+    if parts.exists():
         parts.rmdir()
+    if engine is not None:
+        chunks.append(encode_lines(engine.rejects))
+    data = b"".join(chunks)
+    path.write_bytes(data)
+    return data.count(b"\n")
 
 
 def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engine: Engine | None) -> dict:
