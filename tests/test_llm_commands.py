@@ -22,6 +22,29 @@ def plain_question(request):
     return {"question": f"What did {speaker} talk about {reference}?"}
 
 
+def tcq_recipe(path, base_url: str, temperature: float = 0.7):
+    """log + time_content_questions (4 per conversation) over the bundled sample, against `base_url`."""
+    return write_recipe(
+        path,
+        {
+            "name": "tcq",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+            "timeline": {"padding": {"mode": "donor", "target_words": 800}},
+            "llm": {
+                "main": {
+                    "model": "fake-model",
+                    "base_url": base_url,
+                    "api_key_env": "GEN_TEST_KEY",
+                    "temperature": temperature,
+                    "seed": 1,
+                }
+            },
+            "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}],
+        },
+    )
+
+
 @pytest.fixture
 def setup(tmp_path, monkeypatch):
     monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
@@ -29,25 +52,7 @@ def setup(tmp_path, monkeypatch):
     with FakeOpenAI(plain_question) as server:
 
         def recipe(temperature: float = 0.7):
-            return write_recipe(
-                tmp_path / "r.yaml",
-                {
-                    "name": "tcq",
-                    "seed": 13,
-                    "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
-                    "timeline": {"padding": {"mode": "donor", "target_words": 800}},
-                    "llm": {
-                        "main": {
-                            "model": "fake-model",
-                            "base_url": server.base_url,
-                            "api_key_env": "GEN_TEST_KEY",
-                            "temperature": temperature,
-                            "seed": 1,
-                        }
-                    },
-                    "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}],
-                },
-            )
+            return tcq_recipe(tmp_path / "r.yaml", server.base_url, temperature)
 
         yield server, recipe, tmp_path
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli, write_recipe
+from tests.conftest import REPO, run_cli
 from tests.fakes.openai_server import FakeOpenAI
-from tests.test_llm_commands import KEY, plain_question
+from tests.test_llm_commands import KEY, plain_question, tcq_recipe
 from tests.test_seam import run_folder_bytes
 
 try:
@@ -88,25 +88,7 @@ def test_with_ray_the_llm_stage_makes_the_calls_of_the_local_executor(
 ):
     monkeypatch.setenv("GEN_TEST_KEY", KEY)
     with FakeOpenAI(plain_question) as server:
-        recipe = write_recipe(
-            tmp_path / "r.yaml",
-            {
-                "name": "tcq",
-                "seed": 13,
-                "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
-                "timeline": {"padding": {"mode": "donor", "target_words": 800}},
-                "llm": {
-                    "main": {
-                        "model": "fake-model",
-                        "base_url": server.base_url,
-                        "api_key_env": "GEN_TEST_KEY",
-                        "temperature": 0.7,
-                        "seed": 1,
-                    }
-                },
-                "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}],
-            },
-        )
+        recipe = tcq_recipe(tmp_path / "r.yaml", server.base_url)
         calls, outputs = {}, {}
         for executor in ("local", "ray"):
             first = server.count

@@ -284,14 +284,14 @@ def test_validator_catches_wrong_records():
 
 
 def test_options_choose_tests_styles_spans_and_variant_limit():
-    rows, ctx, opts = build(
-        ann_bob(),
-        tests=["session_span", "day_span", "rel_day"],
-        span_length=2,
-        day_spans=[1],
-        numeral_styles=["digits"],
-        max_variants_per_group=4,
-    )
+    chosen = {
+        "tests": ["session_span", "day_span", "rel_day"],
+        "span_length": 2,
+        "day_spans": [1],
+        "numeral_styles": ["digits"],
+        "max_variants_per_group": 4,
+    }
+    rows, ctx, opts = build(ann_bob(), **chosen)
     assert {r["test"] for r in rows} == {"session_span", "day_span", "rel_day"}
     spans = {(r["params"]["first_session"], r["params"]["last_session"]) for r in rows if r["test"] == "session_span"}
     assert spans == {(1, 2), (2, 3), (3, 4), (4, 5)}
@@ -302,14 +302,7 @@ def test_options_choose_tests_styles_spans_and_variant_limit():
     assert not any("three" in r["question"] or "five" in r["question"] for r in rows)
     assert max(Counter(r["group_id"] for r in rows).values()) == 4
     assert ctx.validate("time_queries", rows, opts).passed
-    again, _, _ = build(
-        ann_bob(),
-        tests=["session_span", "day_span", "rel_day"],
-        span_length=2,
-        day_spans=[1],
-        numeral_styles=["digits"],
-        max_variants_per_group=4,
-    )
+    again, _, _ = build(ann_bob(), **chosen)
     assert [r["question"] for r in again] == [r["question"] for r in rows]
 
 

@@ -19,8 +19,8 @@ from gen.errors import GenError
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.temporal import window_checks
-from gen.products.temporal.time_queries import Yearless, params_feature, pick, question_id, window_fields
-from gen.products.temporal.windows import WindowOptions, base_questions
+from gen.products.temporal.time_queries import pick, question_id, window_features, worded_windows
+from gen.products.temporal.windows import WindowOptions
 from gen.products.temporal.wordings import SLOT, Wordings
 from gen.recipe import Recipe
 
@@ -54,11 +54,7 @@ def features():
             "final_utterance": Value("string"),
             "resolved_question": Value("string"),
             "time_expression": Value("string"),
-            "params": params_feature(),
-            "now": Value("string"),
-            "current_session": Value("int64"),
-            "relevant_response_indices": List(Value("int64")),
-            "num_relevant": Value("int64"),
+            **window_features(),
         }
     )
 
@@ -82,16 +78,12 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
             )
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
-        options, timeline = self.options, unit.stamped
+        options = self.options
         wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
-        yearless = Yearless(timeline)
-        speakers = timeline.conversation.speakers
-        now, current = timeline.now.isoformat(timespec="seconds"), timeline.current_session
+        speakers = unit.conversation.speakers
         seen: set[tuple] = set()
-        for base in base_questions(timeline, options):
+        for base, phrases, fields in worded_windows(unit.stamped, options, wordings):
             group = base.group_id
-            fields = window_fields(base, now, current)  # shared by the variants, never changed
-            phrases = wordings.phrases(base, yearless.ok(base))
             dialogues = wordings.dialogues(base.test, speakers, options.frames)
             if options.pairing == "all":
                 combos = [(d, p) for d in dialogues for p in phrases]

@@ -68,16 +68,34 @@ def window_fields(base: BaseQuestion, now: str, current_session: int) -> dict:
     }
 
 
-def params_feature() -> dict:
-    from datasets import Value
+def worded_windows(
+    timeline: Timeline, options: WindowOptions, wordings: Wordings
+) -> Iterator[tuple[BaseQuestion, list[tuple[str, str]], dict]]:
+    """Each base question of the conversation, with its (time phrase, style) pairs and the window fields its
+    variants share (shared with ambiguous_time_queries, never changed)."""
+    yearless = Yearless(timeline)
+    now, current = timeline.now.isoformat(timespec="seconds"), timeline.current_session
+    for base in base_questions(timeline, options):
+        yield base, wordings.phrases(base, yearless.ok(base)), window_fields(base, now, current)
+
+
+def window_features() -> dict:
+    """The features of `window_fields`, in the same order."""
+    from datasets import List, Value
 
     ints = ("session", "first_session", "last_session", "sessions_ago", "days_ago", "months_ago", "days")
     strings = ("date", "first_date", "last_date", "month", "weekday")
-    return {**{k: Value("int64") for k in ints}, **{k: Value("string") for k in strings}}
+    return {
+        "params": {**{k: Value("int64") for k in ints}, **{k: Value("string") for k in strings}},
+        "now": Value("string"),
+        "current_session": Value("int64"),
+        "relevant_response_indices": List(Value("int64")),
+        "num_relevant": Value("int64"),
+    }
 
 
 def features():
-    from datasets import Features, List, Value
+    from datasets import Features, Value
 
     return Features(
         {
@@ -87,11 +105,7 @@ def features():
             "test": Value("string"),
             "question": Value("string"),
             "time_expression": Value("string"),
-            "params": params_feature(),
-            "now": Value("string"),
-            "current_session": Value("int64"),
-            "relevant_response_indices": List(Value("int64")),
-            "num_relevant": Value("int64"),
+            **window_features(),
         }
     )
 
@@ -104,15 +118,11 @@ class TimeQueries(ConversationProduct[Options]):
     needs = Needs(timelines=True, products=("log",))
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
-        options, timeline = self.options, unit.stamped
+        options = self.options
         wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
-        yearless = Yearless(timeline)
-        now, current = timeline.now.isoformat(timespec="seconds"), timeline.current_session
         seen: set[str] = set()
-        for base in base_questions(timeline, options):
+        for base, phrases, fields in worded_windows(unit.stamped, options, wordings):
             group = base.group_id
-            fields = window_fields(base, now, current)  # shared by the variants, never changed
-            phrases = wordings.phrases(base, yearless.ok(base))
             variants = [(frame, phrase, style) for phrase, style in phrases for frame in wordings.frames(base.test)]
             for frame, phrase, style in pick(variants, options.max_variants_per_group, ctx.seed, NAME, group):
                 text = frame.replace(SLOT, phrase)
