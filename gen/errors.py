@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -18,6 +19,7 @@ class GenError(Exception):
     record: str | None = None
     field: str | None = None
     expected: str | None = None
+    exit_code: int = 2  # the CLI's exit status: 2 for bad input and usage
 
     def __post_init__(self) -> None:
         super().__init__(str(self))
@@ -28,3 +30,13 @@ class GenError(Exception):
         if self.expected:
             text += f" (expected {self.expected})"
         return text
+
+
+@dataclass
+class Stopped(GenError):
+    """The run stopped before its end (reject limit, an endpoint given up on, Ctrl-C). What was made so far is
+    kept: the runner writes `rejects` (records with a reason and the raw reply) with the others, and a report
+    with this message as the stop reason, then names the folder it kept."""
+
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    exit_code: int = 1
