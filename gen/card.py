@@ -20,13 +20,13 @@ import yaml
 from gen import templating
 from gen.jsonl import read_jsonl
 from gen.products.registry import config_spec
+from gen.provenance import public_recipe
 
 if TYPE_CHECKING:
     from gen.export.folder import ExportFile
 
 FACTS = "card/facts.yaml"
 OWNED_KEYS = ("configs", "dataset_info", "license")  # always gen's: they must describe the files next to the card
-BUNDLED_DATA = Path(__file__).resolve().parent / "data"
 SIZE_CATEGORIES = (
     (10**3, "n<1K"),
     (10**4, "1K<n<10K"),
@@ -126,8 +126,7 @@ def load_facts(templates_dir: str | None = None) -> dict:
 
 def source_facts(source: dict, facts: dict) -> dict:
     """The facts entry for one of run.json's sources: bundled files first, then the source format."""
-    origin = str(source.get("origin", ""))
-    bundled = not origin.startswith("hf:") and Path(origin).resolve().parent == BUNDLED_DATA
+    bundled = bool(source.get("bundled"))
     for key, entry in facts["sources"].items():
         if entry.get("bundled") if bundled else source.get("format") in entry.get("match", []):
             return {"id": key, **entry}
@@ -295,6 +294,7 @@ def card_data(
     data_files: dict[str, str] | None = None,
     repo_id: str | None = None,
     files: Sequence[ExportFile] | None = None,
+    target: Path | None = None,
 ) -> dict:
     """Everything the template shows, gathered from the run report, the run folder and the facts."""
     facts = load_facts(templates_dir)
@@ -342,14 +342,13 @@ def card_data(
         "split": report["split"],
         "format": data_format,
         "on_hub": repo_id is not None,
-        "target": repo_id
-        or (f"outputs/{report['recipe']['name']}" if data_format == "jsonl" else "path/to/this/folder"),
+        "target": repo_id or (str(target) if target is not None else "path/to/this/folder"),
         "configs": config_list,
         "config_names": list(configs),
         "sources": sources,
         "licenses": licenses(sources),
         "methods": used_methods,
-        "recipe_text": recipe_text,
+        "recipe_text": public_recipe(recipe_text) if recipe_text else None,
         "endpoints": endpoints(recipe),
         "provenance": provenance(configs),
         "rejects": reject_stats(folder, configs),
@@ -394,6 +393,7 @@ def render_card(
     files: Sequence[ExportFile] | None = None,
     existing: Iterable[dict] = (),
     overrides: dict | None = None,
+    target: Path | None = None,
 ) -> str:
     """The whole README.md.
 
@@ -401,6 +401,7 @@ def render_card(
     previous: an earlier card at the destination, whose metadata is kept (merge_metadata);
     data_format / data_files / dataset_info / repo_id / files: what the export changes (parquet on the Hub);
     existing: more metadata to merge, above `previous` (e.g. the card already on the Hub);
+    target: where the run folder is, as the user named it (the card's loading snippets use it);
     overrides: metadata that wins over everything gen derives (the recipe's export.hub.card)."""
     data = card_data(
         report,
@@ -410,6 +411,7 @@ def render_card(
         data_files=data_files,
         repo_id=repo_id,
         files=files,
+        target=target,
     )
     base: dict = {}
     for metadata in [read_card_metadata(previous), *existing]:

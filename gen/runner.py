@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import platform
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from gen.card import render_card
-from gen.errors import GenError
+from gen.errors import GenError, Stopped
 from gen.executors import llm_results, local_results, ray_results
 from gen.jsonl import encode_lines, write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
+from gen.provenance import portable_recipe, public_llm_report, relative_origin
 from gen.recipe import Recipe
 from gen.work import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
 from gen.writer import RunFolder
@@ -117,37 +118,83 @@ def build_and_write(
     final = output_folder(recipe, output_dir)
     products = prepared.products
     tallies = Tallies(products)
-    with RunFolder(final) as folder:
-        files: dict[str, IO[bytes]] = {}
-        reject_parts = folder.path / ".rejects"
+    with RunFolder(final, recipe_inputs(recipe), say) as folder:
+        shards = ShardWriter(folder.path, recipe.split)
         try:
             for results in stages(prepared, products, engine, workers, executor, ray_address):
                 for result in results:
-                    write_shard(folder.path, recipe.split, result, files, reject_parts)
+                    shards.write(result)
                     tallies.add(result)
-        finally:
-            for handle in files.values():
-                handle.close()
-        report = run_report(prepared, products, tallies, engine)
-        report["rejects"] = write_rejects(folder.path / "rejects.jsonl", reject_parts, products, engine)
-        (folder.path / "recipe.yaml").write_bytes(recipe.file.read_bytes())
-        write_json(folder.path / "run.json", report)
+        except (Exception, KeyboardInterrupt) as exc:
+            shards.close()
+            stop = stop_of(exc)
+            kept = folder.keep_at("stopped")
+            report = run_report(prepared, products, tallies, engine, final)
+            report["stopped"] = {"reason": stop.message, "exit_code": stop.exit_code}
+            report["rejects"] = write_rejects(folder.path, products, engine, stop.rejects)
+            write_provenance(folder.path, final, recipe, report)
+            stop.message = (
+                f"{stop.message}\nKept the records made so far, rejects.jsonl ({report['rejects']:,} rejects) and "
+                f"run.json with the stop reason in {kept}; {final} is unchanged. Run the same command again to "
+                "resume: completed LLM calls are cached and not repeated."
+            )
+            if stop is exc or isinstance(exc, KeyboardInterrupt):
+                raise stop from None
+            say(stop.message)  # an internal error: its traceback follows
+            raise
+        shards.close()
+        report = run_report(prepared, products, tallies, engine, final)
+        report["rejects"] = write_rejects(folder.path, products, engine)
+        write_provenance(folder.path, final, recipe, report)
         (folder.path / "README.md").write_text(
-            render_card(report, recipe.templates, folder=folder.path, previous=final / "README.md"),
+            render_card(
+                report,
+                recipe.templates,
+                folder=folder.path,
+                previous=final / "README.md",
+                target=final,
+            ),
             encoding="utf-8",
         )
         for name, info in report["configs"].items():
             passed = report["validation"][info["product"]]["passed"]
             say(f"{name}: {info['records']:,} records, validation {'passed' if passed else 'FAILED'}")
+            if missing := info.get("summary", {}).get("not_produced"):
+                say(f"{name}: asked for, but no conversation gave any: {', '.join(missing)}")
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
-            folder.keep_failed_at = final.parent / f".{final.name}.failed"
+            kept = folder.keep_at("failed")
             raise GenError(
                 f"validation failed for {', '.join(failed)}; nothing was published. The records and "
-                f"run.json are kept for inspection in {folder.keep_failed_at}",
+                f"run.json are kept for inspection in {kept}",
                 file=recipe.file,
+                exit_code=1,
             )
     return final
+
+
+def stop_of(exc: BaseException) -> Stopped:
+    """The stop to report for whatever ended the run early."""
+    if isinstance(exc, Stopped):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return Stopped("interrupted (Ctrl-C)", exit_code=130)
+    if isinstance(exc, GenError):
+        return Stopped(str(exc), exit_code=exc.exit_code)
+    return Stopped(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def recipe_inputs(recipe: Recipe) -> list[Path]:
+    """Files and folders the recipe reads: a run may never replace them."""
+    paths = [source.path for source in recipe.sources if source.path is not None]
+    paths += [p for p in (recipe.timeline.padding.path, recipe.templates_dir) if p is not None]
+    return [Path(p) for p in paths]
+
+
+def write_provenance(folder: Path, final: Path, recipe: Recipe, report: dict) -> None:
+    """run.json and a recipe.yaml that rebuilds the run from anywhere (its paths point from `final`)."""
+    (folder / "recipe.yaml").write_text(portable_recipe(recipe, final), encoding="utf-8")
+    write_json(folder / "run.json", report)
 
 
 def stages(
@@ -168,22 +215,38 @@ def stages(
         yield llm_results(prepared, stage_products(products, llm=True), engine)
 
 
-def write_shard(folder: Path, split: str, result: ShardResult, files: dict[str, IO[bytes]], reject_parts: Path) -> None:
-    for config, lines in result.lines.items():
-        if config not in files:
-            path = folder / config / f"{split}.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            files[config] = path.open("wb")
-        files[config].write(lines)
-    for product, rejects in result.rejects.items():
-        reject_parts.mkdir(exist_ok=True)
-        with (reject_parts / f"{product}.jsonl").open("ab") as handle:
-            handle.write(encode_lines(rejects))
+class ShardWriter:
+    """Appends each shard's records to its config's file and its rejects to a part file per product."""
+
+    def __init__(self, folder: Path, split: str) -> None:
+        self.folder, self.split = folder, split
+        self.files: dict[str, IO[bytes]] = {}
+
+    def write(self, result: ShardResult) -> None:
+        for config, lines in result.lines.items():
+            if config not in self.files:
+                path = self.folder / config / f"{self.split}.jsonl"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.files[config] = path.open("wb")
+            self.files[config].write(lines)
+        for product, rejects in result.rejects.items():
+            (self.folder / REJECT_PARTS).mkdir(exist_ok=True)
+            with (self.folder / REJECT_PARTS / f"{product}.jsonl").open("ab") as handle:
+                handle.write(encode_lines(rejects))
+
+    def close(self) -> None:
+        for handle in self.files.values():
+            handle.close()
+        self.files.clear()
 
 
-def write_rejects(path: Path, parts: Path, products: list[Bound], engine: Engine | None) -> int:
-    """rejects.jsonl: each product's rejects in build order, then the LLM engine's (failed calls); returns how
-    many there are."""
+REJECT_PARTS = ".rejects"
+
+
+def write_rejects(folder: Path, products: list[Bound], engine: Engine | None, stopped: Sequence[dict] = ()) -> int:
+    """rejects.jsonl: each product's rejects in build order, then those of a step that stopped the run, then
+    the LLM engine's (failed calls); returns how many there are."""
+    parts = folder / REJECT_PARTS
     chunks = []
     for bound in products:
         part = parts / f"{bound.name}.jsonl"
@@ -192,14 +255,16 @@ def write_rejects(path: Path, parts: Path, products: list[Bound], engine: Engine
             part.unlink()
     if parts.exists():
         parts.rmdir()
+    chunks.append(encode_lines(list(stopped)))
     if engine is not None:
         chunks.append(encode_lines(engine.rejects))
     data = b"".join(chunks)
-    path.write_bytes(data)
+    (folder / "rejects.jsonl").write_bytes(data)
     return data.count(b"\n")
 
 
-def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engine: Engine | None) -> dict:
+def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engine: Engine | None, final: Path) -> dict:
+    """run.json; it names nothing of this machine (paths are relative to the run folder)."""
     recipe = prepared.recipe
     report: dict[str, Any] = {
         "recipe": {
@@ -210,7 +275,7 @@ def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engi
         },
         "packages": package_versions(),
         "split": recipe.split,
-        "sources": prepared.sources,
+        "sources": [{**source, "origin": relative_origin(source["origin"], final)} for source in prepared.sources],
         "configs": {},
         "validation": {},
         "timings_s": dict(prepared.timings),
@@ -240,5 +305,5 @@ def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engi
             step: round(tallies.seconds[f"{product.name}.{step}"], 3) for step in ("build", "validate", "encode")
         }
     if engine is not None:  # calls made, cached, failed, tokens and cost per step
-        report["llm"] = engine.report()
+        report["llm"] = public_llm_report(engine.report())
     return report

@@ -57,6 +57,9 @@ class Prepared:
         return Unit(self.conversations[position], timeline)
 
 
+BUNDLED_DATA = Path(__file__).resolve().parent / "data"  # the sample shipped with gen
+
+
 def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None) -> Prepared:
     started = time.perf_counter()
     products = bind(recipe)
@@ -73,6 +76,7 @@ def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None)
                 "format": spec.format,
                 "origin": spec.origin,
                 "origin_name": Path(spec.origin).name,
+                "bundled": spec.path is not None and spec.path.resolve().parent == BUNDLED_DATA,
                 "loaded": len(pool),
                 "selected": len(chosen),
             }

@@ -81,9 +81,9 @@ def run_folder_bytes(folder: Path) -> dict[str, bytes]:
                 report = json.loads(data)
                 report.pop("timings_s")
                 data = json.dumps(report, sort_keys=True).encode()
-            if path.name == "README.md":  # the card quotes the recipe as written
-                before, _, rest = data.partition(b"```yaml\nname:")
-                data = before + rest.partition(b"```")[2]
+            if path.name == "README.md":  # the card quotes the recipe as written and names the folder
+                before, _, rest = data.partition(b"```yaml\n# ")
+                data = (before + rest.partition(b"```")[2]).replace(str(folder).encode(), b"<run folder>")
             out[str(path.relative_to(folder))] = data
     return out
 

@@ -22,6 +22,7 @@ from typing import Any
 from gen.errors import GenError
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
 from gen.jsonl import read_jsonl
+from gen.provenance import public_llm_report, public_recipe
 
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
 EXTRA_FILES = ("recipe.yaml", "run.json", "rejects.jsonl")
@@ -304,16 +305,21 @@ def copy_extras(run_dir: Path, dest: Path, export: Export) -> None:
             (dest / name).write_text(
                 json.dumps(public_report(export.report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
             )
+        elif name == "recipe.yaml":
+            (dest / name).write_text(public_recipe(source.read_text(encoding="utf-8")), encoding="utf-8")
         else:
             shutil.copyfile(source, dest / name)
         export.files.append(ExportFile(name, (dest / name).stat().st_size))
 
 
 def public_report(report: dict) -> dict:
-    """run.json as published: local source paths (which name the user's folders) reduced to their file names."""
+    """run.json as published: local source paths (which name the user's folders) reduced to their file names,
+    the LLM cache's location and local endpoints left out."""
     public = json.loads(json.dumps(report))
     for source in public.get("sources", []):
         origin = str(source.get("origin", ""))
         if origin and not origin.startswith("hf:"):
             source["origin"] = Path(origin).name
+    if isinstance(public.get("llm"), dict):
+        public["llm"] = public_llm_report(public["llm"])
     return public

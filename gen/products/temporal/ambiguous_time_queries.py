@@ -178,6 +178,6 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
         return counts
 
     def summary(self, config: str, counts: Counter) -> dict:
-        out = window_checks.summary(counts)
+        out = window_checks.summary(counts, self.options.tests)
         out["by_frame"] = dict(sorted((key[1], n) for key, n in counts.items() if key[0] == "frame"))
         return out

@@ -173,4 +173,4 @@ class TimeQueries(ConversationProduct[Options]):
         return window_checks.count(records)
 
     def summary(self, config: str, counts: Counter) -> dict:
-        return window_checks.summary(counts)
+        return window_checks.summary(counts, self.options.tests)

@@ -278,8 +278,9 @@ def count(rows: Sequence[dict]) -> Counter[tuple[str, str]]:
     return counts
 
 
-def summary(counts: Counter) -> dict:
-    """Per test: base questions (groups), variants (records) and conversations with at least one question."""
+def summary(counts: Counter, asked: Sequence[str]) -> dict:
+    """Per asked test: base questions (groups), variants (records) and conversations with at least one question.
+    A test asked for that produced nothing stays in the table with zeros and is named in `not_produced`."""
     tests = {
         test: {
             "base_questions": counts["base_questions", test],
@@ -287,7 +288,7 @@ def summary(counts: Counter) -> dict:
             "conversations": counts["conversations", test],
         }
         for test in TESTS
-        if counts["variants", test]
+        if test in asked
     }
     return {
         "by_test": tests,
@@ -296,4 +297,5 @@ def summary(counts: Counter) -> dict:
             "variants": sum(t["variants"] for t in tests.values()),
             "conversations": counts["conversations", "*"],
         },
+        "not_produced": [test for test, row in tests.items() if not row["variants"]],
     }
