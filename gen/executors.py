@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import signal
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,11 @@ LLM_BATCH = 64  # conversations per batch in the LLM stage: one engine step cove
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
 
 _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, read by the workers
+
+
+def _ignore_interrupts() -> None:
+    """Ctrl-C reaches the whole process group: the parent stops the pool and reports; workers stay quiet."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _process_in_worker(positions: Sequence[int]) -> ShardResult:
@@ -47,7 +53,7 @@ def local_results(prepared: Prepared, products: list[Bound], workers: int | None
         )
     _WORKER_STATE.update(prepared=prepared, products=products)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_ignore_interrupts) as pool:
             yield from pool.imap(_process_in_worker, shards, chunksize=1)
     finally:
         _WORKER_STATE.clear()

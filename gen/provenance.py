@@ -105,8 +105,6 @@ def public_llm_report(llm: dict[str, Any]) -> dict[str, Any]:
     return public
 
 
-def relative_origin(origin: str, final: Path) -> str:
-    """A source's origin as run.json keeps it: Hub names as they are, local paths relative to the run folder."""
-    if origin.startswith("hf:"):
-        return origin
-    return os.path.relpath(origin, final.resolve())
+def public_origin(origin: str) -> str:
+    """A source's origin as published: Hub names as they are, local paths reduced to the file name."""
+    return origin if origin.startswith("hf:") else Path(origin).name

@@ -29,7 +29,7 @@ from gen.executors import llm_results, local_results, ray_results
 from gen.jsonl import encode_lines, write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
-from gen.provenance import portable_recipe, public_llm_report, relative_origin
+from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
 from gen.work import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
 from gen.writer import RunFolder
@@ -133,12 +133,12 @@ def build_and_write(
             report["stopped"] = {"reason": stop.message, "exit_code": stop.exit_code}
             report["rejects"] = write_rejects(folder.path, products, engine, stop.rejects)
             write_provenance(folder.path, final, recipe, report)
+            resume = " (completed LLM calls are cached, so none is made twice)" if engine is not None else ""
             stop.message = (
-                f"{stop.message}\nKept the records made so far, rejects.jsonl ({report['rejects']:,} rejects) and "
-                f"run.json with the stop reason in {kept}; {final} is unchanged. Run the same command again to "
-                "resume: completed LLM calls are cached and not repeated."
+                f"{stop.message}; kept the records so far, rejects.jsonl ({report['rejects']:,}) and run.json with "
+                f"the stop reason in {kept} ({final} is unchanged); to resume, run the same command again{resume}"
             )
-            if stop is exc or isinstance(exc, KeyboardInterrupt):
+            if isinstance(exc, (GenError, KeyboardInterrupt)):
                 raise stop from None
             say(stop.message)  # an internal error: its traceback follows
             raise
@@ -264,7 +264,7 @@ def write_rejects(folder: Path, products: list[Bound], engine: Engine | None, st
 
 
 def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engine: Engine | None, final: Path) -> dict:
-    """run.json; it names nothing of this machine (paths are relative to the run folder)."""
+    """run.json; it names nothing of this machine (the recipe.yaml next to it has the paths)."""
     recipe = prepared.recipe
     report: dict[str, Any] = {
         "recipe": {
@@ -275,7 +275,7 @@ def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engi
         },
         "packages": package_versions(),
         "split": recipe.split,
-        "sources": [{**source, "origin": relative_origin(source["origin"], final)} for source in prepared.sources],
+        "sources": [{**source, "origin": public_origin(source["origin"])} for source in prepared.sources],
         "configs": {},
         "validation": {},
         "timings_s": dict(prepared.timings),

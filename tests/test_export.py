@@ -375,6 +375,11 @@ def test_a_failed_or_incomplete_run_is_not_exported(quickstart, tmp_path):
         build_export(folder, tmp_path / "export")
     with pytest.raises(GenError, match=r"run\.json is missing"):
         build_export(quickstart / "log", tmp_path / "export")
+    report["validation"]["log"]["passed"] = True
+    report["stopped"] = {"reason": "interrupted (Ctrl-C)", "exit_code": 130}
+    write_json(folder / "run.json", report)
+    with pytest.raises(GenError, match=r"stopped before its end \(interrupted"):
+        build_export(folder, tmp_path / "export")
 
 
 def test_the_export_never_overwrites_an_unrelated_folder(quickstart, tmp_path):

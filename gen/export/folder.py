@@ -22,7 +22,7 @@ from typing import Any
 from gen.errors import GenError
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
 from gen.jsonl import read_jsonl
-from gen.provenance import public_llm_report, public_recipe
+from gen.provenance import public_llm_report, public_origin, public_recipe
 
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
 EXTRA_FILES = ("recipe.yaml", "run.json", "rejects.jsonl")
@@ -109,6 +109,13 @@ def read_run(run_dir: Path) -> dict:
         configs, split = report["configs"], report["split"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise GenError(f"run.json is not a gen run report ({exc})", file=report_path) from None
+    if report.get("stopped"):
+        raise GenError(
+            f"this run stopped before its end ({report['stopped'].get('reason', '?')}); only a finished run is "
+            "published",
+            file=report_path,
+            field="stopped",
+        )
     failed = [name for name, result in report.get("validation", {}).items() if not result.get("passed")]
     if failed:
         raise GenError(
@@ -317,9 +324,7 @@ def public_report(report: dict) -> dict:
     the LLM cache's location and local endpoints left out."""
     public = json.loads(json.dumps(report))
     for source in public.get("sources", []):
-        origin = str(source.get("origin", ""))
-        if origin and not origin.startswith("hf:"):
-            source["origin"] = Path(origin).name
+        source["origin"] = public_origin(str(source.get("origin", "")))
     if isinstance(public.get("llm"), dict):
         public["llm"] = public_llm_report(public["llm"])
     return public
