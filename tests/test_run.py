@@ -112,7 +112,7 @@ def test_a_run_that_fails_validation_is_kept_aside_and_not_published(tmp_path, c
 
     monkeypatch.setattr("gen.products.core.log.Log.validate", failing)
     code, _, err = run_cli(["run", make_recipe(tmp_path, "good.json"), "--output-dir", tmp_path / "out"], capsys)
-    assert code == 2 and "validation failed for log" in err
+    assert code == 1 and "validation failed for log" in err
     assert not (tmp_path / "out" / "atomic").exists()
     kept = json.loads((tmp_path / "out" / ".atomic.failed" / "run.json").read_text())
     forced = kept["validation"]["log"]["checks"]["always fails"]
