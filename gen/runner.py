@@ -127,17 +127,7 @@ def build_and_write(
                     tallies.add(result)
         except (Exception, KeyboardInterrupt) as exc:
             shards.close()
-            stop = stop_of(exc)
-            kept = folder.keep_at("stopped")
-            report = run_report(prepared, products, tallies, engine, final)
-            report["stopped"] = {"reason": stop.message, "exit_code": stop.exit_code}
-            report["rejects"] = write_rejects(folder.path, products, engine, stop.rejects)
-            write_provenance(folder.path, final, recipe, report)
-            resume = " (completed LLM calls are cached, so none is made twice)" if engine is not None else ""
-            stop.message = (
-                f"{stop.message}; kept the records so far, rejects.jsonl ({report['rejects']:,}) and run.json with "
-                f"the stop reason in {kept} ({final} is unchanged); to resume, run the same command again{resume}"
-            )
+            stop = keep_stopped(folder, prepared, tallies, engine, final, stop_of(exc))
             if isinstance(exc, (GenError, KeyboardInterrupt)):
                 raise stop from None
             say(stop.message)  # an internal error: its traceback follows
@@ -171,6 +161,24 @@ def build_and_write(
                 exit_code=1,
             )
     return final
+
+
+def keep_stopped(
+    folder: RunFolder, prepared: Prepared, tallies: Tallies, engine: Engine | None, final: Path, stop: Stopped
+) -> Stopped:
+    """Keep what a stopped run made (records, rejects, run.json with the reason) in `.<name>.stopped`; `stop`
+    comes back with a message that says where and how to resume."""
+    kept = folder.keep_at("stopped")
+    report = run_report(prepared, prepared.products, tallies, engine, final)
+    report["stopped"] = {"reason": stop.message, "exit_code": stop.exit_code}
+    report["rejects"] = write_rejects(folder.path, prepared.products, engine, stop.rejects)
+    write_provenance(folder.path, final, prepared.recipe, report)
+    resume = " (completed LLM calls are cached, so none is made twice)" if engine is not None else ""
+    stop.message = (
+        f"{stop.message}; kept the records so far, rejects.jsonl ({report['rejects']:,}) and run.json with the "
+        f"stop reason in {kept} ({final} is unchanged); to resume, run the same command again{resume}"
+    )
+    return stop
 
 
 def stop_of(exc: BaseException) -> Stopped:
