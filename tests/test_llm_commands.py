@@ -14,8 +14,15 @@ from tests.fakes.openai_server import FakeOpenAI
 KEY = "sk-test-RECOGNISABLE-0123456789"
 
 
+def is_probe(request) -> bool:
+    """The request `structured_output: auto` sends once per endpoint to learn what it accepts."""
+    return "Reply with the JSON object" in request.last_user
+
+
 def plain_question(request):
     """A model that always writes 'What did <speaker> talk about <time phrase>?'."""
+    if is_probe(request):
+        return {"ok": True}
     prompt = request.last_user
     speaker = re.search(r"^1\. It asks about what (.+?) said", prompt, re.M).group(1)
     reference = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
@@ -73,11 +80,15 @@ def test_plan_run_offline_rerun_and_preview(setup, capsys):
 
     code, _, err = run_cli(["run", recipe(), "--output-dir", out_dir], capsys)
     assert code == 0, err
-    assert server.count == 8
+    assert server.count == 1 + 8  # structured_output auto: one probe (accepted at once), then 8 questions
+    assert is_probe(server.requests[0]) and server.requests[0].response_format["type"] == "json_schema"
+    assert "structured_output auto uses json_schema, found by a probe" in err
     rows = read_jsonl(out_dir / "tcq" / "time_content_questions" / "test.jsonl")
     report = json.loads((out_dir / "tcq" / "run.json").read_text())
     assert len(rows) == 8 and report["validation"]["time_content_questions"]["passed"]
     assert report["llm"]["steps"]["time_content_questions"]["calls_made"] == 8
+    assert report["llm"]["endpoints"]["main"]["structured_output"] == "auto"
+    assert report["llm"]["endpoints"]["main"]["structured_output_chosen"] == {"mode": "json_schema", "how": "probe"}
     assert report["rejects"] == 0
 
     code, out, _ = run_cli(["plan", recipe()], capsys)
@@ -86,7 +97,10 @@ def test_plan_run_offline_rerun_and_preview(setup, capsys):
     first = (out_dir / "tcq" / "time_content_questions" / "test.jsonl").read_bytes()
     code, _, err = run_cli(["run", recipe(), "--output-dir", out_dir, "--offline"], capsys)
     assert code == 0, err
-    assert server.count == 8  # nothing sent: every call came from the cache
+    assert server.count == 9  # nothing sent, not even the probe: its choice and every call came from the cache
+    assert "as probed before" in err
+    report = json.loads((out_dir / "tcq" / "run.json").read_text())
+    assert report["llm"]["endpoints"]["main"]["structured_output_chosen"] == {"mode": "json_schema", "how": "cache"}
     assert (out_dir / "tcq" / "time_content_questions" / "test.jsonl").read_bytes() == first
 
     code, out, _ = run_cli(["preview", recipe(), "--product", "time_content_questions", "--index", "1"], capsys)
@@ -103,7 +117,7 @@ def test_offline_run_with_a_changed_sampling_parameter_fails_on_the_first_miss(s
     code, _, err = run_cli(["run", recipe(temperature=0.9), "--output-dir", tmp_path / "out", "--offline"], capsys)
     assert code == 2
     assert "time_content_questions" in err and "cache" in err.lower() and "Traceback" not in err
-    assert server.count == 8
+    assert server.count == 9
     assert (tmp_path / "out" / "tcq" / "run.json").read_bytes() == before  # the failed run changed nothing
 
 

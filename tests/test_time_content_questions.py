@@ -64,6 +64,7 @@ def make_recipe(tmp_path, base_url="http://127.0.0.1:9/v1", **options):
                 "temperature": 0.7,
                 "max_retries": 1,
                 "timeout_s": 10,
+                "structured_output": "json_schema",
             }
         },
         "products": [product],
@@ -647,7 +648,14 @@ def test_locomo10_end_to_end_with_plain_questions(tmp_path):
             "name": "l",
             "seed": 13,
             "sources": [{"format": "locomo", "path": str(path)}],
-            "llm": {"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": None}},
+            "llm": {
+                "main": {
+                    "model": "fake-model",
+                    "base_url": server.base_url,
+                    "api_key_env": None,
+                    "structured_output": "json_schema",
+                }
+            },
             "products": [{"type": "time_content_questions"}],
         }
         recipe = load(write_recipe(tmp_path / "r.yaml", data))[0]

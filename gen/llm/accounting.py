@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gen.errors import GenError
+from gen.errors import Stopped
 from gen.llm.cache import CachedReply
 from gen.llm.config import Price
 from gen.llm.plan import StepPlan
@@ -182,14 +182,19 @@ def reject_limit(rate: float | None, items: int) -> int | None:
     return math.floor(rate * items + 1e-9)  # the epsilon keeps 0.2 × 25 at 5, not 4
 
 
-def too_many_rejects(step: str, rejected: int, items: int, rate: float | None, kinds: Counter[str]) -> GenError:
+def too_many_rejects(
+    step: str, rejected: int, items: int, rate: float | None, kinds: Counter[str], option: str | None = None
+) -> Stopped:
+    """The stop for a step past its reject limit. ``option``: where the user sets the rate (default: the
+    option's bare name)."""
     by_kind = ", ".join(f"{kind} ×{n}" for kind, n in kinds.most_common(4))
-    return GenError(
+    return Stopped(
         f"stopped: {rejected} of {items} items rejected, more than max_reject_rate {rate:.0%} allows; by kind: "
         f"{by_kind}; see the run's rejects for reasons and raw replies",
         record=f"step {step}",
         field="max_reject_rate",
-        expected="fewer failures (check the prompt, the parser and the endpoint), or a higher max_reject_rate",
+        expected="fewer failures (check the prompt, the parser and the endpoint), or a higher "
+        + (option or "max_reject_rate"),
     )
 
 

@@ -18,10 +18,18 @@ Fields split in two groups:
 
 * data fields — ``base_url``, ``model``, the sampling parameters (``temperature``, ``top_p``, ``max_tokens``,
   ``seed``, ``extra_params``) and ``structured_output``: they change what the model returns, so they enter
-  the cache key and :func:`data_fingerprint`;
+  the cache key and :func:`data_fingerprint` (with ``structured_output: auto`` the mode the endpoint was
+  found to accept is what enters the request body, and so the cache key; see :mod:`gen.llm.probe`);
 * run fields — ``api_key_env``, ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``,
-  ``timeout_s``, ``max_retries``, ``price``: they never enter any hash, and :class:`RunSettings` (command-line
-  overrides) may replace the limits.
+  ``timeout_s``, ``max_retries``, ``max_wait_s``, ``max_consecutive_failures``, ``max_reject_rate``,
+  ``price``: they never enter any hash, and :class:`RunSettings` (command-line overrides) may replace the
+  limits.
+
+Giving up (docs/llm-endpoints.md): one call is tried at most ``max_retries + 1`` times and for at most
+``max_wait_s`` seconds (failed attempts and the waits between them), then the item is given up; the run
+stops when ``max_consecutive_failures`` failures of one kind (429, timeout, unreachable, server error) come
+back in a row with no reply in between; a step stops when more than ``max_reject_rate`` of its items are
+rejected (a product may set its own ``max_reject_rate``).
 
 The API key itself is never part of a config: it is read from the environment when the first request is
 sent, so planning and fully cached runs need no key.
@@ -79,10 +87,11 @@ class EndpointConfig(BaseModel):
         description="other request parameters sent as-is (e.g. top_k, presence_penalty, stop); they enter the "
         "cache key",
     )
-    structured_output: Literal["json_schema", "json_object", "off"] = Field(
-        default="json_schema",
-        description="what the endpoint supports for parsed outputs: response_format json_schema, json_object, "
-        "or off (JSON is parsed out of plain text)",
+    structured_output: Literal["auto", "json_schema", "json_object_schema", "json_object", "off"] = Field(
+        default="auto",
+        description="how parsed outputs are asked for: auto (a probe on first use finds what the endpoint "
+        "accepts, then remembers it), response_format json_schema, json_object with the schema "
+        "(json_object_schema: llama.cpp), json_object, or off (JSON is parsed out of plain text)",
     )
 
     # --- run: never hashed ----------------------------------------------------------------------
@@ -92,6 +101,27 @@ class EndpointConfig(BaseModel):
     tokens_per_minute: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=6, ge=0, le=100)
+    max_wait_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="the longest one call may keep failing (its failed attempts and the waits between them) "
+        "before its item is given up",
+    )
+    max_consecutive_failures: int = Field(
+        default=5,
+        ge=1,
+        le=10_000,
+        description="stop the run when this many failures of one kind (429, timeout, unreachable, server "
+        "error) come back in a row with no reply in between; failures of requests already on their way "
+        "count once",
+    )
+    max_reject_rate: float | None = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="a step using this endpoint stops when more than this share of its items is rejected; "
+        "null for no limit; a product's own max_reject_rate wins",
+    )
     price: Price | None = None
 
     @field_validator("base_url")
@@ -164,6 +194,7 @@ class RunSettings(BaseModel):
     tokens_per_minute: float | None = Field(default=None, gt=0)
     timeout_s: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0, le=100)
+    max_wait_s: float | None = Field(default=None, gt=0)
     cache_dir: Path | None = None
     offline: bool = False
     progress: Literal["auto", "live", "plain", "off"] = "auto"
@@ -177,7 +208,14 @@ def apply_settings(endpoint: EndpointConfig, settings: RunSettings) -> EndpointC
     """The endpoint with the run's limit overrides applied (data fields are never touched)."""
     overrides = {
         name: getattr(settings, name)
-        for name in ("max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries")
+        for name in (
+            "max_concurrency",
+            "requests_per_minute",
+            "tokens_per_minute",
+            "timeout_s",
+            "max_retries",
+            "max_wait_s",
+        )
         if getattr(settings, name) is not None
     }
     return endpoint.model_copy(update=overrides) if overrides else endpoint

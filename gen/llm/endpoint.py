@@ -1,6 +1,8 @@
-"""The recipe's endpoints at run time: client, flow control and reachability; and keeping keys out of text.
+"""The recipe's endpoints at run time: client, flow control, the give-up state and the structured-output mode;
+and keeping keys out of text.
 
-An :class:`Endpoint` is shared by every step that uses it, so its limits hold across steps. Its openai
+An :class:`Endpoint` is shared by every step that uses it, so its limits, its breaker and its refusal count
+hold across steps (:mod:`gen.llm.giveup`). Its openai
 client is made on the first request that is really sent, which is also when the API key is read from the
 environment: a plan or a fully cached run needs no key. Every key the engine may have seen goes into its
 :class:`KeyScrubber`, which replaces it in every reply, reason and error message.
@@ -12,22 +14,33 @@ import contextlib
 import difflib
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from gen.errors import GenError
+from gen.errors import GenError, Stopped
 from gen.llm.config import EndpointConfig, RunSettings, apply_settings
+from gen.llm.giveup import (
+    NEVER_ANSWERED_LIMIT,
+    REFUSALS_TO_STOP,
+    Breaker,
+    Refusals,
+    breaker_stop,
+    group_of,
+    refusal_stop,
+    setting_hint,
+)
 from gen.llm.limiter import FlowControl
-from gen.llm.request import Answer, Failure, http_stack, stop_error, unreachable_error
+from gen.llm.probe import ModeChoice
+from gen.llm.request import Failure, http_stack, stop_error
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["Endpoint", "KeyScrubber", "find_endpoint", "load_endpoints"]
+__all__ = ["Endpoint", "Judgement", "KeyScrubber", "find_endpoint", "load_endpoints"]
 
 REDACTED = "[redacted]"
-MIN_CONNECTION_FAILURES = 3  # before an endpoint that never answered is declared unreachable
 
 
 class KeyScrubber:
@@ -51,16 +64,33 @@ class KeyScrubber:
         return text
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """What one failed attempt means: the call's request is refused (not retried), or the run stops."""
+
+    refused: bool = False
+    stop: Stopped | None = None
+
+
 class Endpoint:
     """Run-time state of one named endpoint (its flow control is made on the engine's loop thread)."""
 
     def __init__(self, name: str, config: EndpointConfig) -> None:
         self.name = name
         self.config = config
-        self.answered = False  # has the server ever replied? if not, repeated connection errors are fatal
-        self.connection_failures = 0
+        self.answered = False  # has the server ever replied? if not, refused connections stop sooner
+        self.breaker = Breaker()
+        self.refusals = Refusals()
+        self.choice: ModeChoice | None = None  # structured_output auto: the mode found
         self._client: AsyncOpenAI | None = None
         self._flow: FlowControl | None = None
+
+    @property
+    def mode(self) -> str | None:
+        """The structured-output mode requests use; None while ``auto`` is not resolved yet."""
+        if self.config.structured_output != "auto":
+            return self.config.structured_output
+        return self.choice.mode if self.choice else None
 
     @property
     def where(self) -> str:
@@ -106,18 +136,41 @@ class Endpoint:
         keys.add(key)
         return key
 
-    def note(self, result: Answer | Failure, attempts: int) -> GenError | None:
-        """Record what one attempt says about the server; the error that stops the run, if any."""
-        if isinstance(result, Answer) or result.answered:
-            self.answered = True
-        if isinstance(result, Answer):
-            return None
-        if result.kind == "connection_error":
-            self.connection_failures += 1
-            if not self.answered and self.connection_failures >= max(MIN_CONNECTION_FAILURES, attempts):
-                return unreachable_error(result, self.where)
-            return None
-        return stop_error(result, self.where, self.config.api_key_env)
+    def replied(self) -> None:
+        """A completion came back: every run of failures ends."""
+        self.answered = True
+        self.breaker.reset()
+        self.refusals.answered()
+
+    def judge(self, failure: Failure, sent_at: float, previous: Failure | None, *, probing: bool = False) -> Judgement:
+        """Record what a failed attempt (sent at ``sent_at``; ``previous``: the same call's last failure) says
+        about the server. A probe's refusals are expected and never stop the run."""
+        self.answered = self.answered or failure.answered
+        fatal = stop_error(failure, self.where, self.config.api_key_env)
+        if fatal is not None:
+            return Judgement(stop=fatal)
+        group = group_of(failure)
+        if group is not None:
+            limit = self.config.max_consecutive_failures
+            if group == "connection_error" and not self.answered:
+                limit = min(limit, NEVER_ANSWERED_LIMIT)
+            count = self.breaker.failed(group, sent_at)
+            if count >= limit:
+                return Judgement(stop=breaker_stop(self.where, group, count, failure, self.config))
+        if not self.refusals.is_refusal(failure, previous):
+            return Judgement()
+        if not probing and self.refusals.refused(failure) >= REFUSALS_TO_STOP:
+            return Judgement(refused=True, stop=refusal_stop(self.where, self.refusals, self.hint(failure)))
+        return Judgement(refused=True)
+
+    def hint(self, failure: Failure) -> str | None:
+        explicit = self.config.structured_output != "auto"
+        return setting_hint(failure.reason, self.mode or "off", explicit, self.config.extra_params)
+
+    def gave_up(self) -> None:
+        """The run stopped on this endpoint: a later step starts counting afresh."""
+        self.breaker.reset()
+        self.refusals.answered()
 
     async def close(self) -> None:
         client, self._client = self._client, None

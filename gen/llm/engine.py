@@ -25,12 +25,15 @@ Surface:
     ``settings``: :class:`RunSettings` (limit overrides, cache folder, ``offline``, progress mode);
     ``cache``: a :class:`Cache` (default: opened at ``settings.cache_path()``);
     ``plan_only``: make no calls; ``run_step`` returns what the cache holds and records a plan.
-``engine.run_step(step, tasks, *, max_reject_rate=0.2) -> list[Outcome]``
+``engine.run_step(step, tasks, *, max_reject_rate=0.2, reject_option=None) -> list[Outcome]``
     Runs the tasks concurrently (asyncio on a background thread; the call blocks). Items whose reply
-    does not parse get one correction round; items that still fail (or whose requests failed after the
-    retries, or whose reply was truncated) come back ``ok=False`` and are appended to ``engine.rejects``.
-    If more than ``max_reject_rate`` of the step's items (over every call with that step name) are
-    rejected, the step stops with a GenError.
+    does not parse get one correction round; items that still fail (or whose requests failed within their
+    budget, or were refused, or whose reply was truncated) come back ``ok=False`` and are appended to
+    ``engine.rejects``. If more than ``max_reject_rate`` of the step's items (over every call with that step
+    name) are rejected, or an endpoint is given up on (:mod:`gen.llm.giveup`), the step stops with
+    :class:`gen.errors.Stopped`: every item not finished is then in ``engine.rejects`` as ``given_up``, every
+    completed call is in the cache, and ``engine.report()`` still works. ``reject_option`` says where the
+    user sets the rate (for the message).
 ``engine.plan(step, tasks) -> StepPlan``
     Calls needed, calls cached, projected tokens and cost — without any network.
 ``engine.preview(tasks) -> str``: the prompts exactly as they would be sent, with their cache status.
@@ -40,9 +43,11 @@ Surface:
 ``engine.close()`` (or ``with Engine(...) as engine:``): finishes cache writes, closes connections.
 
 Behaviour: one concurrency limit, requests/tokens-per-minute buckets and 429 pause per endpoint,
-shared by all steps (:mod:`gen.llm.limiter`); retries, backoff and the failures that stop the run as in
-:mod:`gen.llm.request`; a content-addressed SQLite cache (:mod:`gen.llm.cache`; errors and truncated replies
-never stored) so a re-run makes no calls and an interrupted run resumes; ``offline`` turns the first cache
+shared by all steps (:mod:`gen.llm.limiter`); retries and backoff as in :mod:`gen.llm.request`, within each
+call's budget and the endpoint's breaker (:mod:`gen.llm.giveup`); ``structured_output: auto`` resolved by a
+probe on an endpoint's first use, or from the cache (:mod:`gen.llm.probe`); a content-addressed SQLite cache
+(:mod:`gen.llm.cache`; errors and truncated replies never stored) so a re-run makes no calls and an
+interrupted run resumes; ``offline`` turns the first cache
 miss into a GenError naming the step and item. API keys are read from the environment only when a request
 must be sent, and are scrubbed from every reply, reason, log line and error message (:mod:`gen.llm.endpoint`).
 
@@ -61,17 +66,19 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
-from gen.errors import GenError
+from gen.errors import GenError, Stopped
 from gen.llm.accounting import Accounts, StepStats, error_summary, is_reject, reject_limit, too_many_rejects
 from gen.llm.cache import Cache, CachedReply, cache_key
 from gen.llm.config import EndpointConfig, RunSettings, data_fingerprint, data_params
 from gen.llm.endpoint import Endpoint, KeyScrubber, find_endpoint, load_endpoints
+from gen.llm.giveup import Budget
 from gen.llm.plan import DEFAULT_OUTPUT_TOKENS, PlanBuilder, StepPlan, format_messages
-from gen.llm.progress import Reporter, StepCounters, make_reporter, showing
-from gen.llm.request import Answer, RetryPolicy, build_request, http_stack, send_once
-from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for
+from gen.llm.probe import CANDIDATES, PROBE_STEP, ModeChoice, probe_body, probe_key
+from gen.llm.progress import Reporter, StepCounters, announce, make_reporter, showing
+from gen.llm.request import Answer, Failure, RetryPolicy, build_request, http_stack, send_once
+from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for, schema_of
 from gen.llm.task import Outcome, Task, estimate_input_tokens, normalize_messages
 from gen.llm.workers import LoopThread, WorkerPool
 
@@ -93,7 +100,15 @@ class _NotCached(Exception):
 
 
 class _TooManyRejects(Exception):
-    """The step went past its reject limit (turned into a GenError once rejects are recorded)."""
+    """The step went past its reject limit (turned into a Stopped once rejects are recorded)."""
+
+
+class _GiveUp(Exception):
+    """An endpoint was given up on: the step stops with ``stop`` once its unfinished items are recorded."""
+
+    def __init__(self, endpoint: Endpoint, stop: Stopped) -> None:
+        super().__init__(stop.message)
+        self.endpoint, self.stop = endpoint, stop
 
 
 @dataclass(frozen=True)
@@ -183,11 +198,22 @@ class Engine:
         """Every item the engine gave up on, in the order the steps ran."""
         return self._accounts.rejects
 
-    def run_step(self, step: str, tasks: Sequence[Task], *, max_reject_rate: float | None = 0.2) -> list[Outcome]:
+    def run_step(
+        self,
+        step: str,
+        tasks: Sequence[Task],
+        *,
+        max_reject_rate: float | None = 0.2,
+        reject_option: str | None = None,
+    ) -> list[Outcome]:
         """Run the tasks; outcomes in task order. See the module docstring."""
         if self._closed:
             raise RuntimeError("the engine is closed")
         started = time.monotonic()
+        try:
+            self._resolve_modes(tasks)
+        except _GiveUp as exc:
+            self._give_up_all(step, tasks, exc)
         prepared = self._prepare(tasks)
         prefetched = self.cache.get_many(p.key for p in prepared)
         stats = self._accounts.step(step)
@@ -209,7 +235,12 @@ class Engine:
         except _TooManyRejects:
             self._accounts.add_rejects(step, run.outcomes)
             assert max_reject_rate is not None  # there is no limit to pass without one
-            raise too_many_rejects(step, stats.rejected, stats.items, max_reject_rate, run.reject_kinds) from None
+            raise too_many_rejects(
+                step, stats.rejected, stats.items, max_reject_rate, run.reject_kinds, reject_option
+            ) from None
+        except _GiveUp as exc:
+            self._give_up_rest(run, exc)
+            raise exc.stop from None
         finally:
             stats.seconds += time.monotonic() - started
             stats.endpoints |= {p.endpoint.name for p in prepared}
@@ -248,15 +279,23 @@ class Engine:
 
     def report(self) -> dict:
         """Accounting for run.json: per step, totals, errors by type, endpoints (data parameters), cache."""
-        endpoints = {
-            name: {**data_params(ep.config), "fingerprint": data_fingerprint(ep.config)}
-            for name, ep in self._endpoints.items()
-        }
+        endpoints = {name: self._endpoint_report(ep) for name, ep in self._endpoints.items()}
         return self._accounts.report(
             mode="plan" if self.plan_only else ("offline" if self.offline else "run"),
             endpoints=endpoints,
             cache={"path": str(self.cache.path), "written": self.cache.writes},
         )
+
+    def _endpoint_report(self, ep: Endpoint) -> dict[str, Any]:
+        """Data parameters, the fingerprint of the data the endpoint produces (with the mode ``auto`` chose),
+        and how that mode was found."""
+        config = ep.config
+        if ep.choice is not None:
+            config = config.model_copy(update={"structured_output": ep.choice.mode})
+        entry: dict[str, Any] = {**data_params(ep.config), "fingerprint": data_fingerprint(config)}
+        if ep.config.structured_output == "auto":
+            entry["structured_output_chosen"] = ep.choice.report() if ep.choice else None
+        return entry
 
     def close(self) -> None:
         if self._closed:
@@ -290,11 +329,86 @@ class Engine:
                 raise GenError("sample must be a non-negative integer", record=f"item {task.item_id}", field="sample")
             ep = find_endpoint(self._endpoints, task.endpoint, task.item_id)
             messages = normalize_messages(task.messages, str(task.item_id))
-            response_format = response_format_for(task.parser, ep.config.structured_output)
+            response_format = response_format_for(task.parser, ep.mode or CANDIDATES[0])
             body = build_request(ep.config, messages, response_format, task.sample)
             key = cache_key(ep.config.base_url, body, task.sample)
             prepared.append(_Prepared(index, task, ep, messages, response_format, body, key))
         return prepared
+
+    # -- structured_output: auto ---------------------------------------------------------------------
+    def _resolve_modes(self, tasks: Sequence[Task]) -> None:
+        """The mode of every ``auto`` endpoint these tasks need parsed output from: kept from earlier in this
+        run, else from the cache, else found by a probe (never in a plan: there the first candidate stands
+        in; an offline run without a stored choice is an error)."""
+        for task in tasks:
+            ep = find_endpoint(self._endpoints, task.endpoint, task.item_id)
+            if ep.mode is not None or schema_of(task.parser) is None:
+                continue
+            hit = self.cache.get(probe_key(ep.config))
+            if hit is not None and hit.text in CANDIDATES:
+                ep.choice = ModeChoice(hit.text, "cache")
+            elif self.plan_only:
+                continue
+            elif self.offline:
+                raise GenError(
+                    "offline run: structured_output is auto and this endpoint was never probed",
+                    record=ep.where,
+                    field="structured_output",
+                    expected="an earlier online run with this cache, or an explicit structured_output",
+                )
+            else:
+                ep.choice = self._loop().run(self._probe(ep))
+                self.cache.put(probe_key(ep.config), CachedReply(ep.choice.mode, "probe", 0, 0, ep.config.model))
+            announce(ep.choice.line(ep.name), self.settings.progress)
+
+    async def _probe(self, ep: Endpoint) -> ModeChoice:
+        """One small request per candidate mode until the server answers one (:mod:`gen.llm.probe`)."""
+        run = _StepRun(PROBE_STEP, [], self._accounts.step(PROBE_STEP), {})
+        refused: dict[str, str] = {}
+        for mode in CANDIDATES:
+            body = probe_body(ep.config, mode)
+            try:
+                answer, _ = await self._attempts(run, ep, body, probing=True)
+            except _CallFailed as exc:
+                if exc.kind != "refused":
+                    stop = Stopped(f"could not find out which structured_output the endpoint accepts: {exc.reason}")
+                    raise _GiveUp(ep, dataclasses.replace(stop, record=ep.where, field="structured_output")) from None
+                refused[mode] = exc.reason
+                continue
+            input_tokens, output_tokens, estimated = answer.tokens(body["messages"])
+            run.stats.add_call(input_tokens, output_tokens, ep.config.price, estimated=estimated)
+            return ModeChoice(mode, "probe", refused)
+        said = "; ".join(f"{mode}: {reason}" for mode, reason in refused.items())
+        stop = Stopped(
+            f"the endpoint refused every request of the structured-output probe: {said}",
+            record=ep.where,
+            expected="an endpoint that answers plain chat completions (check model, base_url and extra_params)",
+        )
+        raise _GiveUp(ep, stop)
+
+    # -- giving up ------------------------------------------------------------------------------------
+    def _give_up_all(self, step: str, tasks: Sequence[Task], exc: _GiveUp) -> NoReturn:
+        """The endpoint was given up on before any item started: every item is given up."""
+        stats = self._accounts.step(step)
+        stats.items += len(tasks)
+        outcomes = [_failed(task, "given_up", f"given up: {exc.stop.message}", None) for task in tasks]
+        for outcome in outcomes:
+            stats.add_outcome(outcome)
+        self._accounts.add_rejects(step, outcomes)
+        exc.endpoint.gave_up()
+        raise exc.stop from None
+
+    def _give_up_rest(self, run: _StepRun, exc: _GiveUp) -> None:
+        """Record every item of the step that had not finished as given up, with the reason."""
+        reason = f"given up: {exc.stop.message}"
+        for p in run.prepared:
+            if run.outcomes[p.index] is None:
+                outcome = _failed(p.task, "given_up", reason, None)
+                run.outcomes[p.index] = outcome
+                run.stats.add_outcome(outcome)
+        self._accounts.add_rejects(run.step, run.outcomes)
+        self.cache.flush()  # every completed call stays cached for the resume
+        exc.endpoint.gave_up()
 
     def _require_cached(self, step: str, prepared: list[_Prepared], cached: Mapping[str, CachedReply]) -> None:
         for p in prepared:
@@ -423,42 +537,71 @@ class Engine:
             self._inflight.pop(key, None)
 
     async def _send(self, run: _StepRun, p: _Prepared, body: dict, key: str) -> _Reply:
-        """The request, attempted as often as the retry policy allows."""
-        ep, stats = p.endpoint, run.stats
-        estimate = estimate_input_tokens(body["messages"]) + (ep.config.max_tokens or DEFAULT_OUTPUT_TOKENS)
-        attempts = ep.config.max_retries + 1
+        """The request, attempted as often as the call's budget allows."""
+        answer, estimate = await self._attempts(run, p.endpoint, body)
+        return self._received(run, p, body, key, answer, estimate)
+
+    async def _attempts(self, run: _StepRun, ep: Endpoint, body: dict, *, probing: bool = False) -> tuple[Answer, int]:
+        """Attempts until a completion comes back; else :class:`_CallFailed` (the call is given up or refused)
+        or :class:`_GiveUp` (the endpoint is)."""
+        stats, config = run.stats, ep.config
+        estimate = estimate_input_tokens(body["messages"]) + (config.max_tokens or DEFAULT_OUTPUT_TOKENS)
+        budget = Budget(config.max_retries + 1, config.max_wait_s)
+        previous: Failure | None = None
         delay = 0.0
-        for attempt in range(attempts):
-            if delay and run.pool is not None:
-                await run.pool.back_off(delay)
+        while True:
+            if delay:
+                await self._wait(run, delay)
+            budget.used += 1
+            sent = time.monotonic()
             async with ep.flow.admit(estimate):
                 stats.requests += 1
-                result = await send_once(ep.client(self._keys), body, ep.config.timeout_s, self._keys)
-                fatal = ep.note(result, attempts)
-                if isinstance(result, Answer):
-                    return self._received(run, p, body, key, result, estimate)
-            failure = result
+                result = await send_once(ep.client(self._keys), body, config.timeout_s, self._keys)
+            if isinstance(result, Answer):
+                ep.replied()
+                return result, estimate
             run.counters.note_request(0)
-            stats.errors[failure.kind] += 1
-            if fatal is not None:
-                raise fatal
-            if not self._retry.retryable(failure):
-                break
+            stats.errors[result.kind] += 1
             ep.flow.refund(estimate)
-            log.debug(
-                "%s: %s attempt %d/%d failed: %s", run.step, p.task.item_id, attempt + 1, attempts, failure.reason
+            judgement = ep.judge(result, sent, previous, probing=probing)
+            if judgement.stop is not None:
+                raise _GiveUp(ep, judgement.stop)
+            try:
+                delay = self._next_delay(ep, result, budget, judgement.refused)
+            except _CallFailed:
+                stats.calls_failed += 1
+                raise
+            previous = result
+
+    def _next_delay(self, ep: Endpoint, failure: Failure, budget: Budget, refused: bool) -> float:
+        """Seconds before the next attempt of a failed call, or :class:`_CallFailed` if there is none."""
+        status = failure.kind.removeprefix("http_")
+        if refused:
+            hint = ep.hint(failure)
+            raise _CallFailed(
+                "refused",
+                f"the endpoint refused the request (HTTP {status}): {failure.reason}" + (f"; {hint}" if hint else ""),
             )
-            delay = self._retry.delay(failure, attempt)
-            if self._retry.pauses_endpoint(failure):
-                ep.flow.pause(delay, rate_limited=failure.kind == "rate_limited")
-                delay = 0.0  # this worker now waits at the endpoint's gate with all the others
-        stats.calls_failed += 1
-        tried = attempt + 1
-        raise _CallFailed(
-            "request_failed",
-            f"request failed after {tried} attempt{'s' if tried > 1 else ''}; "
-            f"last error: {failure.kind}: {failure.reason}",
-        )
+        delay = self._retry.delay(failure, budget.used - 1)
+        spent = budget.spent_after(max(delay, ep.flow.gate.remaining()))
+        if spent is not None:
+            tried = budget.used
+            raise _CallFailed(
+                "request_failed",
+                f"given up after {tried} attempt{'s' if tried > 1 else ''} in {budget.elapsed():.0f}s ({spent}); "
+                f"last error: {failure.kind}: {failure.reason}",
+            )
+        log.debug("%s attempt %d failed: %s", ep.where, budget.used, failure.reason)
+        if self._retry.pauses_endpoint(failure):
+            ep.flow.pause(delay, rate_limited=failure.kind == "rate_limited")
+            return 0.0  # this worker now waits at the endpoint's gate with all the others
+        return delay
+
+    async def _wait(self, run: _StepRun, seconds: float) -> None:
+        if run.pool is not None:
+            await run.pool.back_off(seconds)  # another worker takes this one's place meanwhile
+        else:
+            await asyncio.sleep(seconds)
 
     def _received(self, run: _StepRun, p: _Prepared, body: dict, key: str, answer: Answer, estimate: int) -> _Reply:
         """Count a completion and cache it; a truncated one is returned but never cached, no text is a failure."""

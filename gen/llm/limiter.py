@@ -122,6 +122,10 @@ class Gate:
     def close_for(self, seconds: float) -> None:
         self.until = max(self.until, time.monotonic() + seconds)
 
+    def remaining(self) -> float:
+        """Seconds until the gate opens (0 when open)."""
+        return max(0.0, self.until - time.monotonic())
+
     async def wait(self) -> None:
         while True:
             remaining = self.until - time.monotonic()

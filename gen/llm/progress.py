@@ -17,7 +17,16 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
-__all__ = ["LiveReporter", "NullReporter", "PlainReporter", "Reporter", "StepCounters", "make_reporter", "showing"]
+__all__ = [
+    "LiveReporter",
+    "NullReporter",
+    "PlainReporter",
+    "Reporter",
+    "StepCounters",
+    "announce",
+    "make_reporter",
+    "showing",
+]
 
 log = logging.getLogger("gen.llm")
 TICK_S = 0.25  # how often a reporter gets to refresh while a step runs
@@ -162,6 +171,15 @@ class LiveReporter(NullReporter):
                 self._progress.console.print(summary, markup=False, highlight=False)
         self._progress = None
         self.counters = None
+
+
+def announce(text: str, mode: str = "auto", stream: TextIO | None = None) -> None:
+    """A one-off line about the run (e.g. the structured-output mode an endpoint uses): logged, and shown on
+    stderr unless progress is ``off``."""
+    log.info(text)
+    if mode != "off":
+        with contextlib.suppress(OSError, ValueError):
+            print(text, file=stream or sys.stderr, flush=True)
 
 
 def make_reporter(mode: str = "auto", interval: float = 10.0, stream: TextIO | None = None) -> Reporter:

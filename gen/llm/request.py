@@ -7,18 +7,23 @@ completion) or a :class:`Failure` with a kind, as counted in the run report:
 kind                cause                                                what happens
 ==================  ===================================================  ====================================
 timeout             no reply within the endpoint's ``timeout_s``          retried after a backoff
-connection_error    the server could not be reached                      retried; fatal if it never answered
+connection_error    the server could not be reached                      retried after a backoff
 invalid_response    the reply is not a chat completion                   retried after a backoff
 rate_limited        429                                                  retried after ``Retry-After``; the
                                                                          whole endpoint pauses
 http_503            503                                                  same as 429 (the server is busy)
-http_5xx            other server errors                                  retried after a backoff
+http_5xx            other server errors                                  retried after a backoff; not when
+                                                                         the same request gets the same
+                                                                         message again (a refusal)
 http_408, http_409  request timeout, conflict                            retried after a backoff
 http_400... (4xx)   the request itself is wrong                          not retried: the item is rejected
 http_401, http_403  the key is refused                                   stops the run
 http_404            unknown model or URL                                 stops the run
 quota_exhausted     429 ``insufficient_quota``                           stops the run
 ==================  ===================================================  ====================================
+
+Every retry stays within the call's budget, and runs of failures stop the run (:mod:`gen.llm.giveup`).
+A server's error message is kept in its own words, shortened (:func:`server_message`).
 
 :class:`RetryPolicy` holds the waiting rules: ``Retry-After`` when the server gives one (capped, with a
 little jitter so paused workers do not return all at once), else exponential backoff with jitter.
@@ -30,17 +35,27 @@ import asyncio
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from gen.errors import GenError
+from gen.errors import Stopped
 from gen.llm.config import EndpointConfig
 from gen.llm.limiter import backoff_delay, retry_after_seconds
 from gen.llm.task import estimate_input_tokens
 
-__all__ = ["Answer", "Failure", "RetryPolicy", "build_request", "http_stack", "send_once", "stop_error"]
+__all__ = [
+    "Answer",
+    "Failure",
+    "RetryPolicy",
+    "build_request",
+    "http_stack",
+    "send_once",
+    "server_message",
+    "stop_error",
+]
 
 Scrub = Callable[[str], str]  # removes API keys from a text that leaves the engine
 
@@ -137,7 +152,7 @@ def _answer(data: Any) -> Answer:
 
 def _status_failure(exc: Any, scrub: Scrub) -> Failure:
     status = exc.status_code
-    message = scrub(_error_message(exc))[:300]
+    message = server_message(scrub(_error_message(exc)))
     if status == 429 and getattr(exc, "code", None) == "insufficient_quota":
         return Failure("quota_exhausted", message, answered=True)
     retry_after = retry_after_seconds(exc.response.headers) if exc.response is not None else None
@@ -156,41 +171,58 @@ def _error_message(exc: Any) -> str:
     return str(getattr(exc, "message", "") or exc)
 
 
-def stop_error(failure: Failure, where: str, key_env: str | None) -> GenError | None:
-    """The error that stops the run for a failure no retry can fix (refused key, unknown model, no quota)."""
+_TRACE = re.compile(r'\n\s*File "')  # a Python traceback line some servers append (it names their files)
+_PYDANTIC = re.compile(r"""'loc': \(([^)]*)\), 'msg': ("[^"]*"|'[^']*')(?:, 'input': ("[^"]*"|'[^']*'|[^,}]+))?""")
+MESSAGE_CHARS = 240
+
+
+def server_message(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """A server's error message in its own words, shortened: validation errors printed as Python dicts
+    (FastAPI servers such as llama.cpp's) become "field: message (got value)", whitespace is collapsed, and
+    anything past ``limit`` characters is cut."""
+    text = _TRACE.split(text, maxsplit=1)[0]
+    found = _PYDANTIC.findall(text)
+    if found:
+        parts = []
+        for loc, msg, given in found[:3]:
+            names = [part.strip().strip("'\"") for part in loc.split(",")]
+            where = ".".join(name for name in names if name and name != "body")
+            parts.append(f"{where}: {msg[1:-1]}" + (f" (got {given.strip()})" if given else ""))
+        text = "; ".join(parts)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stop_error(failure: Failure, where: str, key_env: str | None) -> Stopped | None:
+    """The stop for a failure no retry can fix (refused key, unknown model, no quota); exit code 2, as for
+    other settings that are wrong."""
     kind, message = failure.kind, failure.reason
     if kind in ("http_401", "http_403"):
         status = kind.removeprefix("http_")
         expected = f"a valid key in the environment variable {key_env}" if key_env else "an endpoint that needs no key"
-        return GenError(
+        return Stopped(
             f"the endpoint refused the API key (HTTP {status}): {message}",
             record=where,
             field="api_key_env",
             expected=expected,
+            exit_code=2,
         )
     if kind == "http_404":
-        return GenError(
+        return Stopped(
             f"model or URL not found (HTTP 404): {message}",
             record=where,
             field="model",
             expected="a model the server at base_url serves, and a base_url ending in the API root (e.g. /v1)",
+            exit_code=2,
         )
     if kind == "quota_exhausted":
-        return GenError(
+        return Stopped(
             f"the account's quota is exhausted (HTTP 429 insufficient_quota): {message}",
             record=where,
             expected="credit on the account behind the key",
+            exit_code=2,
         )
     return None
-
-
-def unreachable_error(failure: Failure, where: str) -> GenError:
-    return GenError(
-        f"cannot reach the endpoint: {failure.reason}",
-        record=where,
-        field="base_url",
-        expected="a running OpenAI-compatible server at base_url",
-    )
 
 
 @dataclass

@@ -34,6 +34,12 @@ The reject rate is judged as the engine judges it: ``policy.max_reject_rate`` go
 and after the last round every item given up on (engine failures and check rejects together) is counted
 against ``floor(max_reject_rate × generation calls)``, the calls of every round, as the engine counts a
 step's items. Going past it stops the run with the engine's error.
+
+Every early stop (the reject limit, in the engine or here; an endpoint given up on; a server that keeps
+refusing) is a :class:`gen.errors.Stopped` whose ``rejects`` hold, in the shape of the product's rejects
+(``step.record``), every item this step rejected so far: the items whose attempts all failed their checks,
+and, when the stop came between rounds, the items that had failed a check and were waiting for their next
+round. Items whose call failed are in ``engine.rejects``, as always.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from gen.errors import Stopped
 from gen.llm.accounting import is_reject, reject_limit, too_many_rejects
 from gen.llm.task import Outcome, Task
 
@@ -74,6 +81,7 @@ class StepPolicy:
 
     retries: int = 2  # regenerations, each with the next sample index, after a failed check
     max_reject_rate: float | None = 0.2  # None: no limit
+    reject_option: str | None = None  # where the user sets max_reject_rate, as the stop message names it
 
     def __post_init__(self) -> None:
         if self.retries < 0:
@@ -102,6 +110,8 @@ class CheckedStep(Generic[ItemT]):
     verify: Verify[ItemT] | None = None
     prepare: Callable[[ItemT, Any], Any] | None = None  # (item, parsed reply) -> value; default: the reply
     describe: Callable[[Any], dict[str, Any]] | None = None  # value -> its fields in a reject's attempts
+    # (item, {item_id, reason, raw_text, attempts}) -> the line in rejects.jsonl (for the rejects of a stop)
+    record: Callable[[ItemT, dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +170,14 @@ class _Run(Generic[ItemT]):
     calls: int = 0  # generation calls, the denominator of the reject rate
 
     def execute(self) -> StepResult:
+        try:
+            self._rounds()
+        except Stopped as stop:
+            stop.rejects = [*stop.rejects, *self._records(self._unfinished(), stopped=True)]
+            raise
+        return self._result()
+
+    def _rounds(self) -> None:
         position = self._positions()
         pending = list(self.items)
         for sample in range(self.policy.retries + 1):
@@ -172,7 +190,21 @@ class _Run(Generic[ItemT]):
             for item, attempt in passed:
                 self.accepted[self.step.item_id(item)] = Accepted(attempt.value, sample, attempt.text)
             pending = sorted(again, key=lambda item: position[self.step.item_id(item)])
-        return self._result()
+
+    def _unfinished(self) -> list[str]:
+        """Ids of the items that failed a check and were neither accepted nor ended in the engine."""
+        ids = [self.step.item_id(item) for item in self.items]
+        return [i for i in ids if i in self.history and i not in self.accepted and i not in self.ended]
+
+    def _records(self, item_ids: list[str], *, stopped: bool = False) -> list[dict[str, Any]]:
+        """These items' rejects as the product writes them."""
+        by_id = {self.step.item_id(item): item for item in self.items}
+        records = []
+        for item_id in item_ids:
+            reject = self._reject(item_id, stopped=stopped)
+            record = self.step.record
+            records.append(record(by_id[item_id], reject) if record else {"step": self.step.name, **reject})
+        return records
 
     def _positions(self) -> dict[str, int]:
         position: dict[str, int] = {}
@@ -188,7 +220,10 @@ class _Run(Generic[ItemT]):
         step = self.step
         self.calls += len(pending)
         outcomes = self.engine.run_step(
-            step.name, [step.task(item, sample) for item in pending], max_reject_rate=self.policy.max_reject_rate
+            step.name,
+            [step.task(item, sample) for item in pending],
+            max_reject_rate=self.policy.max_reject_rate,
+            reject_option=self.policy.reject_option,
         )
         passed, again = [], []
         for item, outcome in zip(pending, outcomes):
@@ -212,6 +247,7 @@ class _Run(Generic[ItemT]):
             verify.name,
             [verify.task(item, attempt.value) for item, attempt in passed],
             max_reject_rate=self.policy.max_reject_rate,
+            reject_option=self.policy.reject_option,
         )
         confirmed, doubted = [], []
         for (item, attempt), verdict in zip(passed, verdicts):
@@ -233,7 +269,7 @@ class _Run(Generic[ItemT]):
 
     def _result(self) -> StepResult:
         ids = [self.step.item_id(item) for item in self.items]
-        exhausted = [i for i in ids if i not in self.accepted and i not in self.ended and i in self.history]
+        exhausted = self._unfinished()  # after the last round: every attempt failed its checks
         self._check_reject_rate(exhausted)
         return StepResult(
             accepted={i: self.accepted[i] for i in ids if i in self.accepted},
@@ -241,12 +277,13 @@ class _Run(Generic[ItemT]):
             failed=[i for i in ids if i in self.ended],
         )
 
-    def _reject(self, item_id: str) -> dict[str, Any]:
+    def _reject(self, item_id: str, *, stopped: bool = False) -> dict[str, Any]:
         attempts = self.history[item_id]
         last = attempts[-1]
+        tried = f"{len(attempts)} attempt{'s' if len(attempts) > 1 else ''}"
         return {
             "item_id": item_id,
-            "reason": f"{last.problems[0]} (after {len(attempts)} attempts)",
+            "reason": f"{last.problems[0]} (after {tried}{'; the run stopped before the next' if stopped else ''})",
             "raw_text": last.text,
             "attempts": [
                 {"sample": a.sample, **self._describe(a.value), "problems": [str(p) for p in a.problems]}
@@ -266,7 +303,9 @@ class _Run(Generic[ItemT]):
         kinds = self.failure_kinds + Counter(self.history[i][-1].problems[0].code for i in exhausted)
         given_up = sum(kinds.values())
         if rate is not None and limit is not None and given_up > limit:
-            raise too_many_rejects(self.step.name, given_up, self.calls, rate, kinds)
+            stop = too_many_rejects(self.step.name, given_up, self.calls, rate, kinds, self.policy.reject_option)
+            stop.rejects = self._records(exhausted)
+            raise stop
 
 
 def _plain(value: Any) -> Any:

@@ -120,6 +120,8 @@ def response_format_for(parser: Parser, mode: str) -> dict | None:
         return None
     if mode == "json_object":
         return {"type": "json_object"}
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": schema_of(parser)}
     return {
         "type": "json_schema",
         "json_schema": {"name": _schema_name(parser), "schema": schema_of(parser), "strict": False},

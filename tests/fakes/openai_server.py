@@ -31,7 +31,9 @@ client's timeout), ``Reply.malformed()`` (content that is not JSON), ``Reply.tru
 (``finish_reason="length"``), ``Reply.error(status, message)``, ``Reply(hang=True)`` (never answers until the
 server stops). ``FaultMix(script, rate_limit=0.2, ...)`` wraps a script and injects faults at given rates,
 decided deterministically from (request body, attempt number, seed) so a test is repeatable regardless of
-timing.
+timing. ``FormatGate(script, accepts=("text", "json_object"))`` wraps a script and refuses every other
+``response_format`` type the way llama-cpp-python's server does (HTTP 500 whose message is the request's
+validation error, see :func:`llama_cpp_refusal`).
 
 Usage fields: ``prompt_tokens`` = whitespace-separated words over all message contents, ``completion_tokens``
 = words of the reply content (override with ``Reply(usage={...})``).
@@ -63,7 +65,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FakeOpenAI", "FakeRequest", "FaultMix", "Reply", "body_key", "count_words", "fake_openai"]
+__all__ = [
+    "FakeOpenAI",
+    "FakeRequest",
+    "FaultMix",
+    "FormatGate",
+    "Reply",
+    "body_key",
+    "count_words",
+    "fake_openai",
+    "llama_cpp_refusal",
+]
 
 
 def count_words(text: str | None) -> int:
@@ -153,6 +165,7 @@ class Reply:
     usage: dict | None = None
     raw_body: bytes | None = None
     fault: str | None = None
+    error_type: str | None = None  # the error body's "type" (default: by status)
 
     @classmethod
     def text(cls, content: str, **kw) -> Reply:
@@ -265,6 +278,52 @@ class FaultMix:
             base.finish_reason = "length"
             base.fault = "truncated"
         return base
+
+
+def _literal_choices(values: tuple[str, ...]) -> str:
+    """How pydantic lists the values a Literal allows: 'a', 'a' or 'b', 'a', 'b' or 'c'."""
+    quoted = [f"'{value}'" for value in values]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def llama_cpp_refusal(sent: str, accepts: tuple[str, ...] = ("text", "json_object")) -> Reply:
+    """The reply of llama-cpp-python's server (0.3.x) to a ``response_format.type`` it does not take.
+
+    Its request model types ``response_format.type`` as ``Literal["text", "json_object"]``; FastAPI's
+    validation error is caught by the server's catch-all route handler, which answers HTTP 500 with
+    ``{"error": {"message": str(error), "type": "internal_server_error", "param": null, "code": null}}``, the
+    message being FastAPI's rendering of pydantic's error list followed by the endpoint's location.
+    """
+    choices = _literal_choices(accepts)
+    error = {
+        "type": "literal_error",
+        "loc": ("body", "response_format", "type"),
+        "msg": f"Input should be {choices}",
+        "input": sent,
+        "ctx": {"expected": choices},
+    }
+    message = (
+        f"1 validation error:\n  {error}\n\n"
+        '  File "/usr/lib/python3/site-packages/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+        "    POST /v1/chat/completions"
+    )
+    return Reply(status=500, error_message=message, error_type="internal_server_error", fault="format_refused")
+
+
+class FormatGate:
+    """Wrap a script; a request whose ``response_format.type`` is not in ``accepts`` gets
+    :func:`llama_cpp_refusal` (default: llama.cpp's server, which takes ``text`` and ``json_object``, the
+    latter optionally with a ``schema``). ``accepts=("text",)`` refuses JSON mode too."""
+
+    def __init__(self, script: Script | None = None, accepts: tuple[str, ...] = ("text", "json_object")) -> None:
+        self.script = script or _default_script
+        self.accepts = accepts
+
+    def __call__(self, request: FakeRequest) -> Any:
+        sent = (request.response_format or {}).get("type")
+        if sent is not None and sent not in self.accepts:
+            return llama_cpp_refusal(sent, self.accepts)
+        return self.script(request)
 
 
 def _as_reply(value: Any) -> Reply:
@@ -536,7 +595,7 @@ class FakeOpenAI:
                 {
                     "error": {
                         "message": reply.error_message or "error (fake)",
-                        "type": _ERROR_TYPES.get(reply.status, "server_error"),
+                        "type": reply.error_type or _ERROR_TYPES.get(reply.status, "server_error"),
                         "code": None,
                         "param": None,
                     }

@@ -32,6 +32,7 @@ def main(base_url: str, cache_dir: str, out_path: str, n: int) -> int:
         "max_concurrency": 4,
         "timeout_s": 60,
         "temperature": 0.5,
+        "structured_output": "json_schema",
     }
     tasks = [Task(f"item-{i}", "main", f"topic{i} " + "word " * (i % 7), Summary) for i in range(n)]
     with Engine({"main": endpoint}, RunSettings(cache_dir=cache_dir, progress="off")) as engine:

@@ -9,7 +9,7 @@ import math
 import pytest
 from pydantic import BaseModel
 
-from gen.errors import GenError
+from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task, estimate_input_tokens
 from gen.llm.progress import PlainReporter, make_reporter
 from tests.fakes.openai_server import FakeOpenAI, Reply, count_words
@@ -34,6 +34,7 @@ def make_engine(server, cache_dir, *, progress="off", reporter=None, plan_only=F
         "max_concurrency": 8,
         "timeout_s": 5,
         "max_retries": 3,
+        "structured_output": "json_schema",  # the auto probe has its own tests (test_giveup.py)
         **endpoint,
     }
     return Engine(
@@ -437,5 +438,11 @@ def test_an_unreachable_endpoint_stops_the_run_quickly(api_key, cache_dir):
         with pytest.raises(GenError) as info:
             engine.run_step("s", tasks_for(TEXTS))
         report = engine.report()["steps"]["s"]
-    assert "cannot reach the endpoint" in str(info.value) and f"127.0.0.1:{port}" in str(info.value)
-    assert report["requests"] <= 3 + 2  # stopped after a few attempts, not 20 items x 3 attempts
+        probe = engine.report()["steps"]["structured_output probe"]
+        given_up = [r for r in engine.rejects if r["kind"] == "given_up"]
+    assert isinstance(info.value, Stopped)
+    assert "cannot be reached" in str(info.value) and f"127.0.0.1:{port}" in str(info.value)
+    assert "base_url" in str(info.value)
+    # stopped after 3 refused connections (the probe's), not 20 items x 3 attempts
+    assert report["requests"] + probe["requests"] <= 3 + 2
+    assert len(given_up) == 20 and all("cannot be reached" in r["reason"] for r in given_up)

@@ -40,7 +40,13 @@ def summarize(request):
 
 
 def engine_for(server, cache_dir, **endpoint):
-    config = {"model": "fake-model", "base_url": server.base_url, "api_key_env": "GEN_TEST_API_KEY", **endpoint}
+    config = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key_env": "GEN_TEST_API_KEY",
+        "structured_output": "json_schema",  # the fault plans below predict every request; no probe among them
+        **endpoint,
+    }
     return Engine(
         {"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), backoff_base_s=0.005, backoff_cap_s=0.02
     )
@@ -275,6 +281,7 @@ def test_a_recognisable_api_key_appears_in_no_output_log_cache_row_or_error(api_
                     "base_url": server.base_url,
                     "api_key_env": "GEN_TEST_API_KEY",
                     "max_retries": 2,
+                    "structured_output": "json_schema",
                 }
             },
             RunSettings(cache_dir=cache_dir, progress="plain", progress_interval_s=0.01),

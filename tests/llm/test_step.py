@@ -95,6 +95,7 @@ def engine_for(server, cache_dir, plan_only=False):
         "seed": SEED,
         "max_retries": 0,
         "timeout_s": 5,
+        "structured_output": "json_schema",
     }
     return Engine({"main": endpoint}, RunSettings(cache_dir=cache_dir, progress="off"), plan_only=plan_only)
 
@@ -162,7 +163,7 @@ def test_fewer_retries_give_up_sooner(api_key, cache_dir):
         result = run(words_step(), engine, topics("banana", "apple"), StepPolicy(retries=0, max_reject_rate=0.5))
     assert model.seen == [("banana", 0), ("apple", 0)]
     assert list(result.accepted) == ["t-apple"]
-    assert [r["reason"] for r in result.rejects] == ["wrong letter: 'kiwi' does not start with 'b' (after 1 attempts)"]
+    assert [r["reason"] for r in result.rejects] == ["wrong letter: 'kiwi' does not start with 'b' (after 1 attempt)"]
 
 
 def test_a_call_that_fails_in_the_engine_is_left_to_the_engine(api_key, cache_dir):

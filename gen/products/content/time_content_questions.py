@@ -32,7 +32,17 @@ from gen.errors import GenError
 from gen.llm.step import CheckedStep, Problem, StepPolicy, Verify, most_calls
 from gen.llm.step import run as run_step
 from gen.llm.task import Task, render_messages
-from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Unit, require_endpoint
+from gen.products.base import (
+    BuildContext,
+    ConfigSpec,
+    Needs,
+    Product,
+    Record,
+    Records,
+    Reject,
+    Unit,
+    require_endpoint,
+)
 from gen.products.checks import Checks
 from gen.products.content import anchors as anchor_selection
 from gen.products.content.question_checks import Facts, clean, problems
@@ -78,6 +88,13 @@ class Options(StrictModel):
     max_copied_words: int = Field(5, ge=1, description="longest run of consecutive anchor words a question may repeat")
     verify: bool = Field(False, description="a second call checks that the anchor answers the question")
     retries: int = Field(2, ge=0, le=20, description="regenerations (new sample index) after a failed check")
+    max_reject_rate: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="stop the run when more than this share of the questions is rejected; default: the "
+        "endpoint's max_reject_rate (0.2 unless set)",
+    )
 
     @field_validator("anchor_size", mode="before")
     @classmethod
@@ -243,6 +260,35 @@ def verify_task(item: Item, question: str, options: Options, templates_dir: str 
 # --- generation -----------------------------------------------------------------------------------------
 
 
+def reject_of(item: Item, reject: dict) -> Reject:
+    """A question the step gave up on, as rejects.jsonl holds it: the reason, the raw reply, its anchor and
+    every attempt."""
+    return Reject(
+        NAME,
+        item.question_id,
+        reject["reason"],
+        reject["raw_text"],
+        {
+            "conversation_id": item.timeline.conversation_id,
+            "reference_kind": item.slot.kind,
+            "speaker": item.anchor.speaker,
+            "relevant_response_indices": item.anchor.indices,
+            "attempts": reject["attempts"],
+        },
+    )
+
+
+def policy(options: Options, recipe: Recipe) -> StepPolicy:
+    """Regenerations and the reject limit: the product's own max_reject_rate, else its endpoint's."""
+    if options.max_reject_rate is not None:
+        rate, where = options.max_reject_rate, f"max_reject_rate in the {NAME} product entry"
+    else:
+        endpoint = recipe.llm.get(options.endpoint)
+        rate = endpoint.max_reject_rate if endpoint is not None else StepPolicy.max_reject_rate
+        where = f"max_reject_rate (in the {NAME} product entry, or for every step on llm endpoint '{options.endpoint}')"
+    return StepPolicy(retries=options.retries, max_reject_rate=rate, reject_option=where)
+
+
 def question_step(options: Options, templates_dir: str | None) -> CheckedStep[Item]:
     """Write a question for an item, check it against the anchor's facts, optionally have it verified."""
 
@@ -259,6 +305,7 @@ def question_step(options: Options, templates_dir: str | None) -> CheckedStep[It
         item_id=lambda item: item.question_id,
         prepare=lambda item, reply: clean(reply.question),
         describe=lambda question: {"question": question},
+        record=lambda item, reject: reject_of(item, reject).to_dict(),
         verify=Verify(
             VERIFY_STEP, task=lambda item, question: verify_task(item, question, options, templates_dir), judge=judge
         )
@@ -270,21 +317,10 @@ def question_step(options: Options, templates_dir: str | None) -> CheckedStep[It
 def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
     """question_id -> (question, sample) of the items that passed the shared checked step; the items it gave
     up on go to ctx.reject with their anchor (an item whose call failed is in the engine's rejects)."""
-    result = run_step(question_step(options, ctx.templates_dir), ctx.llm(), items, StepPolicy(retries=options.retries))
+    step = question_step(options, ctx.templates_dir)
+    result = run_step(step, ctx.llm(), items, policy(options, ctx.recipe))
     by_id = {item.question_id: item for item in items}
-    for reject in result.rejects:
-        item = by_id[reject["item_id"]]
-        ctx.reject(
-            NAME,
-            item.question_id,
-            reject["reason"],
-            raw_text=reject["raw_text"],
-            conversation_id=item.timeline.conversation_id,
-            reference_kind=item.slot.kind,
-            speaker=item.anchor.speaker,
-            relevant_response_indices=item.anchor.indices,
-            attempts=reject["attempts"],
-        )
+    ctx.rejects.extend(reject_of(by_id[reject["item_id"]], reject) for reject in result.rejects)
     return {item_id: (accepted.value, accepted.sample) for item_id, accepted in result.accepted.items()}
 
 
@@ -479,7 +515,7 @@ class TimeContentQuestions(Product[Options]):
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
         items = plan_items(units, ctx, self.options)
         step = question_step(self.options, ctx.templates_dir)
-        bound = most_calls(step, len(items), StepPolicy(retries=self.options.retries))
+        bound = most_calls(step, len(items), policy(self.options, ctx.recipe))
         return [(NAME, [step.task(item, 0) for item in items], bound)]
 
     def count(self, config: str, records: Sequence[Record]) -> Counter:
