@@ -1,16 +1,22 @@
-"""The `gen` command line. User errors (GenError) print one message and exit 2; --debug shows the traceback."""
+"""The `gen` command line. User errors (GenError) print one message and exit with the error's code (2 for bad
+input, 1 or 130 for a run that stopped early); usage errors print the usage line and exit 2; --debug shows the
+traceback."""
 
 from __future__ import annotations
 
+import math
 import sys
+import warnings
 from enum import StrEnum
 from pathlib import Path
+from typing import Any, TextIO
 
 import typer
 from rich.console import Console
 
-from gen.errors import GenError
+from gen.errors import GenError, Stopped
 from gen.export.cli import push
+from gen.model import DataWarning
 
 app = typer.Typer(
     add_completion=False,
@@ -22,8 +28,21 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 STATE = {"debug": False}
 
 
+def show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"gen {version('gen')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main_options(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+def main_options(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=show_version, is_eager=True, help="Print gen's version and exit."
+    ),
+) -> None:
     STATE["debug"] = debug
 
 
@@ -31,7 +50,7 @@ def say(message: str) -> None:
     err.print(message, markup=False)
 
 
-RECIPE = typer.Argument(..., help="The recipe YAML file.")
+RECIPE = typer.Argument(..., metavar="RECIPE", help="The recipe YAML file.")
 LIMIT = typer.Option(None, "--limit", min=0, help="Use at most N conversations per source (a quick trial).")
 CACHE_DIR = typer.Option(
     None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen)."
@@ -157,7 +176,7 @@ def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | Non
         )
         for name, tasks, most in steps:
             step = engine.plan(name, tasks)
-            cost = "?" if step.projected_cost_usd is None else f"{step.projected_cost_usd:.2f}"
+            cost = "?" if step.projected_cost_usd is None else dollars(step.projected_cost_usd)
             typer.echo(
                 f"{name:<28} {step.items:>7,} {step.calls_needed:>8,} {step.calls_cached:>8,} "
                 f"{most:>8,} {step.projected_input_tokens:>11,} "
@@ -165,6 +184,15 @@ def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | Non
             )
     finally:
         engine.close()
+
+
+def dollars(amount: float) -> str:
+    """A cost with cents, and below a dollar with two significant digits, so a small cost never shows as 0.00:
+    1234.5 → "1,234.50", 0.5 → "0.50", 0.0123 → "0.012", 0.00042 → "0.00042"."""
+    if amount <= 0 or amount >= 1:
+        return f"{amount:,.2f}"
+    decimals = max(2, 1 - math.floor(math.log10(amount)))
+    return f"{amount:.{decimals}f}"
 
 
 @app.command()
@@ -236,24 +264,76 @@ app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/c
 
 
 def main() -> None:
+    """Run the command line; every way out of it ends here with one message and an exit code."""
     try:
-        app(standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", DataWarning)
+            warnings.showwarning = show_warning
+            code = app(standalone_mode=False)
     except GenError as exc:
         if STATE["debug"]:
             raise
-        err.print(f"error: {exc}", markup=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err.print("interrupted", markup=False)
-        sys.exit(130)
-    except Exception as exc:  # click's own usage errors
+        err.print(f"{'stopped' if isinstance(exc, Stopped) else 'error'}: {exc}", markup=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:  # Ctrl-C outside a run (a run reports its own stop as Stopped)
+        interrupted()
+    except USAGE_ERRORS as exc:
+        if STATE["debug"]:
+            raise
+        show_usage_error(exc)
+    except typer.Abort:
+        err.print("aborted", markup=False)
+        sys.exit(1)
+    if code == 130:  # typer turns a Ctrl-C inside a command into exit code 130
+        interrupted()
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def show_usage_error(exc: Exception) -> None:
+    """The usage line, a pointer to --help and the error (as click shows them), then exit 2."""
+    show = getattr(exc, "show", None)
+    if callable(show):
+        show()
+    else:
+        err.print(f"Error: {exc}", markup=False)
+    sys.exit(getattr(exc, "exit_code", 2))
+
+
+def interrupted() -> None:
+    err.print("interrupted; nothing was written", markup=False)
+    sys.exit(130)
+
+
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Data warnings (input accepted, but maybe not what was meant) as one line each; others as Python shows
+    them."""
+    if issubclass(category, DataWarning):
+        err.print(f"warning: {message}", markup=False)
+    else:
+        PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+def usage_error_types() -> tuple[type[Any], ...]:
+    """The parser's usage errors (they have `show` and `exit_code`): typer vendors click as typer._click from
+    0.2x on, whose errors derive from typer.TyperException; older typer raises click's own."""
+    found: list[type[Any]] = []
+    if hasattr(typer, "TyperException"):
+        found.append(typer.TyperException)
+    try:
         import click
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(1)
-        raise
+        found.append(click.ClickException)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+USAGE_ERRORS = usage_error_types()
+PYTHON_SHOW_WARNING = warnings.showwarning

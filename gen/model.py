@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+MIN_YEAR = 1000  # timestamps are written and read as four-digit years (ISO 8601), so every date keeps four
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -46,3 +48,8 @@ class Conversation:
     @property
     def word_count(self) -> int:
         return sum(session.word_count for session in self.sessions)
+
+
+class DataWarning(UserWarning):
+    """Input gen accepts but that may not be what was meant (e.g. a session number skipped); the command line
+    prints each as one `warning:` line and goes on."""

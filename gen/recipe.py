@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import types
 import typing
 from datetime import datetime
@@ -17,15 +18,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
 from gen.hashing import canonical_json
 from gen.llm.config import EndpointConfig, data_params
+from gen.model import MIN_YEAR
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
+
+# Bounds that keep every timestamp a four-digit year: a word takes at most a minute to say, and no gap or
+# offset is longer than ten years (docs/timestamps.md).
+MAX_SECONDS_PER_WORD = 60
+MAX_MINUTES = 10 * 365 * 24 * 60
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
 SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc"]
@@ -61,7 +68,7 @@ class SourceSpec(StrictModel):
 
 class PaddingSpec(StrictModel):
     mode: Literal["none", "donor", "file"] = "donor"
-    after_minutes: float = Field(default=60, ge=0)
+    after_minutes: float = Field(default=60, ge=0, le=MAX_MINUTES, allow_inf_nan=False)
     target_words: int = Field(default=3000, ge=1)
     path: Path | None = Field(default=None, description="mode file: a JSON list of {speaker, text}")
 
@@ -73,12 +80,19 @@ class PaddingSpec(StrictModel):
 
 
 class TimelineSpec(StrictModel):
-    seconds_per_word: float = Field(default=0.46, gt=0)
-    session_gap_minutes: float = Field(default=20, gt=0)
-    now_offset_minutes: float = Field(default=50, ge=0)
+    seconds_per_word: float = Field(default=0.46, gt=0, le=MAX_SECONDS_PER_WORD, allow_inf_nan=False)
+    session_gap_minutes: float = Field(default=20, gt=0, le=MAX_MINUTES, allow_inf_nan=False)
+    now_offset_minutes: float = Field(default=50, ge=0, le=MAX_MINUTES, allow_inf_nan=False)
     padding: PaddingSpec = PaddingSpec()
     anchor_start: datetime = Field(default=datetime(2023, 1, 2, 10, 0), description="session 1 start for MSC and CC")
     shift_overlapping: bool = Field(default=False, description="move later sessions instead of failing on an overlap")
+
+    @field_validator("anchor_start")
+    @classmethod
+    def four_digit_year(cls, value: datetime) -> datetime:
+        if value.year < MIN_YEAR:
+            raise ValueError(f"the year must have four digits ({MIN_YEAR} or later)")
+        return value
 
 
 class ProductEntry(BaseModel):
@@ -129,9 +143,7 @@ RUN_ONLY_KEYS = {"output_dir", "export"}
 def load_recipe(path: str | Path) -> Recipe:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GenError("recipe file not found", file=path, expected="a YAML recipe") from None
+        data = yaml.safe_load(read_recipe_text(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise GenError(
@@ -143,9 +155,67 @@ def load_recipe(path: str | Path) -> Recipe:
         raise GenError("the recipe is not a mapping", file=path, expected="keys name, sources, timeline, products")
     recipe = validate_model(Recipe, data, path, prefix=())
     recipe._file = path
+    check_endpoints(recipe)
     recipe._fingerprint = fingerprint(data_affecting(recipe))
     resolve_paths(recipe, path.parent)
     return recipe
+
+
+RECIPE_FILE = "a YAML recipe file (UTF-8 text)"
+
+
+def read_recipe_text(path: Path) -> str:
+    """The recipe's text, or one error saying what the path is instead of a UTF-8 text file."""
+    if path.is_dir():
+        raise GenError("this is a folder, not a recipe file", file=path, expected=RECIPE_FILE)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise GenError("recipe file not found", file=path, expected=RECIPE_FILE) from None
+    except OSError as exc:
+        raise GenError(f"cannot read the recipe: {exc.strerror or exc}", file=path, expected=RECIPE_FILE) from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise GenError("the recipe is UTF-16 text; save it as UTF-8", file=path, expected=RECIPE_FILE)
+    if b"\0" in raw:
+        raise GenError("this is a binary file, not a recipe", file=path, expected=RECIPE_FILE)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise GenError(
+            f"the recipe is not UTF-8 text (byte 0x{raw[exc.start]:02x} cannot be read); save it as UTF-8",
+            file=path,
+            record=f"line {line}",
+            expected=RECIPE_FILE,
+        ) from None
+
+
+def check_endpoints(recipe: Recipe) -> None:
+    """What the endpoint models let through but no server would take: a model name with spaces around it, and
+    infinite or not-a-number settings (`.inf` in YAML)."""
+    for name, endpoint in recipe.llm.items():
+        where = f"llm.{name}"
+        if endpoint.model != endpoint.model.strip() or not endpoint.model.strip():
+            raise GenError(
+                f"model {endpoint.model!r} is blank or has spaces around it",
+                file=recipe.file,
+                field=f"{where}.model",
+                expected="the model's id as the server names it, e.g. gpt-4o-mini",
+            )
+        for key, value in non_finite(endpoint.model_dump(), where):
+            raise GenError(f"{value} is not a usable value", file=recipe.file, field=key, expected="a finite number")
+
+
+def non_finite(value: Any, where: str) -> typing.Iterator[tuple[str, float]]:
+    """(dotted key, value) of every infinite or NaN number inside `value`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield where, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from non_finite(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from non_finite(item, f"{where}[{index}]")
 
 
 def data_affecting(recipe: Recipe) -> dict:
@@ -181,6 +251,14 @@ def resolve_paths(recipe: Recipe, base: Path) -> None:
     if padding.path is not None and not padding.path.exists():
         raise GenError(f"file not found: {padding.path}", file=recipe.file, field="timeline.padding.path")
     recipe.templates_dir = resolve(recipe.templates_dir)
+    if recipe.templates_dir is not None and not recipe.templates_dir.is_dir():
+        missing = "not a folder" if recipe.templates_dir.exists() else "folder not found"
+        raise GenError(
+            f"{missing}: {recipe.templates_dir}",
+            file=recipe.file,
+            field="templates_dir",
+            expected="a folder of templates that shadow gen's own, relative to the recipe's folder or absolute",
+        )
     recipe.output_dir = resolve(recipe.output_dir)
 
 
@@ -192,10 +270,19 @@ def validate_model(model: type[BaseModel], data: Any, file: Path, prefix: tuple)
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = prefix + tuple(first["loc"])
-        raise GenError(
-            describe(model, first, tuple(first["loc"])), file=file, field=dotted(loc) or "(top level)"
-        ) from None
+        loc = tuple(first["loc"])
+        if first["type"] == "missing":  # say where the key belongs, not the key itself
+            raise GenError(missing_key(model, first, loc), file=file, field=dotted(prefix + loc[:-1]) or None) from None
+        raise GenError(describe(model, first, loc), file=file, field=dotted(prefix + loc) or "(top level)") from None
+
+
+def missing_key(model: type[BaseModel], error: ErrorDetails, loc: tuple) -> str:
+    """ "missing key 'sources'", and the unknown key given in its place when one is close ("found 'source'")."""
+    key = str(loc[-1])
+    given = error.get("input")
+    unknown = [str(k) for k in given if k not in valid_keys(model, loc[:-1])] if isinstance(given, dict) else []
+    near = difflib.get_close_matches(key, unknown, n=1)
+    return f"missing key {key!r}" + (f"; found {near[0]!r}; did you mean {key!r}?" if near else "")
 
 
 def dotted(loc: tuple) -> str:
@@ -211,8 +298,6 @@ def describe(model: type[BaseModel], error: ErrorDetails, loc: tuple) -> str:
         key = str(loc[-1])
         near = difflib.get_close_matches(key, valid_keys(model, loc[:-1]), n=1)
         return f"unknown key {key!r}" + (f"; did you mean {near[0]!r}?" if near else "")
-    if kind == "missing":
-        return "required key is missing"
     given = error.get("input")
     shown = json.dumps(given, default=str)[:80] if not isinstance(given, dict) else "a mapping"
     return f"{error['msg']}, got {shown}"

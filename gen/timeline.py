@@ -76,6 +76,22 @@ def ceil_to_second(moment: datetime) -> datetime:
 def build_timeline(
     conversation: Conversation, spec: TimelineSpec, donors: Sequence[Conversation] = (), seed: int = 0
 ) -> Timeline:
+    try:
+        return place_on_clock(conversation, spec, donors, seed)
+    except OverflowError:  # a date near the year 9999 and long gaps: a timestamp past what a date can hold
+        raise GenError(
+            "a timestamp would fall after the year 9999",
+            file=conversation.source_file,
+            record=conversation.conversation_id,
+            field="session start",
+            expected="session dates and timeline settings (gaps, offsets, seconds_per_word) that stay within "
+            "the years 1000 to 9999",
+        ) from None
+
+
+def place_on_clock(
+    conversation: Conversation, spec: TimelineSpec, donors: Sequence[Conversation], seed: int
+) -> Timeline:
     sessions = list(conversation.sessions)
     gap = timedelta(minutes=spec.session_gap_minutes)
     starts: list[datetime] = []

@@ -82,6 +82,7 @@ def bind(recipe: Recipe) -> list[Bound]:
                 expected="each product type once",
             )
         product = cls(options)
+        check_endpoint_options(product, recipe, where)
         product.check_recipe(recipe, where)
         chosen[entry.type] = product
     wanted = set(chosen)
@@ -93,6 +94,22 @@ def bind(recipe: Recipe) -> list[Bound]:
         Bound(chosen.get(name) or REGISTRY[name](REGISTRY[name].Options()), written=name in wanted)
         for name in topological(order)
     ]
+
+
+def check_endpoint_options(product: Product, recipe: Recipe, where: str) -> None:
+    """Every option of an LLM product that names an endpoint (`endpoint`, `..._endpoint`) names one of the
+    recipe's llm: section. Checked here for every product at load, so no product can leave it to the first call."""
+    if not product.needs.llm:
+        return
+    for key, value in product.options.model_dump().items():
+        if (key == "endpoint" or key.endswith("_endpoint")) and isinstance(value, str) and value not in recipe.llm:
+            near = difflib.get_close_matches(value, recipe.llm, n=1)
+            raise GenError(
+                f"unknown LLM endpoint {value!r}" + (f"; did you mean {near[0]!r}?" if near else ""),
+                file=recipe.file,
+                field=f"{where}.{key}",
+                expected=f"a name of the recipe's llm: section ({', '.join(sorted(recipe.llm)) or 'none defined'})",
+            )
 
 
 def lookup(name: str, recipe: Recipe, where: str) -> type[Product]:

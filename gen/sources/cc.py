@@ -38,7 +38,12 @@ def parse_duration(text: str, *, where: str) -> timedelta:
             expected='a duration like "3 days", "12 hours", "2 weeks" or "30 minutes"',
         )
     number, unit = float(match.group(1)), match.group(2).lower()
-    return timedelta(**{unit + "s": number})
+    try:
+        return timedelta(**{unit + "s": number})
+    except OverflowError:
+        raise GenError(
+            f"duration {text!r} is too long", record=where, field="interval_phrases", expected="at most 999999999 days"
+        ) from None
 
 
 def interval_table(extra: dict[str, str] | None) -> dict[str, timedelta]:
@@ -76,6 +81,7 @@ def parse_episode(record: dict, episode: str, origin, table, default_interval: s
             field="first_session_dialogue",
             expected="keys <ordinal>_session_dialogue and <ordinal>_session_speakers",
         )
+    refuse_skipped_sessions(ordinals, record, episode, origin)
     intervals = interval_phrases_of(record, episode, origin, len(ordinals), default_interval)
     sessions, speakers = [], []
     for number, ordinal in enumerate(ordinals, start=1):
@@ -141,6 +147,20 @@ def parse_episode(record: dict, episode: str, origin, table, default_interval: s
         metadata=metadata,
         source_file=str(origin),
     )
+
+
+def refuse_skipped_sessions(ordinals: list[str], record: dict, episode: str, origin) -> None:
+    """Sessions must run first, second, ... with none left out: time_interval gives the gap before each session
+    by position, so a skipped session would give every later session the wrong gap."""
+    expected = list(ORDINALS[: ORDINALS.index(ordinals[-1]) + 1])
+    if skipped := [o for o in expected if o not in ordinals]:
+        raise GenError(
+            f"no {', '.join(f'{o}_session_dialogue' for o in skipped)}, but {ordinals[-1]}_session_dialogue is there",
+            file=origin,
+            record=episode,
+            field=f"{skipped[0]}_session_dialogue",
+            expected="sessions first, second, ... with none skipped (their time_interval phrases go by position)",
+        )
 
 
 def interval_phrases_of(record: dict, episode: str, origin, count: int, default_interval: str | None) -> list[str]:

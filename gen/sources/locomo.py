@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any, NoReturn
 
 from gen.errors import GenError
-from gen.model import Conversation, Session, Turn
+from gen.model import MIN_YEAR, Conversation, DataWarning, Session, Turn
 from gen.sources._io import require_list, require_str
 
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 SESSION_KEY = re.compile(r"^session_(\d+)$")
+DATE_EXAMPLE = 'a date like "1:56 pm on 8 May, 2023"'
+YEAR_AT_END = re.compile(r"(\d+)\s*$")
 EXPECTED_FILE = "a LoCoMo JSON file: a list of samples, one sample, or a bare conversation dict"
 
 
 def parse_date(text: Any, *, file, record: str, field: str) -> datetime:
-    value = require_str(text, file=file, record=record, field=field, expected='a date like "1:56 pm on 8 May, 2023"')
+    value = require_str(text, file=file, record=record, field=field, expected=DATE_EXAMPLE)
+    year = YEAR_AT_END.search(value)
+    if year and int(year.group(1)) < MIN_YEAR:
+        raise GenError(
+            f"the year of {value!r} is {int(year.group(1))}, before {MIN_YEAR}",
+            file=file,
+            record=record,
+            field=field,
+            expected=f"a four-digit year, {MIN_YEAR} to 9999, in {DATE_EXAMPLE}",
+        )
     try:
         return datetime.strptime(value.strip(), DATE_FORMAT)
     except ValueError:
@@ -26,7 +38,7 @@ def parse_date(text: Any, *, file, record: str, field: str) -> datetime:
             file=file,
             record=record,
             field=field,
-            expected='a date like "1:56 pm on 8 May, 2023" (%I:%M %p on %d %B, %Y)',
+            expected=f"{DATE_EXAMPLE} (%I:%M %p on %d %B, %Y)",
         ) from None
 
 
@@ -60,19 +72,8 @@ def parse(data: Any, origin: Any, default_id: str = "conversation") -> Iterator[
 
 
 def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversation:
-    speakers = (
-        require_str(conversation.get("speaker_a"), file=origin, record=sample_id, field="speaker_a"),
-        require_str(conversation.get("speaker_b"), file=origin, record=sample_id, field="speaker_b"),
-    )
-    numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.match(key)))
-    if not numbers:
-        raise GenError(
-            "no sessions",
-            file=origin,
-            record=sample_id,
-            field="session_1",
-            expected="keys session_N with a list of turns",
-        )
+    speakers = conversation_speakers(conversation, sample_id, origin)
+    numbers = session_numbers(conversation, sample_id, origin)
     sessions: list[Session] = []
     for number in numbers:  # a session_N_date_time without session_N is ignored
         label = f"session_{number}"
@@ -97,6 +98,7 @@ def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversati
                 expected="sessions in chronological order",
             )
         sessions.append(Session(turns=turns, start=start, label=label))
+    refuse_repeated_turn_ids(sessions, sample_id, origin)
     return Conversation(
         conversation_id=f"locomo/{sample_id}",
         speakers=speakers,
@@ -104,6 +106,65 @@ def parse_conversation(conversation: dict, sample_id: str, origin) -> Conversati
         metadata={"source_format": "locomo", "sample_id": sample_id},
         source_file=str(origin),
     )
+
+
+def conversation_speakers(conversation: dict, sample_id: str, origin) -> tuple[str, str]:
+    speakers = (
+        require_str(conversation.get("speaker_a"), file=origin, record=sample_id, field="speaker_a"),
+        require_str(conversation.get("speaker_b"), file=origin, record=sample_id, field="speaker_b"),
+    )
+    if speakers[0] == speakers[1]:  # every turn would belong to both: who said what is lost
+        raise GenError(
+            f"speaker_a and speaker_b are both {speakers[0]!r}",
+            file=origin,
+            record=sample_id,
+            field="speaker_b",
+            expected="two different speaker names",
+        )
+    return speakers
+
+
+def session_numbers(conversation: dict, sample_id: str, origin) -> list[int]:
+    """The N of every session_N key, in order; numbers skipped on the way are named in a warning (the sessions
+    are numbered by their order, so the output's session numbers then differ from the source's)."""
+    numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.match(key)))
+    if not numbers:
+        raise GenError(
+            "no sessions",
+            file=origin,
+            record=sample_id,
+            field="session_1",
+            expected="keys session_N with a list of turns",
+        )
+    if skipped := sorted(set(range(1, numbers[-1])) - set(numbers)):
+        renumbered = [f"session_{n} is session {index}" for index, n in enumerate(numbers, start=1) if n != index]
+        warnings.warn(
+            DataWarning(
+                f"{origin}: {sample_id}: no {', '.join(f'session_{n}' for n in skipped)}; sessions are numbered in "
+                f"order, so {', '.join(renumbered)} in the output"
+            ),
+            stacklevel=2,
+        )
+    return numbers
+
+
+def refuse_repeated_turn_ids(sessions: list[Session], sample_id: str, origin) -> None:
+    """A dia_id names one turn: records point back to the corpus by it, so two turns with one id are refused."""
+    seen: dict[str, str] = {}
+    for session in sessions:
+        for index, turn in enumerate(session.turns):
+            where = f"{session.label}, turn {index + 1}"
+            if turn.source_turn_id is None:
+                continue
+            if turn.source_turn_id in seen:
+                raise GenError(
+                    f"turn id {turn.source_turn_id!r} is used twice: {seen[turn.source_turn_id]} and {where}",
+                    file=origin,
+                    record=f"{sample_id}, {where}",
+                    field="dia_id",
+                    expected="a different dia_id for every turn of a conversation",
+                )
+            seen[turn.source_turn_id] = where
 
 
 def parse_turn(raw: Any, speakers: tuple[str, str], origin: Any, record: str, index: int) -> Turn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -22,7 +23,7 @@ UNITS = {
 def gap(previous: dict, *, file, record: str) -> timedelta:
     """`time_num` + `time_unit` of previous dialog k: from the end of session k to the start of session k+1."""
     number, unit = previous.get("time_num"), previous.get("time_unit")
-    if not isinstance(number, (int, float)) or number < 0:
+    if not isinstance(number, (int, float)) or not 0 <= number < math.inf:
         raise GenError(f"got {number!r}", file=file, record=record, field="time_num", expected="a number >= 0")
     base = UNITS.get(str(unit).strip().lower().rstrip("s"))
     if base is None:
@@ -33,7 +34,16 @@ def gap(previous: dict, *, file, record: str) -> timedelta:
             field="time_unit",
             expected=f"one of {', '.join(u + '(s)' for u in UNITS)}",
         )
-    return base * number
+    try:
+        return base * number
+    except OverflowError:
+        raise GenError(
+            f"{number} {unit} is too long",
+            file=file,
+            record=record,
+            field="time_num",
+            expected="at most 999999999 days",
+        ) from None
 
 
 def speaker_ids(raw_turns: list[dict]) -> list[str]:
