@@ -269,7 +269,7 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DataWarning)
             warnings.showwarning = show_warning
-            code = app(standalone_mode=False)
+            code = app(standalone_mode=False, prog_name="gen")
     except GenError as exc:
         if STATE["debug"]:
             raise

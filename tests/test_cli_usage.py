@@ -1,0 +1,223 @@
+"""The command line under usage errors, --version, --debug, exit codes and Ctrl-C before a run, through real
+`gen` processes (main() decides the exit code); and how `gen plan` shows small and large costs."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gen.cli import dollars
+from tests.conftest import REPO, locomo_sample, run_cli, write_json, write_recipe
+
+SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
+
+
+def gen_process(*args, cwd: Path | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gen", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def gen(*args, cwd: Path | None = None) -> tuple[int, str, str]:
+    """Run `gen ARGS` in a new process; (exit code, stdout, stderr)."""
+    process = gen_process(*args, cwd=cwd)
+    out, err = process.communicate(timeout=120)
+    return process.returncode, out, err
+
+
+def gen_all(commands: dict[str, list]) -> dict[str, tuple[int, str, str]]:
+    """Several `gen` processes at once (each is mostly Python's start-up), their results by name."""
+    running = {name: gen_process(*args) for name, args in commands.items()}
+    results = {}
+    for name, process in running.items():
+        out, err = process.communicate(timeout=120)
+        results[name] = (process.returncode, out, err)
+    return results
+
+
+# --- 7. usage errors: exit 2, the usage line, the error, no traceback -----------------------------------
+
+USAGE_ERRORS = {
+    "run: unknown option": (["run", "r.yaml", "--bogus"], "run", "No such option: --bogus"),
+    "run: missing recipe": (["run"], "run", "Missing argument"),
+    "run: bad --limit": (["run", "r.yaml", "--limit", "-1"], "run", "Invalid value for '--limit'"),
+    "plan: missing recipe": (["plan"], "plan", "Missing argument"),
+    "preview: missing --product": (["preview", "r.yaml"], "preview", "Missing option '--product'"),
+    "validate: extra argument": (["validate", "a.yaml", "b.yaml"], "validate", "unexpected extra argument"),
+    "products: extra argument": (["products", "log"], "products", "unexpected extra argument"),
+    "push: missing folder": (["push"], "push", "Missing argument"),
+    "gen: unknown option": (["--verbose", "products"], "", "No such option: --verbose"),
+    "gen: unknown command": (["build", "r.yaml"], "", "No such command 'build'"),
+}
+
+
+@pytest.fixture(scope="module")
+def usage_results():
+    return gen_all({name: args for name, (args, _, _) in USAGE_ERRORS.items()})
+
+
+@pytest.mark.parametrize("case", USAGE_ERRORS)
+def test_usage_errors_exit_2_with_the_usage_line_and_no_traceback(usage_results, case):
+    _, subcommand, message = USAGE_ERRORS[case]
+    code, out, err = usage_results[case]
+    assert code == 2, err
+    assert "Traceback" not in err and "Traceback" not in out
+    command = f"gen {subcommand}".rstrip()
+    assert err.startswith(f"Usage: {command} ")
+    assert f"Try '{command} --help' for help." in err
+    assert message in err
+
+
+def test_version_prints_the_installed_version():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    code, out, err = gen("--version")
+    assert (code, out.strip(), err) == (0, f"gen {project['version']}", "")
+
+
+def test_debug_still_shows_the_traceback_of_a_user_error(tmp_path):
+    code, _, err = gen("--debug", "validate", tmp_path / "missing.yaml")
+    assert code != 0 and "Traceback" in err and "recipe file not found" in err
+
+
+NEVER_VALID = '''
+import sys
+from datasets import Features, Value
+from gen.products.base import ConfigSpec, ConversationProduct
+from gen.products.registry import register
+from gen.recipe import StrictModel
+from gen.cli import main
+
+
+class NeverValid(ConversationProduct[StrictModel]):
+    """One record per conversation that its validator always refuses."""
+
+    name = "never_valid"
+    description = "fails validation"
+    Options = StrictModel
+    configs = (ConfigSpec("never_valid", "one row", lambda: Features({"conversation_id": Value("string")})),)
+
+    def records(self, unit, ctx):
+        yield "never_valid", {"conversation_id": unit.conversation.conversation_id}
+
+    def validate(self, unit, records, checks, ctx):
+        checks.check("never", False, unit.conversation.conversation_id)
+
+
+register(NeverValid)
+sys.argv[0] = "gen"
+main()
+'''
+
+
+def test_a_user_error_exits_with_its_own_code(tmp_path):
+    """A run that fails validation is a GenError with exit code 1: main() keeps that code (not always 2)."""
+    driver = tmp_path / "gen_with_never_valid.py"
+    driver.write_text(NEVER_VALID, encoding="utf-8")
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {"name": "nv", "sources": [{"format": "locomo", "path": str(SAMPLE)}], "products": [{"type": "never_valid"}]},
+    )
+    done = subprocess.run(
+        [sys.executable, str(driver), "run", str(recipe), "--output-dir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "validation failed for never_valid" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_while_reading_the_recipe_exits_130_in_one_line(tmp_path):
+    """The recipe is a named pipe nobody writes to, so gen waits in the middle of loading when Ctrl-C comes."""
+    pipe = tmp_path / "recipe.yaml"
+    os.mkfifo(pipe)
+    running = gen_process("validate", pipe)
+    writer = open_writer_when_read(pipe, running)
+    try:
+        running.send_signal(signal.SIGINT)
+        out, err = running.communicate(timeout=60)
+    finally:
+        os.close(writer)
+    assert running.returncode == 130, err
+    assert err.strip() == "interrupted; nothing was written"
+    assert out == ""
+
+
+def open_writer_when_read(pipe: Path, running: subprocess.Popen) -> int:
+    """Open the pipe's writing end once gen has opened it for reading (until then opening fails with ENXIO)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and running.poll() is None:
+        try:
+            return os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            time.sleep(0.01)
+    raise AssertionError(f"gen never opened the recipe: {running.communicate()}")
+
+
+# --- 14. gen plan shows significant digits ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "amount, shown",
+    [
+        (0.0, "0.00"),
+        (0.00042, "0.00042"),
+        (0.000123456, "0.00012"),
+        (0.0123, "0.012"),
+        (0.05, "0.050"),
+        (0.5, "0.50"),
+        (0.999, "1.00"),
+        (1.0, "1.00"),
+        (12.345, "12.35"),
+        (1234.5, "1,234.50"),
+        (1234567.891, "1,234,567.89"),
+    ],
+)
+def test_costs_show_cents_and_two_significant_digits_below_a_dollar(amount, shown):
+    assert dollars(amount) == shown
+
+
+def test_plan_shows_a_small_cost_instead_of_zero(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
+    write_json(
+        tmp_path / "convs.json",
+        [
+            locomo_sample("c1", ("Ann", "Bob"), [("1:56 pm on 8 May, 2023", ["I went hiking in the hills today"] * 6)]),
+            locomo_sample("c2", ("Cat", "Dan"), [("9:00 am on 9 May, 2023", ["We baked bread with my sister"] * 6)]),
+        ],
+    )
+    price = {"input_per_million": 0.01, "output_per_million": 0.02}
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "cost",
+            "sources": [{"format": "locomo", "path": "convs.json"}],
+            "llm": {"main": {"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": None, "price": price}},
+            "products": [{"type": "time_content_questions", "per_conversation": 1, "min_anchor_words": 3}],
+        },
+    )
+    code, out, err = run_cli(["plan", recipe], capsys)
+    assert code == 0, err
+    row = next(line.split() for line in out.splitlines() if line.startswith("time_content_questions"))
+    input_tokens, output_tokens, cost = int(row[5].replace(",", "")), int(row[6].replace(",", "")), row[7]
+    expected = (input_tokens * 0.01 + output_tokens * 0.02) / 1_000_000  # a few thousand tokens: about $0.00004
+    assert expected < 0.001 and cost != "0.00"
+    assert re.fullmatch(r"0\.0+[1-9]\d", cost), cost  # two significant digits
+    assert float(cost) == pytest.approx(expected, rel=0.06)
