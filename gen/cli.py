@@ -9,7 +9,7 @@ import sys
 import warnings
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import typer
 from rich.console import Console
@@ -265,6 +265,7 @@ app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/c
 
 def main() -> None:
     """Run the command line; every way out of it ends here with one message and an exit code."""
+    STATE["debug"] = False  # set again by the callback, once the options before the command are read
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DataWarning)
@@ -320,19 +321,14 @@ def show_warning(
         PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
 
 
-def usage_error_types() -> tuple[type[Any], ...]:
+def usage_error_types() -> tuple[type[Exception], ...]:
     """The parser's usage errors (they have `show` and `exit_code`): typer vendors click as typer._click from
     0.2x on, whose errors derive from typer.TyperException; older typer raises click's own."""
-    found: list[type[Any]] = []
     if hasattr(typer, "TyperException"):
-        found.append(typer.TyperException)
-    try:
-        import click
+        return (typer.TyperException,)
+    import click
 
-        found.append(click.ClickException)
-    except ImportError:
-        pass
-    return tuple(found)
+    return (click.ClickException,)
 
 
 USAGE_ERRORS = usage_error_types()
