@@ -142,9 +142,11 @@ class Endpoint:
         self.breaker.reset()
         self.refusals.answered()
 
-    def judge(self, failure: Failure, sent_at: float, previous: Failure | None, *, probing: bool = False) -> Judgement:
-        """Record what a failed attempt (sent at ``sent_at``; ``previous``: the same call's last failure) says
-        about the server. A probe's refusals are expected and never stop the run."""
+    def judge(
+        self, failure: Failure, sent: tuple[float, float], previous: Failure | None, *, probing: bool = False
+    ) -> Judgement:
+        """Record what a failed attempt (``sent``: when it went out and came back; ``previous``: the same call's
+        last failure) says about the server. A probe's refusals are expected and never stop the run."""
         self.answered = self.answered or failure.answered
         fatal = stop_error(failure, self.where, self.config.api_key_env)
         if fatal is not None:
@@ -154,10 +156,10 @@ class Endpoint:
             limit = self.config.max_consecutive_failures
             if group == "connection_error" and not self.answered:
                 limit = min(limit, NEVER_ANSWERED_LIMIT)
-            count = self.breaker.failed(group, sent_at)
+            count = self.breaker.failed(group, *sent)
             if count >= limit:
                 return Judgement(stop=breaker_stop(self.where, group, count, failure, self.config))
-        if not self.refusals.is_refusal(failure, previous):
+        if not self.refusals.is_refusal(failure, previous, probing=probing):
             return Judgement()
         if not probing and self.refusals.refused(failure) >= REFUSALS_TO_STOP:
             return Judgement(refused=True, stop=refusal_stop(self.where, self.refusals, self.hint(failure)))

@@ -90,9 +90,10 @@ log = logging.getLogger("gen.llm")
 class _CallFailed(Exception):
     """A call that brought no usable reply; ``kind`` and ``reason`` go into the item's Outcome."""
 
-    def __init__(self, kind: str, reason: str) -> None:
+    def __init__(self, kind: str, reason: str, said: str = "") -> None:
         super().__init__(reason)
         self.kind, self.reason = kind, reason
+        self.said = said  # a refusal: what the server said, "HTTP 500: ..."
 
 
 class _NotCached(Exception):
@@ -371,18 +372,22 @@ class Engine:
                 answer, _ = await self._attempts(run, ep, body, probing=True)
             except _CallFailed as exc:
                 if exc.kind != "refused":
-                    stop = Stopped(f"could not find out which structured_output the endpoint accepts: {exc.reason}")
-                    raise _GiveUp(ep, dataclasses.replace(stop, record=ep.where, field="structured_output")) from None
-                refused[mode] = exc.reason
+                    stop = Stopped(
+                        f"could not find out which structured_output the endpoint accepts: {exc.reason}; to go on, "
+                        "check that the server is working, or set structured_output explicitly",
+                        record=ep.where,
+                    )
+                    raise _GiveUp(ep, stop) from None
+                refused[mode] = exc.said
                 continue
             input_tokens, output_tokens, estimated = answer.tokens(body["messages"])
             run.stats.add_call(input_tokens, output_tokens, ep.config.price, estimated=estimated)
             return ModeChoice(mode, "probe", refused)
         said = "; ".join(f"{mode}: {reason}" for mode, reason in refused.items())
         stop = Stopped(
-            f"the endpoint refused every request of the structured-output probe: {said}",
+            f"the endpoint refused every request of the structured-output probe: {said}; to go on, make it answer "
+            "plain chat completions (check model, base_url and extra_params)",
             record=ep.where,
-            expected="an endpoint that answers plain chat completions (check model, base_url and extra_params)",
         )
         raise _GiveUp(ep, stop)
 
@@ -391,7 +396,7 @@ class Engine:
         """The endpoint was given up on before any item started: every item is given up."""
         stats = self._accounts.step(step)
         stats.items += len(tasks)
-        outcomes = [_failed(task, "given_up", f"given up: {exc.stop.message}", None) for task in tasks]
+        outcomes = [_failed(task, "given_up", _given_up(exc), None) for task in tasks]
         for outcome in outcomes:
             stats.add_outcome(outcome)
         self._accounts.add_rejects(step, outcomes)
@@ -400,7 +405,7 @@ class Engine:
 
     def _give_up_rest(self, run: _StepRun, exc: _GiveUp) -> None:
         """Record every item of the step that had not finished as given up, with the reason."""
-        reason = f"given up: {exc.stop.message}"
+        reason = _given_up(exc)
         for p in run.prepared:
             if run.outcomes[p.index] is None:
                 outcome = _failed(p.task, "given_up", reason, None)
@@ -553,17 +558,18 @@ class Engine:
             if delay:
                 await self._wait(run, delay)
             budget.used += 1
-            sent = time.monotonic()
             async with ep.flow.admit(estimate):
+                sent = time.monotonic()  # on its way now (after any wait for a slot or the gate)
                 stats.requests += 1
                 result = await send_once(ep.client(self._keys), body, config.timeout_s, self._keys)
+                back = time.monotonic()  # before the slot is free for the next request
             if isinstance(result, Answer):
                 ep.replied()
                 return result, estimate
             run.counters.note_request(0)
             stats.errors[result.kind] += 1
             ep.flow.refund(estimate)
-            judgement = ep.judge(result, sent, previous, probing=probing)
+            judgement = ep.judge(result, (sent, back), previous, probing=probing)
             if judgement.stop is not None:
                 raise _GiveUp(ep, judgement.stop)
             try:
@@ -581,6 +587,7 @@ class Engine:
             raise _CallFailed(
                 "refused",
                 f"the endpoint refused the request (HTTP {status}): {failure.reason}" + (f"; {hint}" if hint else ""),
+                said=f"HTTP {status}: {failure.reason}",
             )
         delay = self._retry.delay(failure, budget.used - 1)
         spent = budget.spent_after(max(delay, ep.flow.gate.remaining()))
@@ -629,6 +636,10 @@ class Engine:
 
 def _failed(task: Task, kind: str, reason: str, text: str | None, cached: bool = False) -> Outcome:
     return Outcome(task, ok=False, text=text, reason=reason, kind=kind, cached=cached)
+
+
+def _given_up(exc: _GiveUp) -> str:
+    return f"given up when the run stopped: {exc.stop.message}"
 
 
 def _truncation(p: _Prepared) -> str:

@@ -8,9 +8,11 @@
   failure counts only if its request was sent after the last counted one came back, so a burst of requests
   that were all on their way when the server started failing counts once. An endpoint that never answered
   at all is given up after 3 refused connections.
-* :class:`Refusals` — per endpoint: an answer that says the request itself is wrong (a 4xx, or a 5xx whose
-  message came back unchanged for the same request) is not retried; 3 such refusals in a row with no
-  reply in between stop the run, quoting what the server said and, where it is known, the setting to change.
+* :class:`Refusals` — per endpoint: an answer that says the request itself is wrong is not retried: a 4xx,
+  or a 5xx whose message complains about the request (a validation error, an unsupported value...) and
+  comes back unchanged, for the same call or the next one, with no reply in between (a generic "the server
+  had an error" is retried as usual). 3 such refusals in a row stop the run, quoting what the server said
+  and, where it is known, the setting to change.
 
 The messages name the endpoint and the setting to change, never a folder (the runner adds where it kept
 the partial run).
@@ -94,15 +96,15 @@ class Breaker:
     def reset(self) -> None:
         self.group, self.count, self.last_counted = None, 0, float("-inf")
 
-    def failed(self, group: str, sent_at: float) -> int:
-        """Count a failure of a request sent at ``sent_at``; the run of failures of its kind so far."""
-        now = time.monotonic()
+    def failed(self, group: str, sent_at: float, arrived: float) -> int:
+        """Count a failure of a request sent at ``sent_at`` that came back at ``arrived``; the run of failures
+        of its kind so far."""
         if group != self.group:
             self.group, self.count = group, 0
         elif sent_at < self.last_counted:
             return self.count  # on its way before the last counted failure came back: the same event
         self.count += 1
-        self.last_counted = now
+        self.last_counted = arrived
         return self.count
 
 
@@ -110,11 +112,14 @@ class Breaker:
 class Refusals:
     """Answers that refuse the request (see the module docstring)."""
 
-    repeated: set[str] = field(default_factory=set)  # 5xx messages seen twice for one request
+    repeated: set[str] = field(default_factory=set)  # 5xx messages about the request, seen twice in a row
+    last_5xx: str | None = None  # the last 5xx message about the request, until a reply comes
     in_a_row: int = 0
     said: Counter[str] = field(default_factory=Counter)  # "HTTP 500: message" -> times, first seen first
 
-    def is_refusal(self, failure: Failure, previous: Failure | None) -> bool:
+    def is_refusal(self, failure: Failure, previous: Failure | None, *, probing: bool = False) -> bool:
+        """Whether this answer refuses the request. A probe varies only ``response_format``, so there a 5xx
+        that complains about the request is a refusal at once."""
         if not failure.answered or failure.kind in ("rate_limited", "http_503", "quota_exhausted"):
             return False
         if failure.kind.startswith("http_4"):
@@ -125,9 +130,13 @@ class Refusals:
             return True
         if not _ABOUT_REQUEST.search(failure.reason):
             return False  # "the server had an error", however often, is the server's trouble: retried
-        if previous is not None and (previous.kind, previous.reason) == (failure.kind, failure.reason):
+        if probing:
+            return True
+        again = previous is not None and (previous.kind, previous.reason) == (failure.kind, failure.reason)
+        if again or failure.reason == self.last_5xx:
             self.repeated.add(failure.reason)
             return True
+        self.last_5xx = failure.reason
         return False
 
     def refused(self, failure: Failure) -> int:
@@ -138,6 +147,7 @@ class Refusals:
 
     def answered(self) -> None:
         self.in_a_row = 0
+        self.last_5xx = None
         self.said.clear()
 
     def quoted(self) -> str:
@@ -169,25 +179,24 @@ def breaker_stop(where: str, group: str, count: int, failure: Failure, config: E
         detail = f"{count} times in a row with no reply in between: {failure.reason}"
         change = (
             "wait and run again, lower max_concurrency or requests_per_minute, or raise max_consecutive_failures "
-            "to keep trying longer"
+            f"(now {config.max_consecutive_failures}) to keep trying longer"
         )
     else:
         detail = f"{count} times in a row: {failure.kind}: {failure.reason}"
-        change = "check the server's log, or raise max_consecutive_failures to keep trying longer"
-    return Stopped(
-        f"the endpoint {_WHAT[group]} ({detail}); gave up on it",
-        record=where,
-        field="max_consecutive_failures" if group != "connection_error" else "base_url",
-        expected=change,
-    )
+        change = (
+            "check the server's log, or raise max_consecutive_failures "
+            f"(now {config.max_consecutive_failures}) to keep trying longer"
+        )
+    return Stopped(f"the endpoint {_WHAT[group]} ({detail}); to go on, {change}", record=where)
 
 
 def refusal_stop(where: str, refusals: Refusals, hint: str | None) -> Stopped:
     """The stop for requests the server keeps refusing, quoting what it said."""
+    change = hint or "make the request acceptable to the server (check the endpoint's settings against its message)"
     return Stopped(
-        f"the endpoint refuses the requests ({refusals.in_a_row} in a row, not retried); it said: {refusals.quoted()}",
+        f"the endpoint refuses the requests ({refusals.in_a_row} in a row, not retried); it said: "
+        f"{refusals.quoted()}; to go on, {change}",
         record=where,
-        expected=hint or "a request the server accepts: check the endpoint's settings against the server's message",
     )
 
 

@@ -280,6 +280,7 @@ def reject_of(item: Item, reject: dict) -> Reject:
 
 def policy(options: Options, recipe: Recipe) -> StepPolicy:
     """Regenerations and the reject limit: the product's own max_reject_rate, else its endpoint's."""
+    rate: float | None
     if options.max_reject_rate is not None:
         rate, where = options.max_reject_rate, f"max_reject_rate in the {NAME} product entry"
     else:
