@@ -4,12 +4,17 @@ the engine and the real openai client against the local fake server."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from tests.conftest import REPO, read_jsonl, run_cli, write_recipe
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply
 
 KEY = "sk-test-RECOGNISABLE-0123456789"
 
@@ -125,3 +130,79 @@ def test_preview_names_the_llm_products_when_asked_for_another(setup, capsys):
     _, recipe, _ = setup
     code, _, err = run_cli(["preview", recipe(), "--product", "log"], capsys)
     assert code == 2 and "time_content_questions" in err
+
+
+# -- giving up: real processes, as a user meets it ----------------------------------------------------------
+def gen_run(recipe_path, out, cache) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GEN_CACHE_DIR": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "gen", "run", str(recipe_path), "--output-dir", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a guard against a hung run, not a measurement
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def five_items(path, base_url):
+    """time_content_questions with 5 questions of the sample's first conversation, default endpoint limits."""
+    return write_recipe(
+        path,
+        {
+            "name": "five",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json"), "limit": 1}],
+            "timeline": {"padding": {"mode": "none"}},
+            "llm": {"main": {"model": "fake-model", "base_url": base_url, "api_key_env": None}},
+            "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 5}],
+        },
+    )
+
+
+def stopped_rejects(out):
+    return read_jsonl(out / ".five.stopped" / "rejects.jsonl")
+
+
+def test_five_items_against_a_dead_port_end_with_every_item_given_up(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = gen_run(five_items(tmp_path / "r.yaml", f"http://127.0.0.1:{port}/v1"), tmp_path / "out", tmp_path / "c")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "cannot be reached" in result.stderr and "check base_url" in result.stderr
+    rejects = stopped_rejects(tmp_path / "out")
+    assert len(rejects) == 5 and {r["kind"] for r in rejects} == {"given_up"}
+    assert all("cannot be reached" in r["reason"] for r in rejects)
+
+
+def test_five_items_against_an_endpoint_that_always_answers_429_end_with_every_item_given_up(tmp_path):
+    with FakeOpenAI(lambda request: Reply.rate_limited(1.0)) as server:
+        result = gen_run(five_items(tmp_path / "r.yaml", server.base_url), tmp_path / "out", tmp_path / "c")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "the endpoint keeps answering 429" in result.stderr and "max_consecutive_failures" in result.stderr
+    # the probe met the 429s first: no item was sent, and every one of them is given up with the reason
+    assert all(is_probe(request) for request in server.requests)
+    assert server.count <= 5 * 5  # the breaker's default 5 (a burst already on its way counts once)
+    rejects = stopped_rejects(tmp_path / "out")
+    assert len(rejects) == 5 and all("keeps answering 429" in r["reason"] for r in rejects)
+
+
+def test_a_llama_cpp_server_works_with_the_default_and_explicit_json_schema_names_the_fix(tmp_path):
+    def recipe_with(mode):
+        path = five_items(tmp_path / f"{mode}.yaml", server.base_url)
+        data = yaml.safe_load(path.read_text())
+        if mode != "default":
+            data["llm"]["main"]["structured_output"] = mode
+        return write_recipe(path, data)
+
+    with FakeOpenAI(FormatGate(plain_question)) as server:
+        ok = gen_run(recipe_with("default"), tmp_path / "out", tmp_path / "c")
+        refused = gen_run(recipe_with("json_schema"), tmp_path / "out2", tmp_path / "c")
+    assert ok.returncode == 0, ok.stderr
+    assert "structured_output auto uses json_object_schema" in ok.stderr
+    assert len(read_jsonl(tmp_path / "out" / "five" / "time_content_questions" / "test.jsonl")) == 5
+    assert refused.returncode != 0
+    assert "response_format.type: Input should be 'text' or 'json_object' (got 'json_schema')" in refused.stderr
+    assert "set structured_output: json_object (or auto" in refused.stderr

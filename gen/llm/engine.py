@@ -236,9 +236,11 @@ class Engine:
         except _TooManyRejects:
             self._accounts.add_rejects(step, run.outcomes)
             assert max_reject_rate is not None  # there is no limit to pass without one
-            raise too_many_rejects(
-                step, stats.rejected, stats.items, max_reject_rate, run.reject_kinds, reject_option
-            ) from None
+            stop = too_many_rejects(step, stats.rejected, stats.items, max_reject_rate, run.reject_kinds, reject_option)
+            refusal = next((o.reason for o in run.outcomes if o is not None and o.kind == "refused"), None)
+            if refusal is not None:  # what the server said is the first thing to know
+                stop.message += f"; first refusal: {refusal}"
+            raise stop from None
         except _GiveUp as exc:
             self._give_up_rest(run, exc)
             raise exc.stop from None

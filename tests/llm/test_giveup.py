@@ -166,9 +166,12 @@ def test_a_4xx_is_not_retried_and_names_the_setting(cache_dir):
     def script(request):
         return Reply.error(400, "Unrecognized request argument supplied: top_k")
 
-    with FakeOpenAI(script) as server, engine_for(server, cache_dir, extra_params={"top_k": 5}) as engine:
-        with pytest.raises(Stopped) as info:
-            engine.run_step("s", tasks(10))
+    with (
+        FakeOpenAI(script) as server,
+        engine_for(server, cache_dir, extra_params={"top_k": 5}) as engine,
+        pytest.raises(Stopped) as info,
+    ):
+        engine.run_step("s", tasks(10))
     assert server.count == 3  # one request per item, three refusals in a row
     assert "Unrecognized request argument supplied: top_k" in str(info.value)
     assert "remove or fix top_k in the endpoint's extra_params" in str(info.value)
