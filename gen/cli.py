@@ -118,6 +118,7 @@ def run(
         from gen.executors import require_ray
 
         require_ray()  # before reading any source: say at once that Ray is missing
+    require_finite({"--requests-per-minute": requests_per_minute, "--tokens-per-minute": tokens_per_minute})
     loaded = load_recipe(recipe)
     settings = RunSettings(
         offline=offline,
@@ -137,6 +138,13 @@ def run(
         ray_address=ray_address,
     )
     say(f"wrote {final}")
+
+
+def require_finite(options: dict[str, float | None]) -> None:
+    """The parser takes `inf` for a number; a limit must be a real one (as in the recipe's llm: section)."""
+    for name, value in options.items():
+        if value is not None and not math.isfinite(value):
+            raise GenError(f"{value} is not a usable limit", field=name, expected="a finite number")
 
 
 def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):

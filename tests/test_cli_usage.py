@@ -82,6 +82,14 @@ def test_usage_errors_exit_2_with_the_usage_line_and_no_traceback(usage_results,
     assert message in err
 
 
+def test_an_infinite_limit_on_the_command_line_is_refused(tmp_path, capsys):
+    code, _, err = run_cli(["run", tmp_path / "r.yaml", "--requests-per-minute", "inf"], capsys)
+    assert (
+        code == 2
+        and err.strip() == "error: --requests-per-minute: inf is not a usable limit (expected a finite number)"
+    )
+
+
 def test_version_prints_the_installed_version():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     code, out, err = gen("--version")
