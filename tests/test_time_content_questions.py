@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
 
 import itertools
 
-from gen.errors import GenError
+from gen.errors import GenError, Stopped
 from gen.llm.config import RunSettings
 from gen.products.content import anchors as anchor_selection
 from gen.products.content import time_content_questions as tcq
@@ -666,3 +666,59 @@ def test_locomo10_end_to_end_with_plain_questions(tmp_path):
     assert all(r["sample"] == 0 for r in rows)
     checks = ctx.validate("time_content_questions", rows, options_of(recipe))
     assert checks.passed, checks.report()
+
+
+# --- max_reject_rate and what a stop keeps ----------------------------------------------------------------
+def nameless(request):
+    """A model that never names anyone: every question fails the speaker check."""
+    return {"question": "What was talked about back then, in their own words?"}
+
+
+def build_with(tmp_path, script, endpoint=None, **options):
+    with FakeOpenAI(script) as server:
+        recipe = make_recipe(tmp_path, server.base_url, **options)
+        for name, value in (endpoint or {}).items():
+            setattr(recipe.llm["main"], name, value)
+        return run_build(recipe, tmp_path, script)
+
+
+def test_the_endpoints_max_reject_rate_stops_the_step_with_every_rejected_item(tmp_path):
+    # 6 items x 3 rounds = 18 generation calls; 0.2 allows floor(3.6) = 3 rejects; all 6 fail
+    with pytest.raises(Stopped) as info:
+        build_with(tmp_path, nameless)
+    stop = info.value
+    assert "6 of 18 items rejected, more than max_reject_rate 20%" in str(stop)
+    assert (
+        "a higher max_reject_rate (in the time_content_questions product entry, or for every step on llm "
+        "endpoint 'main')" in str(stop)
+    )
+    assert [r["item_id"] for r in stop.rejects] == [f"locomo/sample-1/tcq-{n:03d}" for n in range(1, 7)]
+    first = stop.rejects[0]
+    assert first["product"] == "time_content_questions" and first["reason"].startswith("speaker not named")
+    assert first["reason"].endswith("(after 3 attempts)") and len(first["attempts"]) == 3
+    assert json.loads(first["raw_text"]) == nameless(None)
+    assert {"conversation_id", "reference_kind", "speaker", "relevant_response_indices"} <= set(first)
+
+
+def test_the_products_max_reject_rate_wins_over_the_endpoints(tmp_path):
+    ctx, rows, _ = build_with(tmp_path / "a", nameless, max_reject_rate=1.0)
+    assert rows == [] and len(ctx.rejects) == 6
+    ctx, rows, _ = build_with(tmp_path / "b", nameless, endpoint={"max_reject_rate": 0.5})  # 9 of 18 allowed
+    assert len(ctx.rejects) == 6
+    with pytest.raises(Stopped) as info:  # floor(0.1 x 18) = 1
+        build_with(tmp_path / "c", nameless, endpoint={"max_reject_rate": 0.5}, max_reject_rate=0.1)
+    assert "max_reject_rate 10%" in str(info.value)
+    assert "a higher max_reject_rate in the time_content_questions product entry" in str(info.value)
+
+
+def test_a_stop_between_rounds_keeps_the_items_waiting_for_their_next_round(tmp_path):
+    def script(request):  # round 0 (seed + 0) writes nameless questions; the regeneration rounds meet 429s
+        return nameless(request) if request.body["seed"] == SEED_BASE else Reply.rate_limited(0.01)
+
+    with pytest.raises(Stopped) as info:  # no reject limit and retries enough: the breaker decides
+        build_with(tmp_path, script, endpoint={"max_retries": 10, "max_reject_rate": None})
+    stop = info.value
+    assert "keeps answering 429" in str(stop)
+    assert len(stop.rejects) == 6
+    assert all(r["reason"].endswith("(after 1 attempt; the run stopped before the next)") for r in stop.rejects)
+    assert all(len(r["attempts"]) == 1 and r["raw_text"] for r in stop.rejects)
