@@ -14,7 +14,7 @@ import math
 import types
 import typing
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
@@ -219,11 +219,20 @@ def non_finite(value: Any, where: str) -> typing.Iterator[tuple[str, float]]:
 
 
 def data_affecting(recipe: Recipe) -> dict:
-    """The recipe without run-only settings; endpoints reduced to what changes their replies."""
+    """The recipe without run-only settings; endpoints reduced to what changes their replies; input files by
+    name only, so the same recipe moved elsewhere (the run folder's recipe.yaml) keeps its fingerprint."""
     data = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in RUN_ONLY_KEYS}
     data["llm"] = {name: data_params(endpoint) for name, endpoint in recipe.llm.items()}
     data["products"] = sorted(data["products"], key=lambda entry: entry["type"])  # their order decides nothing
+    for source in data["sources"]:
+        source["path"] = file_name(source["path"])
+    data["timeline"]["padding"]["path"] = file_name(data["timeline"]["padding"]["path"])
+    data["templates_dir"] = file_name(data["templates_dir"])
     return data
+
+
+def file_name(path: str | None) -> str | None:
+    return None if path is None else PurePath(path).name
 
 
 def fingerprint(data: Any) -> str:
