@@ -111,7 +111,9 @@ def assert_raw_replies(rejects: list[dict[str, Any]], replies: list[str]) -> Non
 
 
 def test_every_llm_product_has_a_real_model_run():
-    assert llm_products() == {p.name for p in PRODUCTS}, "add the new LLM product to PRODUCTS"
+    assert llm_products() == {p.name for p in PRODUCTS}, (
+        "every LLM product runs against the real model: list it in PRODUCTS in tests/realmodel/test_products.py"
+    )
 
 
 @pytest.mark.parametrize("product", PRODUCTS, ids=lambda p: p.name)
