@@ -165,7 +165,7 @@ class _Run(Generic[ItemT]):
     items: Sequence[ItemT]
     history: dict[str, list[_Attempt]] = field(default_factory=dict)
     accepted: dict[str, Accepted] = field(default_factory=dict)
-    ended: set[str] = field(default_factory=set)  # items whose call failed in the engine
+    ended: dict[str, Outcome] = field(default_factory=dict)  # items whose call failed in the engine
     failure_kinds: Counter[str] = field(default_factory=Counter)
     calls: int = 0  # generation calls, the denominator of the reject rate
 
@@ -173,7 +173,8 @@ class _Run(Generic[ItemT]):
         try:
             self._rounds()
         except Stopped as stop:
-            stop.rejects = [*stop.rejects, *self._records(self._unfinished(), stopped=True)]
+            self._note_stopped_round(stop)
+            stop.rejects = [*stop.rejects, *self._records(self._given_up(), stopped=stop.message)]
             raise
         return self._result()
 
@@ -196,7 +197,20 @@ class _Run(Generic[ItemT]):
         ids = [self.step.item_id(item) for item in self.items]
         return [i for i in ids if i in self.history and i not in self.accepted and i not in self.ended]
 
-    def _records(self, item_ids: list[str], *, stopped: bool = False) -> list[dict[str, Any]]:
+    def _note_stopped_round(self, stop: Stopped) -> None:
+        """The failed calls of the round the engine stopped in (it hands them over with the stop)."""
+        by_id = {self.step.item_id(item): item for item in self.items}
+        for outcome in getattr(stop, "outcomes", ()):
+            if is_reject(outcome) and outcome.item_id in by_id and outcome.item_id not in self.accepted:
+                self._end(by_id[outcome.item_id], outcome)
+
+    def _given_up(self) -> list[str]:
+        """At a stop: every item not accepted that failed a check or whose call failed (the failed call is in
+        the engine's rejects too)."""
+        ids = [self.step.item_id(item) for item in self.items]
+        return [i for i in ids if i not in self.accepted and (i in self.history or i in self.ended)]
+
+    def _records(self, item_ids: list[str], *, stopped: str | None = None) -> list[dict[str, Any]]:
         """These items' rejects as the product writes them."""
         by_id = {self.step.item_id(item): item for item in self.items}
         records = []
@@ -263,7 +277,7 @@ class _Run(Generic[ItemT]):
         return confirmed, doubted
 
     def _end(self, item: ItemT, outcome: Outcome) -> None:
-        self.ended.add(self.step.item_id(item))
+        self.ended[self.step.item_id(item)] = outcome
         if is_reject(outcome):  # (an item a plan-only engine merely found uncached is no failure)
             self.failure_kinds[outcome.kind or "unknown"] += 1
 
@@ -277,7 +291,10 @@ class _Run(Generic[ItemT]):
             failed=[i for i in ids if i in self.ended],
         )
 
-    def _reject(self, item_id: str, *, stopped: bool = False) -> dict[str, Any]:
+    def _reject(self, item_id: str, *, stopped: str | None = None) -> dict[str, Any]:
+        failed = self.ended.get(item_id)
+        if failed is not None and (failed.kind != "given_up" or item_id not in self.history):
+            return self._failed_call(item_id)  # (an item given up at a stop keeps its last checked reply)
         attempts = self.history[item_id]
         last = attempts[-1]
         tried = f"{len(attempts)} attempt{'s' if len(attempts) > 1 else ''}"
@@ -290,6 +307,17 @@ class _Run(Generic[ItemT]):
                 for a in attempts
             ],
         }
+
+    def _failed_call(self, item_id: str) -> dict[str, Any]:
+        """An item whose last call failed in the engine, as a reject: the engine's reason and raw reply."""
+        outcome = self.ended[item_id]
+        reason = f"{outcome.kind}: {outcome.reason}"
+        attempts = [
+            {"sample": a.sample, **self._describe(a.value), "problems": [str(p) for p in a.problems]}
+            for a in self.history.get(item_id, [])
+        ]
+        attempts.append({"sample": outcome.task.sample, "problems": [reason]})
+        return {"item_id": item_id, "reason": reason, "raw_text": outcome.text, "attempts": attempts}
 
     def _describe(self, value: Any) -> dict[str, Any]:
         if self.step.describe is not None:
