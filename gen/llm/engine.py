@@ -240,10 +240,10 @@ class Engine:
             refusal = next((o.reason for o in run.outcomes if o is not None and o.kind == "refused"), None)
             if refusal is not None:  # what the server said is the first thing to know
                 stop.message += f"; first refusal: {refusal}"
-            raise _handing_over(stop, run.outcomes) from None
+            raise stop from None
         except _GiveUp as exc:
             self._give_up_rest(run, exc)
-            raise _handing_over(exc.stop, run.outcomes) from None
+            raise exc.stop from None
         finally:
             stats.seconds += time.monotonic() - started
             stats.endpoints |= {p.endpoint.name for p in prepared}
@@ -403,7 +403,7 @@ class Engine:
             stats.add_outcome(outcome)
         self._accounts.add_rejects(step, outcomes)
         exc.endpoint.gave_up()
-        raise _handing_over(exc.stop, outcomes) from None
+        raise exc.stop from None
 
     def _give_up_rest(self, run: _StepRun, exc: _GiveUp) -> None:
         """Record every item of the step that had not finished as given up, with the reason."""
@@ -638,13 +638,6 @@ class Engine:
 
 def _failed(task: Task, kind: str, reason: str, text: str | None, cached: bool = False) -> Outcome:
     return Outcome(task, ok=False, text=text, reason=reason, kind=kind, cached=cached)
-
-
-def _handing_over(stop: Stopped, outcomes: Sequence[Outcome | None]) -> Stopped:
-    """The stop, with the outcomes of the items that finished (``stop.outcomes``): a checked step turns its
-    failed calls into rejects of its own (:mod:`gen.llm.step`)."""
-    stop.outcomes = [o for o in outcomes if o is not None]  # type: ignore[attr-defined]
-    return stop
 
 
 def _given_up(exc: _GiveUp) -> str:

@@ -172,8 +172,7 @@ class _Run(Generic[ItemT]):
     def execute(self) -> StepResult:
         try:
             self._rounds()
-        except Stopped as stop:
-            self._note_stopped_round(stop)
+        except Stopped as stop:  # the failed calls of the round it stopped in are in the engine's rejects
             stop.rejects = [*stop.rejects, *self._records(self._given_up(), stopped=stop.message)]
             raise
         return self._result()
@@ -197,18 +196,10 @@ class _Run(Generic[ItemT]):
         ids = [self.step.item_id(item) for item in self.items]
         return [i for i in ids if i in self.history and i not in self.accepted and i not in self.ended]
 
-    def _note_stopped_round(self, stop: Stopped) -> None:
-        """The failed calls of the round the engine stopped in (it hands them over with the stop)."""
-        by_id = {self.step.item_id(item): item for item in self.items}
-        for outcome in getattr(stop, "outcomes", ()):
-            if is_reject(outcome) and outcome.item_id in by_id and outcome.item_id not in self.accepted:
-                self._end(by_id[outcome.item_id], outcome)
-
     def _given_up(self) -> list[str]:
-        """At a stop: every item not accepted that failed a check or whose call failed (the failed call is in
-        the engine's rejects too)."""
-        ids = [self.step.item_id(item) for item in self.items]
-        return [i for i in ids if i not in self.accepted and (i in self.history or i in self.ended)]
+        """At a stop: every item that failed a check and was neither accepted nor ended in the engine (whose
+        failed calls the engine's rejects hold)."""
+        return self._unfinished()
 
     def _records(self, item_ids: list[str], *, stopped: str | None = None) -> list[dict[str, Any]]:
         """These items' rejects as the product writes them."""
