@@ -170,15 +170,15 @@ def keep_stopped(
     comes back with a message that says where and how to resume."""
     kept = folder.keep_at("stopped")
     report = run_report(prepared, prepared.products, tallies, engine, final)
-    report["stopped"] = {"reason": stop.message, "exit_code": stop.exit_code}
+    report["stopped"] = {"reason": str(stop), "exit_code": stop.exit_code}
     report["rejects"] = write_rejects(folder.path, prepared.products, engine, stop.rejects)
     write_provenance(folder.path, final, prepared.recipe, report)
     resume = " (completed LLM calls are cached, so none is made twice)" if engine is not None else ""
-    stop.message = (
-        f"{stop.message}; kept the records so far, rejects.jsonl ({report['rejects']:,}) and run.json with the "
-        f"stop reason in {kept} ({final} is unchanged); to resume, run the same command again{resume}"
+    return Stopped(
+        f"{stop}; kept the records so far, rejects.jsonl ({report['rejects']:,}) and run.json with the stop "
+        f"reason in {kept} ({final} is unchanged); to resume, run the same command again{resume}",
+        exit_code=stop.exit_code,
     )
-    return stop
 
 
 def stop_of(exc: BaseException) -> Stopped:

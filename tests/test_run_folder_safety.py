@@ -207,8 +207,10 @@ def test_a_reject_limit_stop_keeps_the_rejects_with_raw_replies_and_a_report(tmp
     assert not (tmp_path / "out" / "tcq").exists()
     report = json.loads((kept / "run.json").read_text())
     assert "reject" in report["stopped"]["reason"]
-    rejects = [r for r in read_jsonl(kept / "rejects.jsonl") if r["product"] == "time_content_questions"]
-    assert rejects and all(r["reason"] and r["raw_text"] == "I am not JSON at all" for r in rejects)
+    rejects = read_jsonl(kept / "rejects.jsonl")  # failed calls: every reply was unparsable
+    assert rejects and all(r["step"] == "time_content_questions" for r in rejects)
+    assert all(r["reason"] and r["raw_text"] == "I am not JSON at all" for r in rejects)
+    assert len({r["item_id"] for r in rejects}) == len(rejects)  # each rejected item once
     assert len(read_jsonl(kept / "log" / "test.jsonl")) > sample_turns()  # the log (with padding) was finished
     assert calls > 0 and (tmp_path / "cache" / "llm.sqlite").is_file()
 
