@@ -268,6 +268,57 @@ def products() -> None:
         typer.echo(f"{name.ljust(width)}  {product.description}")
 
 
+@app.command("eval")
+def evaluate(
+    dataset: Path = typer.Argument(..., metavar="DATASET", help="A run folder (outputs/<name>) or an export folder."),
+    predictions: Path = typer.Option(
+        ..., "--predictions", help='JSONL, one line per question: {"question_id": ..., "retrieved": [index, ...]}.'
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the scores to this JSON file."),
+    k: int | None = typer.Option(None, "--k", min=1, help="Score only the first K indices of each ranking."),
+) -> None:
+    """Score retrieved response indices: recall and F2 per test, and their mean over tests, per question config.
+
+    Example: gen eval outputs/locomo-temporal --predictions mine.jsonl --k 10
+    """
+    from gen.eval.report import format_result, result_json
+    from gen.eval.score import evaluate as score
+
+    result = score(dataset, predictions, k)
+    typer.echo(format_result(result))
+    if json_out is not None:
+        from gen.jsonl import write_json
+
+        write_json(json_out, result_json(result))
+
+
+class BaselineName(StrEnum):
+    recent = "recent"
+    bm25 = "bm25"
+    semantic = "semantic"
+    semantic_meta = "semantic_meta"
+
+
+@app.command()
+def baseline(
+    name: BaselineName = typer.Argument(..., metavar="NAME", help="recent, bm25, semantic or semantic_meta."),
+    dataset: Path = typer.Argument(..., metavar="DATASET", help="A run folder (outputs/<name>) or an export folder."),
+    output: Path = typer.Option(..., "--output", help="The predictions file to write (JSONL, as gen eval reads)."),
+    k: int = typer.Option(10, "--k", min=1, help="Responses retrieved per question."),
+    whole_dialogue: bool = typer.Option(
+        False, "--whole-dialogue", help="ambiguous_time_queries: use the whole dialogue, not its last utterance."
+    ),
+) -> None:
+    """Write a reference system's predictions for every question config of a dataset (needs pip install 'gen[eval]').
+
+    Example: gen baseline bm25 outputs/locomo-temporal --output bm25.jsonl --k 30
+    """
+    from gen.eval.baselines import write_baseline
+
+    count = write_baseline(name.value, dataset, output, k=k, whole_dialogue=whole_dialogue, say=say)
+    say(f"wrote {count:,} predictions to {output}")
+
+
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/cli.py
 
 

