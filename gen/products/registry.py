@@ -17,6 +17,7 @@ from gen.products.base import ConfigSpec, Product
 from gen.products.content.time_content_questions import TimeContentQuestions
 from gen.products.core.conversations import Conversations
 from gen.products.core.log import Log
+from gen.products.persona.persona_sql import PersonaSQL
 from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
 from gen.recipe import Recipe, load_recipe, validate_model
@@ -29,6 +30,7 @@ REGISTRY: dict[str, type[Product]] = {
         TimeQueries,
         AmbiguousTimeQueries,
         TimeContentQuestions,
+        PersonaSQL,
     )
 }
 

@@ -136,6 +136,9 @@ def parse(records: Iterable[dict], origin, prefix: str = "msc") -> Iterator[Conv
                 "question": record["self_instruct"].get("B"),
                 "answer": record["self_instruct"].get("A"),
             }
+        initial = personas_of({"personas": record.get("init_personas")})
+        if initial:  # the PersonaChat personas the episode began with (persona products may use them)
+            metadata["init_personas"] = initial
         for speaker in (1, 2):
             if f"summary_speaker_{speaker}" in record:
                 metadata[f"summary_speaker_{speaker}"] = record[f"summary_speaker_{speaker}"]

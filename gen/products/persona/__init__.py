@@ -1,0 +1,1 @@
+"""Persona pseudo-dialogues with SQL storage labels (docs/persona-sql.md)."""

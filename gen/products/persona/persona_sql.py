@@ -1,0 +1,533 @@
+"""Persona pseudo-dialogues with SQL storage labels (configs `persona_sql` and `persona_sql_episodes`;
+docs/persona-sql.md).
+
+Each episode's two personas are interleaved into a pseudo-dialogue (dialogue.py) and cut into pairs of
+consecutive lines. Pair by pair, a model sees the pair's second line, its speaker, the table definition and
+the table as it stands (templates/prompts/persona_sql_label.j2) and answers with SQL that stores the line's
+facts in that speaker's row. The reply is checked while it is parsed (labels.py: sqlglot, then the sandbox,
+then the rows), so a label that fails any check gets the engine's one correction round with the error shown;
+one that fails again is in the run's rejects with the reason and the raw reply, its pair is written with
+`label_status: "rejected"` and an unchanged table, and the episode goes on from that table.
+
+Pairs depend on the labels before them (the table they show), so labelling runs in rounds over pair positions:
+round k labels pair k of every episode of the batch at once, through the shared checked step.
+
+With `retrieval_labels`, episodes that carry a memory question (MSC-Self-Instruct) get a SELECT over the final
+table (templates/prompts/persona_sql_retrieve.j2), run read-only in the same sandbox, with the values it
+returns and the option's target range beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from gen import templating
+from gen.errors import GenError
+from gen.llm.step import CheckedStep, StepPolicy, StepResult, most_calls
+from gen.llm.step import run as run_step
+from gen.llm.task import Task, render_messages
+from gen.products.base import (
+    BuildContext,
+    ConfigSpec,
+    Needs,
+    Product,
+    Record,
+    Records,
+    Unit,
+    require_endpoint,
+)
+from gen.products.checks import Checks
+from gen.products.persona import dialogue, labels
+from gen.products.persona.checking import check_episode
+from gen.products.persona.sandbox import Row, Schema, dump, seeded_rows
+from gen.recipe import Recipe, StrictModel
+
+NAME = "persona_sql"
+EPISODES = "persona_sql_episodes"
+LABEL_PROMPT = "prompts/persona_sql_label.j2"
+RETRIEVE_PROMPT = "prompts/persona_sql_retrieve.j2"
+RETRIEVE_STEP = f"{NAME}/retrieve"
+STORED, REJECTED = "stored", "rejected"
+
+
+class Options(StrictModel):
+    endpoint: str = Field("main", description="the name of an endpoint in the recipe's llm: section")
+    schema_template: str = Field(
+        "persona/schema.sql.j2",
+        alias="schema",
+        description="the table's DDL: a template under templates/ (or the recipe's templates_dir) holding one "
+        "CREATE TABLE",
+    )
+    speaker_column: str = Field("speaker", min_length=1, description="the column that says whose row it is")
+    seed_rows: bool = Field(True, description="start each episode with one row per speaker, only this column set")
+    personas: Literal["personas", "init_personas"] = Field(
+        "personas",
+        description="which personas to interleave: the source's (current) ones, or the initial PersonaChat ones "
+        "of ParlAI MSC session files",
+    )
+    max_episodes: int | None = Field(None, ge=1, description="label at most this many episodes, in source order")
+    max_statements: int = Field(6, ge=1, le=50, description="statements a storage label may hold")
+    statement_time_limit_s: float = Field(1.0, gt=0, le=60, description="each statement is stopped after this")
+    retrieval_labels: bool = Field(
+        False, description="a SELECT for each episode's memory question (MSC-Self-Instruct) over the final table"
+    )
+    retrieval_min_fields: int = Field(1, ge=0, description="the low end of the target range of values retrieved")
+    retrieval_max_fields: int = Field(3, ge=1, description="the high end of the target range of values retrieved")
+    max_reject_rate: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="stop the run when more than this share of the labels is rejected; default: the endpoint's "
+        "max_reject_rate (0.2 unless set)",
+    )
+
+    @model_validator(mode="after")
+    def _range(self) -> Options:
+        if self.retrieval_min_fields > self.retrieval_max_fields:
+            raise ValueError("retrieval_min_fields must not exceed retrieval_max_fields")
+        return self
+
+
+# --- episodes and items ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Episode:
+    """One episode being labelled: its lines, the table as the labels so far left it, and its pair records."""
+
+    episode_id: str
+    unit: Unit
+    facts: dict[str, list[str]]
+    lines: list[dialogue.Line]
+    rows: list[Row]
+    records: list[Record] = field(default_factory=list)
+    retrieval: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def speakers(self) -> tuple[str, str]:
+        return self.unit.conversation.speakers
+
+    @property
+    def question(self) -> tuple[str | None, str | None]:
+        found = self.unit.conversation.metadata.get("self_instruct") or {}
+        return found.get("question"), found.get("answer")
+
+
+@dataclass(frozen=True)
+class PairItem:
+    """One pair to label, with the table it starts from."""
+
+    item_id: str
+    episode: Episode
+    index: int
+    first: dialogue.Line
+    second: dialogue.Line
+    rows: tuple[Row, ...]
+
+    @property
+    def other(self) -> str:
+        return next(s for s in self.episode.speakers if s != self.second.speaker)
+
+
+def load_schema(options: Options, templates_dir: str | None) -> Schema:
+    ddl = templating.render(options.schema_template, templates_dir)
+    return labels.load_schema(ddl, options.speaker_column, options.schema_template)
+
+
+def episode_of(unit: Unit, options: Options, schema: Schema) -> Episode:
+    conversation = unit.conversation
+    facts = dialogue.personas(conversation, options.personas)
+    lines = dialogue.pseudo_dialogue(conversation.speakers, facts)
+    rows = seeded_rows(schema, conversation.speakers, options.seed_rows)
+    return Episode(conversation.conversation_id, unit, facts, lines, rows)
+
+
+def item_at(episode: Episode, index: int) -> PairItem:
+    first, second = episode.lines[index], episode.lines[index + 1]
+    return PairItem(f"{episode.episode_id}/pair-{index:03d}", episode, index, first, second, tuple(episode.rows))
+
+
+def prompt_rows(rows: Sequence[Row]) -> list[str]:
+    """Rows as the prompt shows them: empty columns left out (the DDL lists them all), so prompts stay short."""
+    return [json.dumps({k: v for k, v in row.items() if v is not None}, ensure_ascii=False) for row in rows]
+
+
+def label_task(item: PairItem, options: Options, schema: Schema, templates_dir: str | None) -> Task:
+    speaker = item.second.speaker
+
+    def parse(text: str) -> labels.Stored:  # every check runs here, so a failure gets the correction round
+        return labels.store(text, schema, item.rows, speaker, options.statement_time_limit_s, options.max_statements)
+
+    return Task(
+        item_id=item.item_id,
+        endpoint=options.endpoint,
+        parser=parse,
+        messages=render_messages(
+            LABEL_PROMPT,
+            templates_dir,
+            speaker=speaker,
+            other=item.other,
+            line=item.second.text,
+            table=schema.table,
+            speaker_column=schema.speaker_column,
+            schema=schema.ddl,
+            rows=prompt_rows(item.rows),
+            max_statements=options.max_statements,
+        ),
+    )
+
+
+def retrieve_task(episode: Episode, options: Options, schema: Schema, templates_dir: str | None) -> Task:
+    rows = list(episode.rows)
+
+    def parse(text: str) -> labels.Retrieved:
+        return labels.retrieve(text, schema, rows, options.statement_time_limit_s)
+
+    return Task(
+        item_id=f"{episode.episode_id}/retrieval",
+        endpoint=options.endpoint,
+        parser=parse,
+        messages=render_messages(
+            RETRIEVE_PROMPT,
+            templates_dir,
+            question=episode.question[0],
+            table=schema.table,
+            schema=schema.ddl,
+            rows=prompt_rows(rows),
+            min_fields=options.retrieval_min_fields,
+            max_fields=options.retrieval_max_fields,
+        ),
+    )
+
+
+def policy(options: Options, recipe: Recipe) -> StepPolicy:
+    """No regeneration (the correction round is the second chance); the product's reject limit, else the
+    endpoint's."""
+    if options.max_reject_rate is not None:
+        return StepPolicy(0, options.max_reject_rate, f"max_reject_rate in the {NAME} product entry")
+    endpoint = recipe.llm.get(options.endpoint)
+    rate = endpoint.max_reject_rate if endpoint is not None else StepPolicy.max_reject_rate
+    where = f"max_reject_rate (in the {NAME} product entry, or for every step on llm endpoint '{options.endpoint}')"
+    return StepPolicy(0, rate, where)
+
+
+def label_step(options: Options, schema: Schema, templates_dir: str | None) -> CheckedStep[PairItem]:
+    return CheckedStep(
+        name=NAME,
+        task=lambda item, sample: label_task(item, options, schema, templates_dir),
+        check=lambda item, value: (),  # the parser has run every check, so a failure got the correction round
+        item_id=lambda item: item.item_id,
+        describe=lambda value: {"statements": value.statements},
+    )
+
+
+def retrieve_step(options: Options, schema: Schema, templates_dir: str | None) -> CheckedStep[Episode]:
+    return CheckedStep(
+        name=RETRIEVE_STEP,
+        task=lambda episode, sample: retrieve_task(episode, options, schema, templates_dir),
+        check=lambda episode, value: (),  # as for label_step
+        item_id=retrieval_id,
+        describe=lambda value: {"statement": value.statement},
+    )
+
+
+def retrieval_id(episode: Episode) -> str:
+    return f"{episode.episode_id}/retrieval"
+
+
+# --- the labelling rounds -------------------------------------------------------------------------------
+
+
+class Labeller:
+    """Labels a batch of episodes: storage rounds over pair positions, then the retrieval labels."""
+
+    def __init__(self, options: Options, schema: Schema, ctx: BuildContext) -> None:
+        self.options, self.schema, self.ctx = options, schema, ctx
+        self.model = ctx.recipe.llm[options.endpoint].model
+        self.prompt_id = templating.template_id(LABEL_PROMPT, ctx.templates_dir)
+        self.schema_id = templating.template_id(options.schema_template, ctx.templates_dir)
+
+    def label(self, episodes: list[Episode]) -> None:
+        rounds = max((len(e.lines) - 1 for e in episodes), default=0)
+        step = label_step(self.options, self.schema, self.ctx.templates_dir)
+        for index in range(rounds):
+            items = [item_at(e, index) for e in episodes if index < len(e.lines) - 1]
+            result, failed = self.failure_reasons(step, items)
+            for item in items:
+                accepted = result.accepted.get(item.item_id)
+                self.add_pair(item, accepted.value if accepted else None, failed.get(item.item_id))
+        if self.options.retrieval_labels:
+            self.retrieve([e for e in episodes if e.question[0]])
+
+    def policy(self) -> StepPolicy:
+        return policy(self.options, self.ctx.recipe)
+
+    def failure_reasons(self, step: CheckedStep, items: Sequence[Any]) -> tuple[StepResult, dict[str, str]]:
+        """Run the step; its result, and item id → the reason of each item the engine gave up on (after the
+        correction round), which the engine has put in its rejects with the raw reply."""
+        engine = self.ctx.llm()
+        before = len(engine.rejects)
+        result = run_step(step, engine, items, self.policy())
+        failed = {r["item_id"]: r["reason"] for r in engine.rejects[before:] if r.get("step") == step.name}
+        return result, failed
+
+    def add_pair(self, item: PairItem, stored: labels.Stored | None, reason: str | None) -> None:
+        episode = item.episode
+        after = stored.rows_after if stored is not None else list(item.rows)
+        episode.records.append(
+            {
+                "episode_id": episode.episode_id,
+                "pair_index": item.index,
+                "turns": [item.first.to_dict(), item.second.to_dict()],
+                "target_speaker": item.second.speaker,
+                "schema_ddl_id": self.schema_id,
+                "table_before": dump(item.rows),
+                "label_sql": stored.statements if stored is not None else [],
+                "table_after": dump(after),
+                "label_status": STORED if stored is not None else REJECTED,
+                "reject_reason": None if stored is not None else (reason or "no label"),
+                "model": self.model,
+                "prompt_id": self.prompt_id,
+            }
+        )
+        episode.rows = after
+
+    def retrieve(self, episodes: list[Episode]) -> None:
+        step = retrieve_step(self.options, self.schema, self.ctx.templates_dir)
+        result, failed = self.failure_reasons(step, episodes)
+        for episode in episodes:
+            accepted = result.accepted.get(retrieval_id(episode))
+            episode.retrieval = retrieval_fields(
+                accepted.value if accepted else None,
+                failed.get(retrieval_id(episode)),
+                self.options,
+                templating.template_id(RETRIEVE_PROMPT, self.ctx.templates_dir),
+            )
+
+
+def retrieval_fields(found: labels.Retrieved | None, reason: str | None, options: Options, prompt_id: str) -> dict:
+    low, high = options.retrieval_min_fields, options.retrieval_max_fields
+    return {
+        "retrieval_status": STORED if found is not None else REJECTED,
+        "retrieval_reject_reason": None if found is not None else (reason or "no label"),
+        "retrieval_sql": found.statement if found is not None else None,
+        "retrieved": json.dumps({"columns": found.columns, "rows": found.rows}, ensure_ascii=False)
+        if found is not None
+        else None,
+        "retrieved_fields": found.fields if found is not None else None,
+        "retrieval_target_min": low,
+        "retrieval_target_max": high,
+        "retrieval_in_target": (low <= found.fields <= high) if found is not None else None,
+        "retrieval_prompt_id": prompt_id,
+    }
+
+
+NO_RETRIEVAL = {
+    "retrieval_status": "none",
+    "retrieval_reject_reason": None,
+    "retrieval_sql": None,
+    "retrieved": None,
+    "retrieved_fields": None,
+    "retrieval_target_min": None,
+    "retrieval_target_max": None,
+    "retrieval_in_target": None,
+    "retrieval_prompt_id": None,
+}
+
+
+def episode_record(episode: Episode, schema_id: str, model: str) -> Record:
+    question, answer = episode.question
+    rejected = [r["pair_index"] for r in episode.records if r["label_status"] == REJECTED]
+    return {
+        "episode_id": episode.episode_id,
+        "source_format": episode.unit.conversation.metadata.get("source_format", ""),
+        "personas": [{"speaker": s, "facts": episode.facts[s]} for s in episode.speakers],
+        "lines": [line.to_dict() for line in episode.lines],
+        "pairs": len(episode.records),
+        "rejected_pairs": rejected,
+        "schema_ddl_id": schema_id,
+        "final_table": dump(episode.rows),
+        "memory_question": question,
+        "gold_answer": answer,
+        **(episode.retrieval or NO_RETRIEVAL),
+        "model": model,
+    }
+
+
+# --- schema ---------------------------------------------------------------------------------------------
+
+
+def pair_features():
+    from datasets import Features, List, Value
+
+    turn = {"speaker": Value("string"), "text": Value("string")}
+    return Features(
+        {
+            "episode_id": Value("string"),
+            "pair_index": Value("int64"),
+            "turns": List(turn),
+            "target_speaker": Value("string"),
+            "schema_ddl_id": Value("string"),
+            "table_before": Value("string"),
+            "label_sql": List(Value("string")),
+            "table_after": Value("string"),
+            "label_status": Value("string"),
+            "reject_reason": Value("string"),
+            "model": Value("string"),
+            "prompt_id": Value("string"),
+        }
+    )
+
+
+def episode_features():
+    from datasets import Features, List, Value
+
+    return Features(
+        {
+            "episode_id": Value("string"),
+            "source_format": Value("string"),
+            "personas": List({"speaker": Value("string"), "facts": List(Value("string"))}),
+            "lines": List({"speaker": Value("string"), "text": Value("string")}),
+            "pairs": Value("int64"),
+            "rejected_pairs": List(Value("int64")),
+            "schema_ddl_id": Value("string"),
+            "final_table": Value("string"),
+            "memory_question": Value("string"),
+            "gold_answer": Value("string"),
+            "retrieval_status": Value("string"),
+            "retrieval_reject_reason": Value("string"),
+            "retrieval_sql": Value("string"),
+            "retrieved": Value("string"),
+            "retrieved_fields": Value("int64"),
+            "retrieval_target_min": Value("int64"),
+            "retrieval_target_max": Value("int64"),
+            "retrieval_in_target": Value("bool"),
+            "retrieval_prompt_id": Value("string"),
+            "model": Value("string"),
+        }
+    )
+
+
+PAIR_DESCRIPTION = (
+    "a pair of pseudo-dialogue lines with the SQL that stores the second line's facts, and the table before and after"
+)
+EPISODE_DESCRIPTION = (
+    "an episode's personas, pseudo-dialogue and final table, with its memory question and retrieval label where "
+    "the source has one"
+)
+
+
+class PersonaSQL(Product[Options]):
+    name = NAME
+    description = "persona pseudo-dialogues with SQL storage labels, executed and checked in a sandbox"
+    Options = Options
+    configs = (
+        ConfigSpec(NAME, PAIR_DESCRIPTION, lambda: pair_features()),
+        ConfigSpec(EPISODES, EPISODE_DESCRIPTION, lambda: episode_features()),
+    )
+    needs = Needs(llm=True)
+
+    episodes_taken = 0  # max_episodes counts over the whole run, batch after batch (set per instance)
+
+    def check_recipe(self, recipe: Recipe, where: str) -> None:
+        require_endpoint(recipe, self.options.endpoint, where)
+        try:
+            load_schema(self.options, recipe.templates)
+        except GenError as exc:
+            raise GenError(
+                exc.message,
+                file=recipe.file,
+                field=f"{where}.{exc.field or 'schema'}",
+                expected=exc.expected or f"a DDL template ({self.options.schema_template})",
+            ) from None
+
+    def take(self, units: Sequence[Unit]) -> list[Unit]:
+        """The units still within max_episodes (the rest get no records)."""
+        limit = self.options.max_episodes
+        room = len(units) if limit is None else max(0, limit - self.episodes_taken)
+        taken = list(units[:room])
+        self.episodes_taken += len(taken)
+        return taken
+
+    def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
+        schema = load_schema(self.options, ctx.templates_dir)
+        taken = self.take(units)
+        episodes = [episode_of(unit, self.options, schema) for unit in taken]
+        labeller = Labeller(self.options, schema, ctx)
+        if episodes:
+            labeller.label(episodes)
+        by_id = {e.episode_id: e for e in episodes}
+        for unit in units:
+            episode = by_id.get(unit.conversation_id)
+            if episode is None:
+                yield self.empty_records()
+                continue
+            yield {NAME: episode.records, EPISODES: [episode_record(episode, labeller.schema_id, labeller.model)]}
+
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        schema = load_schema(self.options, ctx.templates_dir)
+        endpoint = ctx.recipe.llm.get(self.options.endpoint)
+        check_episode(
+            unit.conversation,
+            records[NAME],
+            records[EPISODES],
+            schema,
+            self.options,
+            templating.template_id(self.options.schema_template, ctx.templates_dir),
+            endpoint.model if endpoint else None,
+            checks,
+        )
+
+    def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
+        """Every pair's first call, episode by episode. A pair's prompt shows the table the earlier labels
+        leave, which is known only once they are: planned prompts show the table as the earlier labels of
+        this plan would leave it if each stored nothing (the seeded table), so `cached` counts the first pair
+        of each episode exactly and later pairs only when their earlier pairs stored nothing."""
+        schema = load_schema(self.options, ctx.templates_dir)
+        limit = self.options.max_episodes
+        episodes = [episode_of(u, self.options, schema) for u in list(units)[: limit or len(units)]]
+        items = [item_at(e, k) for e in episodes for k in range(len(e.lines) - 1)]
+        rules = policy(self.options, ctx.recipe)
+        step = label_step(self.options, schema, ctx.templates_dir)
+        steps = [(NAME, [step.task(item, 0) for item in items], most_calls(step, len(items), rules))]
+        if self.options.retrieval_labels:
+            asked = [e for e in episodes if e.question[0]]
+            retrieve = retrieve_step(self.options, schema, ctx.templates_dir)
+            tasks = [retrieve.task(e, 0) for e in asked]
+            steps.append((RETRIEVE_STEP, tasks, most_calls(retrieve, len(asked), rules)))
+        return steps
+
+    def count(self, config: str, records: Sequence[Record]) -> Counter:
+        counts: Counter = Counter()
+        for row in records:
+            if config == NAME:
+                counts["pairs", row["label_status"]] += 1
+                if row["label_status"] == REJECTED:
+                    counts["reasons", str(row["reject_reason"]).split(":")[0]] += 1
+                counts["statements", ""] += len(row["label_sql"])
+            else:
+                counts["episodes", ""] += 1
+                counts["retrieval", row["retrieval_status"]] += 1
+                counts["in_target", str(row["retrieval_in_target"])] += 1
+        return counts
+
+    def summary(self, config: str, counts: Counter) -> dict:
+        if config == NAME:
+            return {
+                "pairs": counts["pairs", STORED] + counts["pairs", REJECTED],
+                "stored": counts["pairs", STORED],
+                "rejected": counts["pairs", REJECTED],
+                "statements": counts["statements", ""],
+                "rejected_by_reason": {reason: n for (key, reason), n in sorted(counts.items()) if key == "reasons"},
+            }
+        return {
+            "episodes": counts["episodes", ""],
+            "retrieval": {status: counts["retrieval", status] for status in ("none", STORED, REJECTED)},
+            "retrieval_in_target": counts["in_target", "True"],
+        }
