@@ -12,6 +12,7 @@ Every ranking is over one conversation's log; ties go to the lower response_inde
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime
@@ -120,12 +121,13 @@ def before_now(responses: Responses, now: str | None) -> Responses:
 
 def rank_recent(responses: Responses, asked: list[tuple[Question, str]], k: int) -> dict[str, list[int]]:
     """The last k responses before each question's own now (latest first)."""
+    timeline = sorted((datetime.fromisoformat(r["timestamp"]), r["response_index"]) for r in responses)
+    moments = [moment for moment, _ in timeline]
     ranked: dict[str, list[int]] = {}
     for question, _ in asked:
         now = question.item.record.get("now")
-        seen = before_now(responses, now) if isinstance(now, str) else responses
-        latest = sorted(seen, key=lambda r: (datetime.fromisoformat(r["timestamp"]), r["response_index"]))
-        ranked[question.question_id] = [r["response_index"] for r in reversed(latest[-k:])]
+        end = bisect_left(moments, datetime.fromisoformat(now)) if isinstance(now, str) else len(timeline)
+        ranked[question.question_id] = [index for _, index in reversed(timeline[max(0, end - k) : end])]
     return ranked
 
 
