@@ -58,6 +58,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import re
 import sys
 import threading
 import time
@@ -624,7 +625,7 @@ class _FastReplyProtocol(asyncio.Protocol):
     No scripting and no per-request JSON work, so the server adds as little latency as possible.
     """
 
-    def __init__(self, payload: bytes, delay: float, counter: list[int]) -> None:
+    def __init__(self, payload: Callable[[bytes], bytes], delay: float, counter: list[int]) -> None:
         self.payload, self.delay, self.counter = payload, delay, counter
         self.buffer = b""
         self.transport = None
@@ -646,20 +647,21 @@ class _FastReplyProtocol(asyncio.Protocol):
                     length = int(line.split(":", 1)[1])
             if len(self.buffer) < end + 4 + length:
                 return
+            body = self.buffer[end + 4 : end + 4 + length]
             self.buffer = self.buffer[end + 4 + length :]
             self.counter[0] += 1
-            loop.call_at(loop.time() + self.delay, self._reply)
+            loop.call_at(loop.time() + self.delay, self._reply, self.payload(body))
 
-    def _reply(self) -> None:
+    def _reply(self, payload: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(self.payload)
+            self.transport.write(payload)
 
     def connection_lost(self, exc) -> None:
         self.transport = None
 
 
-def serve_fast(content: str, delay: float) -> int:
-    """Serve fixed replies until stdin closes (prints the base_url first)."""
+def fast_payload(content: str) -> bytes:
+    """A whole HTTP response carrying one chat completion whose content is `content`."""
     body = json.dumps(
         {
             "id": "chatcmpl-fake",
@@ -681,9 +683,28 @@ def serve_fast(content: str, delay: float) -> int:
             },
         }
     ).encode()
-    payload = (
-        f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
-    ).encode() + body
+    return (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
+
+
+TCQ_SPEAKER = re.compile(rb"It asks about what (.+?) said")
+TCQ_PHRASE = re.compile(rb'with this phrase: \\"(.+?)\\"')
+
+
+def tcq_payload(body: bytes) -> bytes:
+    """Benchmark mode --tcq: a time+content question that passes gen's checks, read from the prompt with two
+    regular expressions (no JSON parsing of the request), like tests/test_llm_commands.py's plain_question."""
+    speaker, phrase = TCQ_SPEAKER.search(body), TCQ_PHRASE.search(body)
+    if speaker is None or phrase is None:  # the structured-output probe and anything else
+        return fast_payload('{"question": "ok"}')
+    question = f"What did {speaker[1].decode()} talk about {phrase[1].decode()}?"
+    return fast_payload(json.dumps({"question": question}))
+
+
+def serve_fast(content: str, delay: float, tcq: bool = False) -> int:
+    """Serve fixed replies (or, with tcq, questions built from each prompt) until stdin closes (prints the
+    base_url first)."""
+    fixed = fast_payload(content)
+    payload = tcq_payload if tcq else (lambda body: fixed)
     counter = [0]
 
     async def run() -> None:
@@ -709,9 +730,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fast", action="store_true", help="benchmark mode: fixed replies, exact delay, minimal server overhead"
     )
+    parser.add_argument(
+        "--tcq", action="store_true", help="with --fast: answer time+content question prompts with a valid question"
+    )
     args = parser.parse_args(argv)
     if args.fast:
-        return serve_fast(args.content, args.delay)
+        return serve_fast(args.content, args.delay, args.tcq)
     with FakeOpenAI(lambda request: args.content, delay=args.delay) as server:
         print(server.base_url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):

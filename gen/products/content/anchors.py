@@ -140,19 +140,20 @@ class Weights:
         """Exactly rounded (math.fsum), so the value does not depend on set iteration order."""
         return math.fsum(self.idf.get(s, 0.0) for s in stems)
 
-    def similarity(self, a: frozenset[str], b: frozenset[str]) -> float:
-        """Weighted Dice coefficient: 2 w(A∩B) / (w(A) + w(B)), 0 when either side weighs nothing."""
-        total = self.mass(a) + self.mass(b)
-        return 2 * self.mass(a & b) / total if total > 0 else 0.0
+    def similarity(self, a: int, b: int) -> float:
+        """Weighted Dice coefficient of responses a and b: 2 w(A∩B) / (w(A) + w(B)), 0 when either side weighs
+        nothing."""
+        total = self.masses[a] + self.masses[b]
+        return 2 * self.mass(self.stems[a] & self.stems[b]) / total if total > 0 else 0.0
 
-    def similar(self, stems: frozenset[str], threshold: float) -> list[int]:
-        """The responses whose similarity with `stems` reaches `threshold` (same values as :meth:`similarity`)."""
+    def similar(self, stems: frozenset[str], mass: float, threshold: float) -> list[int]:
+        """The responses whose similarity with `stems` (of weight `mass`) reaches `threshold` (same values as
+        :meth:`similarity`)."""
         shared: dict[int, list[float]] = {}
         for s in stems:
             weight = self.idf.get(s, 0.0)
             for index in self.postings.get(s, ()):
                 shared.setdefault(index, []).append(weight)
-        mass = self.mass(stems)
         out = []
         for index, parts in shared.items():
             total = mass + self.masses[index]
@@ -236,6 +237,7 @@ def candidates(
     stems = [content_stems(r.text, drop) for r in responses]
     weights = Weights(stems)
     usable = [len(r.text.split()) >= min_words and not (exclude_padding and r.is_padding) for r in responses]
+    on_topic = [weights.similarity(i, i + 1) >= topic_similarity for i in range(len(responses) - 1)]
     out = []
     for size in sorted(set(sizes)):
         for start in range(len(responses) - size + 1):
@@ -244,9 +246,7 @@ def candidates(
                 continue
             if len({r.session_index for r in window}) > 1 or len({r.timestamp.date() for r in window}) > 1:
                 continue
-            if any(
-                weights.similarity(stems[i], stems[i + 1]) < topic_similarity for i in range(start, start + size - 1)
-            ):
+            if not all(on_topic[start : start + size - 1]):  # each response follows on from the one before
                 continue
             joined = frozenset().union(*stems[start : start + size])
             if not joined:
@@ -260,10 +260,9 @@ def score(anchor: Anchor, responses: Sequence[Response], weights: Weights, topic
     inside = set(anchor.indices)
     own = [r for r in anchor.responses if r.speaker == anchor.speaker]
     asks = own[-1].text.rstrip().endswith("?")
-    candidate = Candidate(
-        anchor, weights.mass(anchor.stems), asks, {"date": 0, "session": 0}, {"date": [], "session": []}
-    )
-    for index in weights.similar(anchor.stems, topic_similarity):
+    mass = weights.mass(anchor.stems)
+    candidate = Candidate(anchor, mass, asks, {"date": 0, "session": 0}, {"date": [], "session": []})
+    for index in weights.similar(anchor.stems, mass, topic_similarity):
         r = responses[index]
         if r.speaker != anchor.speaker or index in inside:
             continue
