@@ -175,6 +175,13 @@ def test_a_statement_past_its_time_limit_is_stopped():
             sandbox.execute(f"UPDATE persona SET pets = (SELECT count(*) FROM {joins}) WHERE speaker = 'Speaker 1'")
 
 
+def test_a_reply_sqlglot_cannot_even_tokenize_is_a_syntax_error():
+    # what SmolLM2 once wrote: an unterminated string, which sqlglot's tokenizer (not its parser) refuses
+    with pytest.raises(labels.LabelError) as caught:
+        labels.store("UPDATE persona SET likes = 'hiking WHERE speaker = 'Speaker 1", SCHEMA_FULL(), [], S1, 1.0, 6)
+    assert caught.value.code == "syntax error"
+
+
 def test_the_schema_must_be_one_create_table_with_the_speaker_column():
     with pytest.raises(GenError, match="no column 'who'"):
         labels.load_schema(DDL, "who", "s.sql")

@@ -78,7 +78,9 @@ def table(conn: sqlite3.Connection) -> list[dict]:
 def test_replaying_every_label_in_pair_order_reproduces_every_table(tmp_path, capsys):
     with FakeOpenAI(scripted) as server:
         path = recipe(tmp_path, server.base_url)
-        code, _, err = run_cli(["run", path, "--output-dir", tmp_path / "out", "--cache-dir", tmp_path / "cache"], capsys)
+        code, _, err = run_cli(
+            ["run", path, "--output-dir", tmp_path / "out", "--cache-dir", tmp_path / "cache"], capsys
+        )
     assert code == 0, err
     folder = tmp_path / "out" / "msc-persona"
     pairs = read_jsonl(folder / "persona_sql" / "test.jsonl")

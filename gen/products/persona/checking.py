@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import SqlglotError
 
 from gen.model import Conversation
 from gen.products.checks import Checks
@@ -135,7 +135,7 @@ def check_label(row: Record, schema: Schema, options: Options, checks: Checks, w
 def is_write_of(statement: str, table: str) -> bool:
     try:
         parsed = parse_sql(statement)
-    except ParseError:
+    except SqlglotError:
         return False
     if len(parsed) != 1 or not isinstance(parsed[0], exp.Insert | exp.Update):
         return False
@@ -204,7 +204,7 @@ def check_episode_record(
 def check_retrieval(record: Record, schema: Schema, options: Options, checks: Checks, where: str) -> None:
     try:
         parsed = parse_sql(record["retrieval_sql"])
-    except ParseError:
+    except SqlglotError:
         parsed = []
     checks.check("the retrieval label is one SELECT", len(parsed) == 1 and isinstance(parsed[0], exp.Select), where)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import SqlglotError
 
 from gen.errors import GenError
 from gen.products.persona.sandbox import Row, Sandbox, SandboxError, Schema
@@ -60,7 +60,7 @@ def load_schema(ddl: str, speaker_column: str, where: str) -> Schema:
     """The persona table of a DDL text: exactly one CREATE TABLE, with the speaker column among its columns."""
     try:
         parsed = parse_sql(ddl)
-    except ParseError as exc:
+    except SqlglotError as exc:
         raise GenError(f"the schema does not parse: {parse_message(exc)}", file=where, field="schema") from None
     tables = [e for e in parsed if isinstance(e, exp.Create) and e.kind == "TABLE"]
     others = [e for e in parsed if not (isinstance(e, exp.Create) and e.kind == "TABLE")]
@@ -95,7 +95,7 @@ def sql_text(reply: str) -> str:
     return (block.group(1) if block else reply).strip()
 
 
-def parse_message(exc: ParseError) -> str:
+def parse_message(exc: SqlglotError) -> str:
     errors = getattr(exc, "errors", None) or []
     if errors:
         first = errors[0]
@@ -104,7 +104,8 @@ def parse_message(exc: ParseError) -> str:
 
 
 def parse_sql(text: str) -> list[exp.Expression]:
-    """The statements of a text (empty ones between semicolons dropped); ParseError when it does not parse."""
+    """The statements of a text (empty ones between semicolons dropped); a SqlglotError (ParseError,
+    TokenError...) when it does not parse."""
     return [e for e in sqlglot.parse(text, read="sqlite") if isinstance(e, exp.Expression)]
 
 
@@ -114,7 +115,7 @@ def statements_of(reply: str, max_statements: int) -> list[exp.Expression]:
         raise LabelError("no SQL", "the reply holds no SQL")
     try:
         parsed = parse_sql(text)
-    except ParseError as exc:
+    except SqlglotError as exc:
         raise LabelError("syntax error", parse_message(exc)) from None
     if not parsed:
         raise LabelError("no SQL", "the reply holds no SQL statement")
@@ -153,7 +154,10 @@ def store(
             )
         if target.lower() != schema.table.lower():
             raise LabelError("not allowed", f"statement {number} writes the table {target}; write only {schema.table}")
-    executed = [statement.sql(dialect="sqlite") for statement in parsed]
+    try:
+        executed = [statement.sql(dialect="sqlite") for statement in parsed]
+    except SqlglotError as exc:  # parsed, but not something SQLite can say
+        raise LabelError("syntax error", parse_message(exc)) from None
     with Sandbox(schema, rows, time_limit_s) as sandbox:
         for number, sql in enumerate(executed, start=1):
             try:
@@ -206,7 +210,10 @@ def retrieve(reply: str, schema: Schema, rows: Sequence[Row], time_limit_s: floa
     statement = parsed[0]
     if not isinstance(statement, exp.Select):
         raise LabelError("not allowed", f"the statement is {kind_of(statement)}; write one SELECT on {schema.table}")
-    sql = statement.sql(dialect="sqlite")
+    try:
+        sql = statement.sql(dialect="sqlite")
+    except SqlglotError as exc:
+        raise LabelError("syntax error", parse_message(exc)) from None
     with Sandbox(schema, rows, time_limit_s, read_only=True) as sandbox:
         try:
             columns, result = sandbox.execute(sql)

@@ -151,7 +151,7 @@ class Sandbox:
         try:
             cursor = self.conn.execute(statement)
             return [d[0] for d in cursor.description or ()], cursor.fetchall()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.Error, OverflowError, ValueError) as exc:  # ValueError: e.g. a NUL character
             if self.denied:
                 raise SandboxError("not allowed", self.refusal()) from None
             if "interrupted" in str(exc):
