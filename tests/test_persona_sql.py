@@ -27,7 +27,7 @@ from gen.products.persona import labels
 from gen.products.persona.dialogue import Line, pairs, pseudo_dialogue
 from gen.products.persona.sandbox import Sandbox, SandboxError, Schema, seeded_rows, undump
 from gen.products.registry import REGISTRY, load
-from tests.conftest import require_shared, run_cli, write_json, write_recipe
+from tests.conftest import write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness import Harness
 
@@ -39,11 +39,15 @@ EPISODE = {
 # What a careful model writes for each line (the "correct label" of every pair).
 GOOD = {
     "I live in Oslo.": "UPDATE persona SET location = 'Oslo' WHERE speaker = 'Speaker 2';",
-    "I have two cats.": "UPDATE persona SET pets = COALESCE(pets || '; ', '') || 'two cats' WHERE speaker = 'Speaker 1';",
+    "I have two cats.": (
+        "UPDATE persona SET pets = COALESCE(pets || '; ', '') || 'two cats' WHERE speaker = 'Speaker 1';"
+    ),
     "I love chess.": "UPDATE persona SET hobbies = 'chess' WHERE speaker = 'Speaker 2';",
     "I work as a nurse.": "```sql\nUPDATE persona SET occupation = 'nurse' WHERE speaker = 'Speaker 1';\n```",
     "I am allergic to nuts.": "UPDATE persona SET health = 'allergic to nuts' WHERE speaker = 'Speaker 2';",
-    "I grew up in Bergen.": "UPDATE persona SET location = 'grew up in Bergen', other = 'Ann' WHERE speaker = 'Speaker 1';",
+    "I grew up in Bergen.": (
+        "UPDATE persona SET location = 'grew up in Bergen', other = 'Ann' WHERE speaker = 'Speaker 1';"
+    ),
 }
 CATS = "I have two cats."  # pair 1, target Speaker 1: the pair every case scripts
 DDL = (
@@ -170,9 +174,11 @@ def test_a_statement_past_its_time_limit_is_stopped():
     # with a limit of 0 the first progress callback (every 1000 instructions) stops it; 2^8 joined rows need more
     joins = ", ".join(f"persona p{i}" for i in range(8))
     schema = SCHEMA_FULL()
-    with Sandbox(schema, seeded_rows(schema, (S1, S2), True), 0.0) as sandbox:
-        with pytest.raises(SandboxError, match="time limit"):
-            sandbox.execute(f"UPDATE persona SET pets = (SELECT count(*) FROM {joins}) WHERE speaker = 'Speaker 1'")
+    with (
+        Sandbox(schema, seeded_rows(schema, (S1, S2), True), 0.0) as sandbox,
+        pytest.raises(SandboxError, match="time limit"),
+    ):
+        sandbox.execute(f"UPDATE persona SET pets = (SELECT count(*) FROM {joins}) WHERE speaker = 'Speaker 1'")
 
 
 def test_a_reply_sqlglot_cannot_even_tokenize_is_a_syntax_error():
@@ -231,7 +237,7 @@ def test_a_correct_label_is_stored_and_the_table_carries_on(tmp_path):
 def test_a_label_for_the_wrong_speaker_gets_a_correction_round_and_is_stored_once_corrected(tmp_path):
     wrong = "UPDATE persona SET pets = 'two cats' WHERE speaker = 'Speaker 2';"
     model = Model({CATS: [wrong, GOOD[CATS]]})
-    pairs_out, episode, rejects, checks = run(tmp_path, model)
+    pairs_out, _, rejects, checks = run(tmp_path, model)
 
     assert checks.passed, checks.report()
     assert len(model.corrections) == 1
@@ -297,7 +303,7 @@ def test_a_label_that_tries_attach_is_rejected_and_no_file_appears(tmp_path, mon
 
 
 def test_the_validator_catches_a_tampered_table(tmp_path):
-    pairs_out, episode, rejects, checks = run(tmp_path, Model())
+    pairs_out, episode, _, checks = run(tmp_path, Model())
     assert checks.passed
     tampered = [dict(p) for p in pairs_out]
     after = undump(tampered[2]["table_after"])
