@@ -29,13 +29,14 @@ from gen.model import Conversation
 from gen.products.checks import Checks
 from gen.products.persona import labels
 from gen.products.persona.checking import check_episode
+from gen.products.persona.dialogue import pairs as pairs_of
 from gen.products.persona.dialogue import pseudo_dialogue
 from gen.products.persona.persona_sql import Options, load_schema
 from gen.products.persona.sandbox import dump, seeded_rows
 
 SPEAKERS = ("Speaker 1", "Speaker 2")
 FACETS = ["pets", "hobbies", "likes", "dislikes", "occupation", "location", "family", "health", "other"]
-WORDS = "dogs cats chess hiking Oslo nurse baking jazz rain tea sisters running painting spiders".split()
+WORDS = ["dogs", "cats", "chess", "hiking", "Oslo", "nurse", "baking", "jazz", "rain", "tea", "running", "spiders"]
 
 
 def episodes(count: int, seed: int = 7) -> list[Conversation]:
@@ -66,7 +67,7 @@ def label_all(conversations: list[Conversation], options: Options, schema) -> tu
         lines = pseudo_dialogue(SPEAKERS, conversation.personas)
         rows = seeded_rows(schema, SPEAKERS, True)
         pairs = []
-        for index, (first, second) in enumerate(zip(lines, lines[1:])):
+        for index, (first, second) in enumerate(pairs_of(lines)):
             text = reply(rng, second.speaker, second.text)
             started = time.perf_counter()
             try:
