@@ -188,7 +188,7 @@ def require(item: Located, name: str, kind: type) -> Any:
 
 def read_question(item: Located, group_field: str) -> Question:
     relevant = require(item, "relevant_response_indices", list)
-    if not relevant or not all(isinstance(i, int) and not isinstance(i, bool) for i in relevant):
+    if not relevant or set(map(type, relevant)) != {int}:  # type(), not isinstance: true is no index
         raise GenError(
             "relevant_response_indices must list at least one response index",
             file=item.file,

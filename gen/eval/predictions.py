@@ -63,6 +63,10 @@ class Where:
 def checked_indices(retrieved: object, target: Target, where: Where) -> list[int]:
     if not isinstance(retrieved, list):
         raise where.error("retrieved is missing or not a list", "retrieved", "a list of response_index values")
+    if not retrieved or (
+        set(map(type, retrieved)) == {int} and 0 <= min(retrieved) <= max(retrieved) < target.responses
+    ):
+        return retrieved  # the usual case, checked in C; otherwise find the first bad entry to name it
     for position, index in enumerate(retrieved):
         if not isinstance(index, int) or isinstance(index, bool):
             raise where.error(f"{json.dumps(index)} is not a response index", f"retrieved[{position}]", "an integer")
