@@ -114,7 +114,11 @@ class MiniLM:
         return self.norm(self.linear(inner, prefix + "output.dense") + x, prefix + "output.LayerNorm")
 
     def linear(self, x: np.ndarray, name: str) -> np.ndarray:
-        return x @ self.weights[name + ".weight"] + self.weights[name + ".bias"]
+        weight = self.weights[name + ".weight"]
+        # one 2-D product: a 3-D operand would make numpy loop over the batch with small products, about half
+        # as fast
+        flat = x.reshape(-1, x.shape[-1]) @ weight + self.weights[name + ".bias"]
+        return flat.reshape(*x.shape[:-1], weight.shape[1])
 
     def norm(self, x: np.ndarray, name: str) -> np.ndarray:
         mean = x.mean(axis=-1, keepdims=True)
