@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,6 @@ class Dataset:
     folder: Path
     layout: str  # "run" or "export"
     files: dict[str, list[Path]]  # config → its data files
-    _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def question_configs(self) -> list[str]:
