@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,6 +40,22 @@ def write_recipe(path: Path, recipe: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(recipe, sort_keys=False), encoding="utf-8")
     return path
+
+
+def gen_subprocess(
+    *args, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python -m gen ARGS` in a real process, as a user meets it (exit code, stderr, no terminal on stdin);
+    `env` is added to this process's environment. The timeout guards against a hung run and measures nothing."""
+    return subprocess.run(
+        [sys.executable, "-m", "gen", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        timeout=timeout,
+    )
 
 
 def run_cli(args: list[str], capsys) -> tuple[int, str, str]:

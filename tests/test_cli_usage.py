@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gen.cli import dollars
-from tests.conftest import REPO, locomo_sample, run_cli, write_json, write_recipe
+from tests.conftest import REPO, gen_subprocess, locomo_sample, run_cli, write_json, write_recipe
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
 
@@ -34,9 +34,8 @@ def gen_process(*args, cwd: Path | None = None) -> subprocess.Popen:
 
 def gen(*args, cwd: Path | None = None) -> tuple[int, str, str]:
     """Run `gen ARGS` in a new process; (exit code, stdout, stderr)."""
-    process = gen_process(*args, cwd=cwd)
-    out, err = process.communicate(timeout=120)
-    return process.returncode, out, err
+    done = gen_subprocess(*args, cwd=cwd, timeout=120)
+    return done.returncode, done.stdout, done.stderr
 
 
 def gen_all(commands: dict[str, list]) -> dict[str, tuple[int, str, str]]:

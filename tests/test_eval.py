@@ -4,14 +4,11 @@ hand-made dataset, including each way a predictions file can be wrong (exit 2, f
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, question_score
-from tests.conftest import REPO, run_cli
+from tests.conftest import gen_subprocess, run_cli
 from tests.test_eval_dataset import hand_dataset  # noqa: F401 - a fixture
 
 # --- one question ---------------------------------------------------------------------------------------
@@ -158,13 +155,7 @@ def test_a_bad_predictions_line_is_one_error_naming_file_and_line(hand_dataset, 
 
 def test_the_error_of_a_real_process_has_no_traceback(hand_dataset, tmp_path):  # noqa: F811
     predictions = write_lines(tmp_path / "p.jsonl", ['{"question_id": "q4", "retrieved": [9]}\n'])
-    done = subprocess.run(
-        [sys.executable, "-m", "gen", "eval", str(hand_dataset), "--predictions", str(predictions)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-    )
+    done = gen_subprocess("eval", hand_dataset, "--predictions", predictions, timeout=120)
     assert done.returncode == 2
     assert done.stderr == (
         f"error: {predictions}: line 1: retrieved[0]: index 9 is outside conversation c2 "

@@ -4,16 +4,14 @@ the engine and the real openai client against the local fake server."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-from tests.conftest import REPO, read_jsonl, run_cli, write_recipe
+from tests.conftest import REPO, gen_subprocess, read_jsonl, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply
 
 KEY = "sk-test-RECOGNISABLE-0123456789"
@@ -134,16 +132,7 @@ def test_preview_names_the_llm_products_when_asked_for_another(setup, capsys):
 
 # -- giving up: real processes, as a user meets it ----------------------------------------------------------
 def gen_run(recipe_path, out, cache) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GEN_CACHE_DIR": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "gen", "run", str(recipe_path), "--output-dir", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,  # a guard against a hung run, not a measurement
-        stdin=subprocess.DEVNULL,
-    )
+    return gen_subprocess("run", recipe_path, "--output-dir", out, cwd=REPO, env={"GEN_CACHE_DIR": str(cache)})
 
 
 def five_items(path, base_url):

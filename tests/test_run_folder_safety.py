@@ -18,21 +18,10 @@ import pytest
 import yaml
 
 from gen.writer import recover_and_clean
-from tests.conftest import REPO, read_jsonl, write_json, write_recipe
+from tests.conftest import REPO, gen_subprocess, read_jsonl, write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
-
-
-def gen(*args, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gen", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-        timeout=300,
-    )
 
 
 def log_recipe(path: Path, name: str, source: Path, **extra) -> Path:
@@ -78,7 +67,7 @@ def test_a_recipe_named_like_its_corpus_folder_leaves_the_corpus_alone(tmp_path)
     shutil.copy(SAMPLE, corpus / "sample.json")
     before = tree(corpus)
     recipe = log_recipe(tmp_path / "r.yaml", "corpus", corpus / "sample.json")
-    done = gen("run", recipe, "--output-dir", tmp_path / "data")
+    done = gen_subprocess("run", recipe, "--output-dir", tmp_path / "data")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert str(corpus) in done.stderr and "input" in done.stderr
@@ -90,7 +79,7 @@ def test_a_recipe_named_like_its_source_file_leaves_the_file_alone(tmp_path):
     source.parent.mkdir()
     shutil.copy(SAMPLE, source)
     recipe = log_recipe(tmp_path / "r.yaml", "talks", source)
-    done = gen("run", recipe, "--output-dir", tmp_path / "out")
+    done = gen_subprocess("run", recipe, "--output-dir", tmp_path / "out")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert source.read_bytes() == SAMPLE.read_bytes()
 
@@ -100,7 +89,7 @@ def test_a_folder_gen_did_not_write_is_refused_and_kept(tmp_path):
     mine.mkdir(parents=True)
     (mine / "thesis.txt").write_text("years of work")
     recipe = log_recipe(tmp_path / "r.yaml", "notes", SAMPLE)
-    done = gen("run", recipe, "--output-dir", tmp_path / "out")
+    done = gen_subprocess("run", recipe, "--output-dir", tmp_path / "out")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "gen did not write" in done.stderr and str(mine) in done.stderr
     assert tree(mine) == {"thesis.txt": b"years of work"}
@@ -108,9 +97,9 @@ def test_a_folder_gen_did_not_write_is_refused_and_kept(tmp_path):
 
 def test_a_folder_gen_wrote_is_replaced(tmp_path):
     recipe = log_recipe(tmp_path / "r.yaml", "mine", SAMPLE)
-    assert gen("run", recipe, "--output-dir", tmp_path / "out").returncode == 0
+    assert gen_subprocess("run", recipe, "--output-dir", tmp_path / "out").returncode == 0
     (tmp_path / "out" / "mine" / "log" / "test.jsonl").write_text("stale\n")
-    again = gen("run", recipe, "--output-dir", tmp_path / "out")
+    again = gen_subprocess("run", recipe, "--output-dir", tmp_path / "out")
     assert again.returncode == 0, again.stderr
     assert len(read_jsonl(tmp_path / "out" / "mine" / "log" / "test.jsonl")) == sample_turns()
 
@@ -165,7 +154,7 @@ def test_the_next_run_recovers_and_says_so_and_removes_dead_temporary_folders(tm
     try:
         (out / f".busy.tmp-{alive.pid}").mkdir()  # a run still going: left alone
         recipe = log_recipe(tmp_path / "r.yaml", "mine", SAMPLE)
-        done = gen("run", recipe, "--output-dir", out)
+        done = gen_subprocess("run", recipe, "--output-dir", out)
     finally:
         alive.kill()
         alive.wait()
@@ -198,7 +187,7 @@ def test_a_reject_limit_stop_keeps_the_rejects_with_raw_replies_and_a_report(tmp
             },
         )
         env = {"GEN_TEST_KEY": "sk-test", "GEN_CACHE_DIR": str(tmp_path / "cache")}
-        done = gen("run", recipe, "--output-dir", tmp_path / "out", env=env)
+        done = gen_subprocess("run", recipe, "--output-dir", tmp_path / "out", env=env)
         calls = server.count
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
@@ -266,11 +255,11 @@ def test_ctrl_c_exits_130_keeps_the_partial_run_and_says_how_to_resume(tmp_path,
 
 
 def test_the_kept_recipe_rebuilds_the_same_records_from_another_folder(tmp_path):
-    first = gen("run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path / "a")
+    first = gen_subprocess("run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path / "a")
     assert first.returncode == 0, first.stderr
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    again = gen("run", tmp_path / "a" / "quickstart" / "recipe.yaml", "--output-dir", "b", cwd=elsewhere)
+    again = gen_subprocess("run", tmp_path / "a" / "quickstart" / "recipe.yaml", "--output-dir", "b", cwd=elsewhere)
     assert again.returncode == 0, again.stderr
     a, b = tmp_path / "a" / "quickstart", elsewhere / "b" / "quickstart"
     assert {k: v for k, v in tree(a).items() if k.endswith(".jsonl")} == {
@@ -281,7 +270,7 @@ def test_the_kept_recipe_rebuilds_the_same_records_from_another_folder(tmp_path)
 
 
 def test_run_json_names_no_folder_of_this_machine_and_the_recipe_no_absolute_path(tmp_path):
-    done = gen("run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path / "out")
+    done = gen_subprocess("run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "out" / "quickstart"
     text = (folder / "run.json").read_text()
@@ -305,7 +294,7 @@ def test_the_card_names_the_output_folder_given_and_empty_tests_are_reported(tmp
             "products": [{"type": "time_queries", "tests": ["session", "session_span"], "span_length": 9}],
         },
     )
-    done = gen("run", recipe, "--output-dir", "somewhere/else", cwd=tmp_path)
+    done = gen_subprocess("run", recipe, "--output-dir", "somewhere/else", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "somewhere" / "else" / "spans"
     assert 'load_dataset("somewhere/else/spans", "time_queries"' in (folder / "README.md").read_text()

@@ -10,17 +10,15 @@ rejects.jsonl with the raw reply of every item it gave up on.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, read_jsonl, write_recipe
+from tests.conftest import REPO, gen_subprocess, read_jsonl, write_recipe
 
 pytestmark = pytest.mark.realmodel
 
@@ -91,15 +89,8 @@ def recipe(path: Path, name: str, llm: dict[str, Any], product: dict[str, Any]) 
 
 
 def gen_run(recipe_path: Path, out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GEN_CACHE_DIR": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "gen", "run", str(recipe_path), "--output-dir", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
+    return gen_subprocess(
+        "run", recipe_path, "--output-dir", out, cwd=REPO, env={"GEN_CACHE_DIR": str(cache)}, timeout=RUN_TIMEOUT_S
     )
 
 
