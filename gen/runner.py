@@ -17,8 +17,11 @@ workers nor the batching changes a byte of output.
 from __future__ import annotations
 
 import platform
+import signal
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -123,8 +126,9 @@ def build_and_write(
         try:
             for results in stages(prepared, products, engine, workers, executor, ray_address):
                 for result in results:
-                    shards.write(result)
-                    tallies.add(result)
+                    with ctrl_c_held():  # a shard is written and counted together, or not at all
+                        shards.write(result)
+                        tallies.add(result)
         except (Exception, KeyboardInterrupt) as exc:
             shards.close()
             stop = keep_stopped(folder, prepared, tallies, engine, final, stop_of(exc))
@@ -161,6 +165,23 @@ def build_and_write(
                 exit_code=1,
             )
     return final
+
+
+@contextmanager
+def ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C until the block ends, so a run stopped by it reports counts that match its files. (A
+    handler, not a signal mask: the pool's threads would take a masked signal for the main thread.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and callable(previous):
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt here
 
 
 def keep_stopped(
