@@ -1,0 +1,16 @@
+"""The TeaBag judge (`gen judge`): a system's answers to the counterfactual questions of a `teabag` config,
+marked Correct or Incorrect by an LLM, and the success rate overall and per source.
+
+Data flows one way:
+
+    items.py     the questions of the dataset (either folder layout, read with gen.eval's readers) and the
+                 answers file, every bad line named
+    endpoint.py  which endpoint judges: an `llm:` section (the dataset's own recipe.yaml, or --recipe) and a name
+    ask.py       the judge prompt (templates/prompts/teabag_judge.j2), its reply model, and one engine step
+    score.py     each question's verdict (judged, no answer, or not judged) and the rates
+    report.py    the table printed and the verdicts file written (all or nothing)
+    cli.py       the command, registered in gen/cli.py
+
+Questions without an answer are marked Incorrect without a call; questions the judge gave no usable verdict
+for are listed with the reason and left out of the rates.
+"""

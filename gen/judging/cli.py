@@ -1,0 +1,119 @@
+"""The `gen judge` command (registered in gen/cli.py). Heavy imports happen inside the function."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from gen.judging.endpoint import Judge
+    from gen.judging.items import Question
+    from gen.judging.score import Result
+    from gen.llm.config import RunSettings
+
+
+def judge(
+    dataset: Path = typer.Argument(
+        ..., metavar="DATASET", help="A run folder (outputs/<name>) or an export folder with the teabag config."
+    ),
+    answers: Path = typer.Option(
+        ..., "--answers", help='JSONL, one line per question: {"question_id": ..., "answer": "..."}.'
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", help="The verdicts file to write (default: beside the answers, <answers>.verdicts.json)."
+    ),
+    recipe: Path | None = typer.Option(
+        None,
+        "--recipe",
+        help="A YAML file whose llm: section defines the judging endpoint (default: DATASET/recipe.yaml).",
+    ),
+    endpoint: str | None = typer.Option(
+        None,
+        "--endpoint",
+        help="The endpoint that judges (default: the only one, else the teabag product entry's endpoint).",
+    ),
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen)."
+    ),
+    offline: bool = typer.Option(False, "--offline", help="Fail on the first judge call that is not already cached."),
+    max_concurrency: int | None = typer.Option(
+        None, "--max-concurrency", min=1, help="Override the endpoint's max_concurrency."
+    ),
+    requests_per_minute: float | None = typer.Option(
+        None, "--requests-per-minute", min=0.001, help="Override the endpoint's requests_per_minute."
+    ),
+    tokens_per_minute: float | None = typer.Option(
+        None, "--tokens-per-minute", min=1, help="Override the endpoint's tokens_per_minute."
+    ),
+) -> None:
+    """Judge a system's answers to the teabag questions (Correct or Incorrect, asked of an LLM endpoint) and
+    print the success rate overall and per source.
+
+    A question without an answer counts as Incorrect; one the judge gave no usable verdict for is listed and
+    left out of the rate. Replies are cached: a second run makes no calls.
+
+    Example: gen judge outputs/teabag-cc --answers mine.jsonl --endpoint judge
+    """
+    from gen.errors import GenError
+    from gen.eval.dataset import open_dataset
+    from gen.judging.endpoint import choose_endpoint
+    from gen.judging.items import read_answers, read_questions
+    from gen.judging.report import format_result, result_json, write_verdicts
+    from gen.llm.config import RunSettings
+
+    output = output if output is not None else answers.with_name(f"{answers.stem}.verdicts.json")
+    if output.resolve() == answers.resolve():
+        raise GenError("the verdicts would overwrite the answers", file=output, field="--output")
+    for name, value in {"--requests-per-minute": requests_per_minute, "--tokens-per-minute": tokens_per_minute}.items():
+        if value is not None and not math.isfinite(value):
+            raise GenError(f"{value} is not a usable limit", field=name, expected="a finite number")
+    questions = read_questions(open_dataset(dataset))
+    answer_map = read_answers(answers, {q.question_id for q in questions})
+    judge_endpoint = choose_endpoint(dataset, recipe, endpoint)
+    settings = RunSettings(
+        offline=offline,
+        cache_dir=cache_dir,
+        max_concurrency=max_concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+    )
+    result, about = run_judge(questions, answer_map, judge_endpoint, settings)
+    typer.echo(format_result(result, answers, dataset))
+    write_verdicts(output, result_json(result, dataset=dataset, answers=answers, judge=about))
+    calls = f"judge calls made {about['calls_made']:,}, cached {about['calls_cached']:,}"
+    say(f"wrote {len(result.verdicts):,} verdicts to {output} ({calls})")
+
+
+def run_judge(
+    questions: Sequence[Question], answers: Mapping[str, str], judge_endpoint: Judge, settings: RunSettings
+) -> tuple[Result, dict[str, Any]]:
+    """The verdicts, and what to say about the judge: endpoint, model, prompt and the calls it took."""
+    from gen.judging.ask import PROMPT, STEP, ask_judge
+    from gen.judging.score import has_answer, verdicts
+    from gen.llm.engine import Engine
+    from gen.templating import template_id
+
+    name, config = judge_endpoint.name, judge_endpoint.config
+    asked = [q for q in questions if has_answer(answers, q.question_id)]
+    with Engine({name: config}, settings) as engine:
+        outcomes = ask_judge(engine, asked, answers, name, config.max_reject_rate, say) if asked else {}
+        report = engine.report()
+    step = report["steps"].get(STEP, {})
+    about = {
+        "endpoint": name,
+        "model": config.model,
+        "fingerprint": report["endpoints"][name]["fingerprint"],
+        "prompt": PROMPT,
+        "prompt_id": template_id(PROMPT),
+        **{key: step.get(key, 0) for key in ("calls_made", "calls_cached", "input_tokens", "output_tokens")},
+        "cost_usd": step.get("cost_usd"),
+    }
+    return verdicts(questions, answers, outcomes), about
+
+
+def say(text: str) -> None:
+    typer.echo(text, err=True)
