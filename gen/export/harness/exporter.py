@@ -1,0 +1,85 @@
+"""One export: the dataset's question configs, each written in the chosen format, and the manifest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gen.export.harness import beir, locomo, longmemeval
+from gen.export.harness.folder import OutputFolder
+from gen.export.harness.questions import ANSWER_FIELDS, one_per_group, read_questions
+from gen.export.harness.source import Source, open_source
+
+FORMATS = ("locomo", "longmemeval", "beir")
+
+
+@dataclass
+class Written:
+    config: str
+    path: str  # inside the export folder
+    questions: int
+    conversations: int
+    folders: dict[str, str] = field(default_factory=dict)  # beir: conversation id → its folder
+
+
+def export(dataset: Path, format_name: str, output: Path, config: str | None = None) -> list[Written]:
+    source = open_source(dataset)
+    configs = source.question_configs(config)
+    with OutputFolder(output, dataset) as out:
+        written = [write_config(format_name, source, name, out.path) for name in configs]
+        out.write_manifest(manifest(format_name, source, written))
+    return written
+
+
+def write_config(format_name: str, source: Source, config: str, folder: Path) -> Written:
+    questions = read_questions(source, config)
+    conversations = source.conversations
+    asked = len({question.conversation_id for question in questions})
+    if format_name == "locomo":
+        data = locomo.samples(conversations, questions)
+        (folder / f"{config}.json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+        return Written(config, f"{config}.json", len(questions), len(data))
+    if format_name == "longmemeval":
+        chosen = one_per_group(questions, source.seed)
+        write_json_list(folder / f"{config}.json", longmemeval.instances(conversations, chosen))
+        return Written(config, f"{config}.json", len(chosen), asked)
+    folders = beir.write_collections(folder / config, conversations, questions)
+    return Written(config, f"{config}/", len(questions), len(folders), folders)
+
+
+def write_json_list(path: Path, items: Iterable[dict[str, Any]]) -> None:
+    """A JSON list written item by item, so a large export is never held whole in memory."""
+    with path.open("wb") as handle:
+        handle.write(b"[")
+        for position, item in enumerate(items):
+            handle.write(b",\n" if position else b"\n")
+            handle.write(orjson.dumps(item))
+        handle.write(b"\n]\n")
+
+
+def manifest(format_name: str, source: Source, written: list[Written]) -> dict[str, Any]:
+    """What the folder holds and where it came from (no path of this machine: the recipe's name, not its file)."""
+    recipe = source.report.get("recipe") or {}
+    return {
+        "format": format_name,
+        "dataset": {
+            "recipe": recipe.get("name"),
+            "fingerprint": recipe.get("fingerprint"),
+            "seed": source.seed,
+            "gen": (source.report.get("packages") or {}).get("gen"),
+        },
+        "configs": {
+            item.config: {
+                "path": item.path,
+                "questions": item.questions,
+                "conversations": item.conversations,
+                "gold_answer": ANSWER_FIELDS.get(item.config) or "none: score retrieval only",
+                **({"folders": item.folders} if item.folders else {}),
+            }
+            for item in written
+        },
+    }

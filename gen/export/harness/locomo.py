@@ -1,0 +1,69 @@
+"""Samples shaped like LoCoMo's locomo10.json, so its loaders read them unchanged.
+
+Each conversation is one sample: `sample_id` (the conversation id), `conversation` with `speaker_a`,
+`speaker_b` and `session_N_date_time` / `session_N` pairs (the padding session included, numbered on), turns
+`{speaker, dia_id, text}` (plus `blip_caption` for a response that shared an image, as LoCoMo's image turns
+have), and `qa`: one entry per question with `question` ("now" written into it), `answer` only where the
+config has a gold answer, `evidence` (the relevant responses' dia_ids) and `category` 2 (LoCoMo's temporal
+category). LoCoMo's model-written annotations (event_summary, observation, session_summary) have no
+counterpart here and are left out rather than faked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gen.export.harness.dates import locomo_style
+from gen.export.harness.questions import ExportQuestion, question_text, relevant_by_session
+from gen.export.harness.source import Conversation
+
+TEMPORAL_CATEGORY = 2
+
+
+def dia_id(session: int, position: int) -> str:
+    """LoCoMo's turn id: "D<session>:<turn>", both counted from 1."""
+    return f"D{session}:{position + 1}"
+
+
+def samples(conversations: dict[str, Conversation], questions: list[ExportQuestion]) -> list[dict[str, Any]]:
+    by_conversation: dict[str, list[ExportQuestion]] = {}
+    for question in questions:
+        by_conversation.setdefault(question.conversation_id, []).append(question)
+    return [
+        sample(conversation, by_conversation.get(conversation_id, []))
+        for conversation_id, conversation in conversations.items()
+    ]
+
+
+def sample(conversation: Conversation, questions: list[ExportQuestion]) -> dict[str, Any]:
+    # LoCoMo's key order: qa first, then the conversation, then the id
+    return {
+        "qa": [qa_entry(question, conversation) for question in questions],
+        "conversation": conversation_block(conversation),
+        "sample_id": conversation.conversation_id,
+    }
+
+
+def conversation_block(conversation: Conversation) -> dict[str, Any]:
+    block: dict[str, Any] = {"speaker_a": conversation.speaker_a, "speaker_b": conversation.speaker_b}
+    for number, (start, responses) in enumerate(zip(conversation.session_starts, conversation.sessions()), start=1):
+        block[f"session_{number}_date_time"] = locomo_style(start)
+        block[f"session_{number}"] = [turn(number, position, response) for position, response in enumerate(responses)]
+    return block
+
+
+def turn(session: int, position: int, response: dict[str, Any]) -> dict[str, Any]:
+    entry = {"speaker": response["speaker"], "dia_id": dia_id(session, position), "text": response["text"]}
+    if response.get("image_caption"):
+        entry["blip_caption"] = response["image_caption"]
+    return entry
+
+
+def qa_entry(question: ExportQuestion, conversation: Conversation) -> dict[str, Any]:
+    entry: dict[str, Any] = {"question": question_text(question, conversation, locomo_style(conversation.now))}
+    if question.answer is not None:
+        entry["answer"] = question.answer
+    places = relevant_by_session(question, conversation)
+    entry["evidence"] = [dia_id(session, position) for session in sorted(places) for position in places[session]]
+    entry["category"] = TEMPORAL_CATEGORY
+    return entry

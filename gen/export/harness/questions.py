@@ -1,0 +1,134 @@
+"""What a question of a config becomes in a harness: its text (with "now" written in), its evidence and its
+gold answer, and the one wording per group that LongMemEval's one-instance-per-question layout keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gen.errors import GenError
+from gen.eval.dataset import Located, require
+from gen.export.harness.source import Conversation, Source
+from gen.hashing import stable_id
+from gen.templating import render
+
+# The field that holds a config's gold answer, or None where there is no text a model's answer could be
+# compared with: a time query asks what was discussed in a window (its truth is the window's responses), an
+# ambiguous one asks the same through a dialogue, and a time+content question keeps its anchor responses as
+# evidence, not a short answer. Such questions score retrieval only (evidence, has_answer turns, qrels).
+ANSWER_FIELDS: dict[str, str | None] = {
+    "time_queries": None,
+    "ambiguous_time_queries": None,
+    "time_content_questions": None,
+}
+# Configs whose questions are asked by speaker_a to speaker_b ("what did we discuss?"); the others name
+# their speakers themselves.
+ASKED_BY_SPEAKER_A = {"time_queries"}
+QUESTION_TEMPLATE = "harness/question.j2"
+
+
+@dataclass
+class ExportQuestion:
+    config: str
+    question_id: str
+    group: str  # the base question (group_id); a config without groups has one question per group
+    conversation_id: str
+    relevant: list[int]  # sorted response indices, as in the record
+    question: str  # the question, or for a dialogue its last utterance
+    dialogue: list[dict[str, str]]  # the whole dialogue ([] for a plain question)
+    answer: str | None
+
+
+def read_questions(source: Source, config: str) -> list[ExportQuestion]:
+    found = []
+    for question in source.dataset.questions(config):
+        item = question.item
+        conversation = source.conversations.get(question.conversation_id)
+        if conversation is None:
+            raise GenError(
+                f"conversation {question.conversation_id!r} is not in the conversations config",
+                file=item.file,
+                record=item.place,
+                field="conversation_id",
+            )
+        bad = [index for index in question.relevant if not 0 <= index < len(conversation.responses)]
+        if bad:
+            raise GenError(
+                f"response index {bad[0]} is outside the conversation ({len(conversation.responses)} responses)",
+                file=item.file,
+                record=item.place,
+                field="relevant_response_indices",
+            )
+        found.append(
+            export_question(config, question.question_id, conversation.conversation_id, question.relevant, item)
+        )
+    return found
+
+
+def export_question(config: str, question_id: str, conversation_id: str, relevant: list[int], item: Located):
+    dialogue = dialogue_turns(item) if "dialogue" in item.record else []
+    text = dialogue[-1]["text"] if dialogue else require(item, "question", str)
+    group = item.record.get("group_id") or question_id
+    answer_field = ANSWER_FIELDS.get(config)
+    answer = str(item.record[answer_field]) if answer_field else None
+    return ExportQuestion(config, question_id, str(group), conversation_id, sorted(relevant), text, dialogue, answer)
+
+
+def dialogue_turns(item: Located) -> list[dict[str, str]]:
+    turns = require(item, "dialogue", list)
+    if not turns or not all(
+        isinstance(t, dict) and isinstance(t.get("speaker"), str) and isinstance(t.get("text"), str) for t in turns
+    ):
+        raise GenError(
+            "the dialogue is not a list of turns",
+            file=item.file,
+            record=item.place,
+            field="dialogue",
+            expected='a non-empty list of {"speaker": ..., "text": ...}',
+        )
+    return [{"speaker": turn["speaker"], "text": turn["text"]} for turn in turns]
+
+
+def question_text(question: ExportQuestion, conversation: Conversation, now: str) -> str:
+    """The question as a harness's model reads it: when it is asked (`now` in the format's date style, or ""
+    where the format has a field of its own for it), who asks whom, then the question or the dialogue."""
+    asked_by_a = question.config in ASKED_BY_SPEAKER_A
+    return render(
+        QUESTION_TEMPLATE,
+        now=now,
+        current_session=conversation.current_session,
+        asker=conversation.speaker_a if asked_by_a else "",
+        listener=conversation.speaker_b if asked_by_a else "",
+        question=question.question,
+        dialogue=question.dialogue,
+    ).strip()
+
+
+def one_per_group(questions: list[ExportQuestion], seed: int) -> list[ExportQuestion]:
+    """One wording of each base question, chosen from the recipe's seed and the group alone (so the choice does
+    not depend on file order or on which other groups are exported); groups keep their first appearance order."""
+    groups: dict[str, list[ExportQuestion]] = {}
+    for question in questions:
+        groups.setdefault(question.group, []).append(question)
+    chosen = []
+    for group, variants in groups.items():
+        variants.sort(key=lambda question: question.question_id)
+        chosen.append(variants[int(stable_id([seed, "harness wording", group]), 16) % len(variants)])
+    return chosen
+
+
+def relevant_by_session(question: ExportQuestion, conversation: Conversation) -> dict[int, list[int]]:
+    """Session number → the positions (0-based, within the session) of the question's relevant responses."""
+    places: dict[int, list[int]] = {}
+    starts = session_offsets(conversation)
+    for index in question.relevant:
+        session = conversation.responses[index]["session_index"]
+        places.setdefault(session, []).append(index - starts[session])
+    return places
+
+
+def session_offsets(conversation: Conversation) -> dict[int, int]:
+    """Session number → the response index of its first response (responses are in session order)."""
+    offsets: dict[int, int] = {}
+    for response in conversation.responses:
+        offsets.setdefault(response["session_index"], response["response_index"])
+    return offsets
