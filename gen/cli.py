@@ -16,6 +16,7 @@ from rich.console import Console
 
 from gen.errors import GenError, Stopped
 from gen.export.cli import push
+from gen.export.harness.cli import export
 from gen.judging.cli import judge
 from gen.model import DataWarning
 
@@ -321,6 +322,7 @@ def baseline(
 
 
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/cli.py
+app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/cli.py
 app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/judging/cli.py
 
 
