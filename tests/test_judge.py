@@ -347,3 +347,19 @@ def test_a_judge_that_fails_too_often_stops_and_writes_nothing(judge, tmp_path, 
     assert code == 1 and "max_reject_rate" in err and "the same command resumes" in err
     assert "not judged: cc/episode-1/teabag-1: parse:" in err and "Traceback" not in err
     assert not (tmp_path / "mine.verdicts.json").exists()
+
+
+def test_an_empty_answers_file_scores_every_question_incorrect_without_a_call(judge, tmp_path, capsys):
+    server, folder, _ = judge
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    code, out, err = run_cli(["judge", folder, "--answers", empty], capsys)
+    assert code == 0, err
+    assert table(out) == {
+        "cc": ["3", "3", "0", "0.000"],
+        "msc": ["4", "4", "0", "0.000"],
+        "all": ["7", "7", "0", "0.000"],
+    }
+    assert server.count == 0  # not even the probe
+    code, _, err = run_cli(["judge", folder, "--answers", empty, "--output", empty], capsys)
+    assert code == 2 and "would overwrite the answers" in err and empty.read_text() == "\n"
