@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 FACTS = "card/facts.yaml"
 OWNED_KEYS = ("configs", "dataset_info", "license")  # always gen's: they must describe the files next to the card
+DATA_KEYS = ("configs", "dataset_info")
+EXAMPLE_ITEMS = 4  # list items an example record shows
+EXAMPLE_CHARS = 200  # characters of a text an example record shows
 SIZE_CATEGORIES = (
     (10**3, "n<1K"),
     (10**4, "1K<n<10K"),
@@ -41,21 +44,24 @@ SIZE_CATEGORIES = (
 # --- header ---------------------------------------------------------------------------------------
 
 
-def front_matter(configs: dict[str, dict], split: str, extra: dict | None = None) -> str:
-    """`configs:` entries that let `datasets.load_dataset(folder, config)` find each config's files."""
-    header = dict(extra or {})
-    header["configs"] = config_entries({name: info["path"] for name, info in configs.items()}, split)
-    return dump_header(header)
-
-
-def config_entries(data_files: dict[str, str], split: str) -> list[dict]:
+def config_entries(data_files: dict[str, str], split: str, default: str | None = None) -> list[dict]:
+    """`configs:` entries that let `datasets.load_dataset(folder_or_repo, config)` find each config's files;
+    `default` (the first config when None) is what load_dataset gives without a config name and the tab the
+    Hub's viewer opens on."""
+    default = default if default in data_files else next(iter(data_files), None)
     entries = []
-    for position, (name, path) in enumerate(data_files.items()):
+    for name, path in data_files.items():
         entry: dict[str, Any] = {"config_name": name, "data_files": [{"split": split, "path": path}]}
-        if position == 0:
-            entry["default"] = True  # load_dataset(repo) without a config name, and the viewer's first tab
+        if name == default:
+            entry["default"] = True
         entries.append(entry)
     return entries
+
+
+def default_config(names: Sequence[str], preference: Sequence[str]) -> str | None:
+    """The config a reader should see first: the first of `preference` the dataset has (a question config
+    rather than the log), else the first config."""
+    return next((name for name in preference if name in names), next(iter(names), None))
 
 
 def dump_header(header: dict) -> str:
@@ -98,7 +104,8 @@ def combine(low: dict, high: dict) -> dict:
 def merge_metadata(existing: dict, generated: dict) -> dict:
     """Existing metadata (a card someone may have edited) updated with gen's: keys gen owns are replaced,
     lists are united (existing entries first), other keys already set keep their value, new keys are added."""
-    merged = dict(existing)
+    # the keys that locate and type the data describe these files only: an older card's never survive
+    merged = {k: v for k, v in existing.items() if k not in DATA_KEYS or k in generated}
     for key, value in generated.items():
         if key in OWNED_KEYS or key not in merged or merged[key] in (None, "", []):
             merged[key] = value
@@ -106,8 +113,8 @@ def merge_metadata(existing: dict, generated: dict) -> dict:
             merged[key] = merged[key] + [item for item in value if item not in merged[key]]
     # keep the keys that locate the data at the end, where a reader expects them
     return {
-        **{k: v for k, v in merged.items() if k not in ("configs", "dataset_info")},
-        **{k: merged[k] for k in ("configs", "dataset_info") if k in merged},
+        **{k: v for k, v in merged.items() if k not in DATA_KEYS},
+        **{k: merged[k] for k in DATA_KEYS if k in merged},
     }
 
 
@@ -161,11 +168,85 @@ def feature_type(feature: Any) -> str:
     return str(dtype) if dtype else type(feature).__name__
 
 
-def config_fields(name: str) -> list[dict]:
+def config_features(name: str) -> Any:
+    """The datasets.Features a product declares for `name` (this imports `datasets`); None when no product does."""
     found = config_spec(name)
-    if found is None:
-        return []
-    return [{"name": field, "type": feature_type(feature)} for field, feature in found[1].features().items()]
+    return found[1].features() if found is not None else None
+
+
+def field_rows(features: Any) -> list[dict]:
+    return [{"name": name, "type": feature_type(feature)} for name, feature in (features or {}).items()]
+
+
+def temporal_fields(features: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Fields declared as date-times (`timestamp[...]`) and as dates (`date32`/`date64`), nested ones dotted: the
+    JSON files hold them as ISO strings, `datasets` loads them as datetime and date."""
+    found: dict[str, list[str]] = {"datetime": [], "date": []}
+    for name, feature in (features or {}).items():
+        path = f"{prefix}{name}"
+        while isinstance(feature, (list, tuple)) or getattr(feature, "feature", None) is not None:
+            feature = feature[0] if isinstance(feature, (list, tuple)) else feature.feature  # a list's items
+        if isinstance(feature, dict):
+            for kind, paths in temporal_fields(feature, f"{path}.").items():
+                found[kind] += paths
+            continue
+        dtype = str(getattr(feature, "dtype", ""))
+        if dtype.startswith("timestamp"):
+            found["datetime"].append(path)
+        elif dtype.startswith("date"):
+            found["date"].append(path)
+    return found
+
+
+def local_dataset_info(features: dict[str, Any]) -> list[dict]:
+    """`dataset_info` for the run folder's card: each config's declared features, so the JSON loader casts to them
+    instead of guessing from the values. No split sizes: a hand-trimmed JSON file must still load."""
+    return [
+        {"config_name": name, "features": declared._to_yaml_list()}
+        for name, declared in features.items()
+        if declared is not None
+    ]
+
+
+def first_record(path: Path) -> dict | None:
+    """The first record of a JSON lines file (one line read, whatever the file's size); None if there is none."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            line = handle.readline()
+        record = json.loads(line) if line.strip() else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def shorten(value: Any) -> tuple[Any, bool]:
+    """(value cut for display, whether anything was cut): a list keeps its first EXAMPLE_ITEMS items and ends with
+    a note of how many more there are; a long text is cut at EXAMPLE_CHARS and ends in an ellipsis."""
+    if isinstance(value, str) and len(value) > EXAMPLE_CHARS:
+        return value[: EXAMPLE_CHARS - 1].rstrip() + "\u2026", True
+    if isinstance(value, dict):
+        parts = {key: shorten(item) for key, item in value.items()}
+        return {key: item for key, (item, _) in parts.items()}, any(cut for _, cut in parts.values())
+    if isinstance(value, list):
+        parts_list = [shorten(item) for item in value[:EXAMPLE_ITEMS]]
+        kept = [item for item, _ in parts_list]
+        if len(value) > EXAMPLE_ITEMS:
+            kept.append(f"\u2026 {len(value) - EXAMPLE_ITEMS} more")
+        return kept, len(value) > EXAMPLE_ITEMS or any(cut for _, cut in parts_list)
+    return value, False
+
+
+def example_record(folder: Path | None, path: str) -> dict | None:
+    """A config's first record as the card shows it: one field per line, shortened."""
+    record = first_record(Path(folder) / path) if folder is not None else None
+    if record is None:
+        return None
+    short, cut = shorten(record)
+    lines = [
+        f"  {json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
+        for key, value in short.items()
+    ]
+    return {"json": "{\n" + ",\n".join(lines) + "\n}", "shortened": cut}
 
 
 def retrieval_groups(configs: dict) -> dict[str, str]:
@@ -311,24 +392,11 @@ def card_data(
         recipe = {}
     sources = [{**source, "facts": source_facts(source, facts)} for source in report.get("sources", [])]
     methods = {name: {"id": key, **method} for key, method in facts["methods"].items() for name in method["configs"]}
-    config_list = []
-    for name, info in configs.items():
-        validation = report.get("validation", {}).get(info.get("product", name), {})
-        config_list.append(
-            {
-                "name": name,
-                "records": info["records"],
-                "description": info.get("description", ""),
-                "data_files": data_files[name],
-                "fields": config_fields(name),
-                "method": methods.get(name),
-                "summary": summary_tables(info.get("summary")),
-                "validation": {
-                    "passed": validation.get("passed"),
-                    "checks": [{"name": check, **result} for check, result in validation.get("checks", {}).items()],
-                },
-            }
-        )
+    features = {name: config_features(name) for name in configs}  # one import of `datasets`, one call each
+    config_list = [
+        config_entry(name, info, report, data_files[name], features[name], methods.get(name), folder)
+        for name, info in configs.items()
+    ]
     used_methods = list({m["id"]: m for m in (c["method"] for c in config_list) if m}.values())
     groups = retrieval_groups(configs)
     retrieval = list(groups)
@@ -357,26 +425,66 @@ def card_data(
         "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),
         "citations": list(dict.fromkeys(c.strip() for c in citations if c)),
         "scoring": {"retrieval": retrieval, "group_field": groups[retrieval[0]] if retrieval else "test"},
+        "local_dataset_info": local_dataset_info(features),
+        "default_config": default_config(list(configs), facts["metadata"].get("default_config", [])),
+        "temporal": {
+            kind: list(dict.fromkeys(path for c in config_list for path in c["temporal"][kind]))
+            for kind in ("datetime", "date")
+        },
+        "example_limits": {"list_items": EXAMPLE_ITEMS, "text_chars": EXAMPLE_CHARS},
+    }
+
+
+def config_entry(
+    name: str, info: dict, report: dict, data_files: str, features: Any, method: dict | None, folder: Path | None
+) -> dict:
+    """What the card says about one config: counts, fields, an example record, its method, validation."""
+    validation = report.get("validation", {}).get(info.get("product", name), {})
+    return {
+        "name": name,
+        "records": info["records"],
+        "description": info.get("description", ""),
+        "data_files": data_files,
+        "fields": field_rows(features),
+        "temporal": temporal_fields(features),
+        "example": example_record(folder, info["path"]) if info.get("path") else None,
+        "method": method,
+        "summary": summary_tables(info.get("summary")),
+        "validation": {
+            "passed": validation.get("passed"),
+            "checks": [{"name": check, **result} for check, result in validation.get("checks", {}).items()],
+        },
     }
 
 
 def card_metadata(data: dict, templates_dir: str | None = None, dataset_info: list[dict] | None = None) -> dict:
-    """The header gen generates: names, license (from the sources), language, tags, size, configs."""
+    """The header gen generates: names, license (from the sources), language, how the data was made, tasks, size,
+    tags, configs (the default one first in a reader's eyes) and each config's features."""
     facts = load_facts(templates_dir)["metadata"]
     names = data["config_names"]
     ids = [entry["id"] for entry in data["licenses"]]
     largest = max((c["records"] for c in data["configs"]), default=0)
+
+    def per_config(key: str) -> list[str]:
+        return list(dict.fromkeys(value for name in names for value in (facts.get(key) or {}).get(name, [])))
+
     header: dict[str, Any] = {
         "pretty_name": data["name"],
         "license": ids[0] if len(ids) == 1 else ids,
         "language": sorted({lang for s in data["sources"] for lang in s["facts"].get("language") or []}),
-        "tags": list(dict.fromkeys([*facts["tags"], *[t for n in names for t in facts["config_tags"].get(n, [])]])),
-        "task_categories": list(dict.fromkeys(t for n in names for t in facts["task_categories"].get(n, []))),
+        "annotations_creators": facts.get("annotations_creators", []),
+        "source_datasets": list(
+            dict.fromkeys(s["facts"]["source_dataset"] for s in data["sources"] if s["facts"].get("source_dataset"))
+        ),
+        "task_categories": per_config("task_categories"),
+        "task_ids": per_config("task_ids"),
         "size_categories": [next((label for limit, label in SIZE_CATEGORIES if largest < limit), "n>1T")],
-        "configs": config_entries({c["name"]: c["data_files"] for c in data["configs"]}, data["split"]),
+        "tags": list(dict.fromkeys([*facts["tags"], *per_config("config_tags")])),
+        "configs": config_entries(
+            {c["name"]: c["data_files"] for c in data["configs"]}, data["split"], data["default_config"]
+        ),
+        "dataset_info": dataset_info if dataset_info is not None else data["local_dataset_info"],
     }
-    if dataset_info:
-        header["dataset_info"] = dataset_info
     return {k: v for k, v in header.items() if v not in ([], None)}
 
 
@@ -399,7 +507,8 @@ def render_card(
 
     folder: the run folder (recipe.yaml, rejects.jsonl and data files feed the provenance sections);
     previous: an earlier card at the destination, whose metadata is kept (merge_metadata);
-    data_format / data_files / dataset_info / repo_id / files: what the export changes (parquet on the Hub);
+    data_format / data_files / dataset_info / repo_id / files: what the export changes (parquet on the Hub; without
+    dataset_info, the run folder's: each config's declared features);
     existing: more metadata to merge, above `previous` (e.g. the card already on the Hub);
     target: where the run folder is, as the user named it (the card's loading snippets use it);
     overrides: metadata that wins over everything gen derives (the recipe's export.hub.card)."""
