@@ -15,10 +15,19 @@ import types
 import typing
 from datetime import datetime
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
@@ -66,17 +75,80 @@ class SourceSpec(StrictModel):
         return str(self.path) if self.path else f"hf:{self.hf}"
 
 
+Minutes = Annotated[float, Field(ge=0, le=MAX_MINUTES, allow_inf_nan=False)]
+
+
+class MinutesRange(StrictModel):
+    """A seeded range: each conversation gets a whole number of minutes from min to max, inclusive."""
+
+    min: Minutes
+    max: Minutes
+
+    @model_validator(mode="after")
+    def holds_a_whole_minute(self) -> MinutesRange:
+        if math.ceil(self.min) > math.floor(self.max):
+            raise ValueError("min must not exceed max, and a whole number of minutes must lie between them")
+        return self
+
+    @property
+    def choices(self) -> range:
+        return range(math.ceil(self.min), math.floor(self.max) + 1)
+
+
+AFTER_MINUTES_FORMS: dict[str, Any] = {
+    "a number of minutes": TypeAdapter(Minutes),
+    "a list of minutes": TypeAdapter(Annotated[list[Minutes], Field(min_length=1)]),
+    "{min, max}": TypeAdapter(MinutesRange),
+}
+
+
+def after_minutes_form(value: Any) -> Any:
+    """Check `after_minutes` against the one form it takes, so a bad value is reported against that form only."""
+    form = (
+        "a list of minutes"
+        if isinstance(value, list)
+        else "{min, max}"
+        if isinstance(value, dict)
+        else "a number of minutes"
+    )
+    try:
+        AFTER_MINUTES_FORMS[form].validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = dotted(tuple(first["loc"]))
+        raise ValueError(
+            f"{form} was expected{f' ({where})' if where else ''}: {first['msg'].removeprefix('Value error, ')}"
+        ) from None
+    return value
+
+
 class PaddingSpec(StrictModel):
     mode: Literal["none", "donor", "file"] = "donor"
-    after_minutes: float = Field(default=60, ge=0, le=MAX_MINUTES, allow_inf_nan=False)
+    after_minutes: Minutes | list[Minutes] | MinutesRange = Field(
+        default=60,
+        description="minutes from the last session's start: one value, a list (one chosen per conversation by "
+        "seed) or {min, max} (a seeded whole number of minutes per conversation)",
+    )
     target_words: int = Field(default=3000, ge=1)
     path: Path | None = Field(default=None, description="mode file: a JSON list of {speaker, text}")
+
+    @field_validator("after_minutes", mode="before")
+    @classmethod
+    def one_form(cls, value: Any) -> Any:
+        return after_minutes_form(value)
 
     @model_validator(mode="after")
     def file_needs_path(self) -> PaddingSpec:
         if self.mode == "file" and self.path is None:
             raise ValueError("padding mode `file` needs `path`")
         return self
+
+    def allows(self, minutes: float) -> bool:
+        """Whether `after_minutes` can give this offset (the validators' side of the seeded choice)."""
+        option = self.after_minutes
+        if isinstance(option, MinutesRange):
+            return float(minutes).is_integer() and int(minutes) in option.choices  # an int: `in` is O(1)
+        return minutes in option if isinstance(option, list) else minutes == option
 
 
 class TimelineSpec(StrictModel):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gen.errors import GenError
 from gen.model import Conversation, Session, Turn
-from gen.recipe import PaddingSpec, TimelineSpec
+from gen.recipe import MinutesRange, PaddingSpec, TimelineSpec
 from gen.sources._io import read_json, require_list, require_str
 
 
@@ -39,6 +39,7 @@ class Timeline:
     num_real_sessions: int
     now: datetime
     padding_donors: tuple[str, ...] = ()
+    padding_after_minutes: float | None = None  # the offset chosen for this conversation; None without padding
 
     @property
     def conversation_id(self) -> str:
@@ -104,10 +105,12 @@ def place_on_clock(
         stamped.append([start + timedelta(seconds=s) for s in stamp_offsets(session.turns, spec.seconds_per_word)])
 
     padding, donor_ids = padding_turns(conversation, spec.padding, donors, seed)
+    after_minutes = padding_offset(spec.padding, seed, conversation.conversation_id) if padding else None
     if padding:
+        assert after_minutes is not None
         last_start, last_response = starts[-1], stamped[-1][-1]
         start = ceil_to_second(
-            max(last_start + timedelta(minutes=spec.padding.after_minutes), last_response + gap + timedelta(minutes=1))
+            max(last_start + timedelta(minutes=after_minutes), last_response + gap + timedelta(minutes=1))
         )
         sessions.append(Session(turns=tuple(padding), start=start, label="padding"))
         starts.append(start)
@@ -138,7 +141,19 @@ def place_on_clock(
         num_real_sessions=len(conversation.sessions),
         now=now,
         padding_donors=tuple(donor_ids),
+        padding_after_minutes=after_minutes,
     )
+
+
+def padding_offset(spec: PaddingSpec, seed: int, conversation_id: str) -> float:
+    """`after_minutes` for one conversation. A list or range is sampled from (seed, conversation id) alone,
+    on its own stream, so the choice is the same in any worker and does not move the donor choice."""
+    option = spec.after_minutes
+    if not isinstance(option, (list, MinutesRange)):
+        return float(option)
+    rng = random.Random(f"{seed}/padding-offset/{conversation_id}")
+    choices = option if isinstance(option, list) else option.choices
+    return float(rng.choice(choices))
 
 
 def session_start(

@@ -53,7 +53,7 @@ def test_groups_and_relevant_sets_are_those_of_time_queries():
 
 
 def test_the_paper_frames_and_our_own_each_with_variants():
-    rows, _, _, _ = build_both(ann_bob(), tests=["session"])
+    rows, _, _, _ = build_both(ann_bob(), tests=["session"], max_variants_per_group="all")
     variants = {
         (r["frame"], tuple(t["text"].replace(r["time_expression"], "{time}") for t in r["dialogue"]))
         for r in rows
@@ -69,9 +69,10 @@ def test_the_paper_frames_and_our_own_each_with_variants():
 
 
 def test_rotate_pairs_each_dialogue_once_and_all_crosses_with_every_phrase():
-    rotate, _, _, _ = build_both(ann_bob(), tests=["last_day"])
+    rotate, _, _, _ = build_both(ann_bob(), tests=["last_day"], max_variants_per_group="all")
     ctx = context(ann_bob())
-    crossed = ctx.build("ambiguous_time_queries", ambiguous.Options(tests=["last_day"], pairing="all"))
+    every = {"tests": ["last_day"], "pairing": "all", "max_variants_per_group": "all"}
+    crossed = ctx.build("ambiguous_time_queries", ambiguous.Options(**every))
     dialogues = len(Wordings(None, ["digits"]).dialogues("last_day", ("Ann", "Bob")))
     assert dialogues >= 8
     assert set(Counter(r["group_id"] for r in rotate).values()) == {dialogues}
@@ -79,7 +80,7 @@ def test_rotate_pairs_each_dialogue_once_and_all_crosses_with_every_phrase():
     assert sorted(Counter(r["group_id"] for r in crossed).values()) == [2 * dialogues, 3 * dialogues]
     phrases = Counter(r["time_expression"] for r in rotate if r["params"]["weekday"] == "Sunday")
     assert len(phrases) == 3 and max(phrases.values()) - min(phrases.values()) <= 1  # spread evenly
-    assert ctx.validate("ambiguous_time_queries", crossed, ambiguous.Options(tests=["last_day"], pairing="all")).passed
+    assert ctx.validate("ambiguous_time_queries", crossed, ambiguous.Options(**every)).passed
 
 
 def test_validator_catches_a_final_utterance_that_gives_the_time_away():
@@ -106,7 +107,9 @@ def test_frames_option_and_a_user_frame(tmp_path):
     (folder / "diary.j2").write_text(
         "A: My diary says we met {{ time }}, {{ speaker_b }}.\nB: It does?\nA: What did we talk about?\n"
     )
-    rows, _, ctx, _ = build_both(ann_bob(), templates_dir=tmp_path / "templates", tests=["dates"])
+    rows, _, ctx, _ = build_both(
+        ann_bob(), templates_dir=tmp_path / "templates", tests=["dates"], max_variants_per_group="all"
+    )
     assert "diary" in {r["frame"] for r in rows}
     only = ctx.build("ambiguous_time_queries", ambiguous.Options(tests=["dates"], frames=["diary"]))
     assert {r["frame"] for r in only} == {"diary"}
@@ -132,3 +135,18 @@ def test_summary_and_features():
     assert set(summary["by_frame"]) >= PAPER_FRAMES
     dataset = Dataset.from_list(rows[:20], features=ambiguous.features())
     assert dataset[0]["dialogue"][0]["speaker"] == "Ann"
+
+
+def test_by_default_three_dialogues_per_base_question_drawn_from_all_of_them():
+    rows, _, ctx, options = build_both(ann_bob())
+    every, _, _, _ = build_both(ann_bob(), max_variants_per_group="all")
+    dialogues = len(Wordings(None, ["digits"]).dialogues("session", ("Ann", "Bob")))
+    assert dialogues >= 8  # rotate pairing: one per dialogue variant, so far more than 3 to draw from
+    per_group = Counter(r["group_id"] for r in rows)
+    assert set(per_group.values()) == {3} and set(per_group) == {r["group_id"] for r in every}
+    all_ids = {r["question_id"] for r in every}
+    assert {r["question_id"] for r in rows} <= all_ids
+    assert ctx.validate("ambiguous_time_queries", rows, options).passed
+    too_many = [*rows, next(r for r in every if r["question_id"] not in {x["question_id"] for x in rows})]
+    report = ctx.validate("ambiguous_time_queries", too_many, options).report()
+    assert report["at most max_variants_per_group variants per base question"]["failed"] == 1

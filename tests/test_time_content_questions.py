@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from datetime import date
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -476,6 +476,13 @@ def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_re
         assert row["model"] == "fake-model"
         assert re.fullmatch(r"[0-9a-f]{12}", row["prompt_id"])
         assert set(row) == set(tcq.features())
+        # the clock fields every question config carries, from the log: last response + 50 minutes (the default
+        # now_offset_minutes), and the sessions (padding included) + 1
+        log = [r for t in ctx.timelines for r in log_records(t) if r["conversation_id"] == row["conversation_id"]]
+        last = max(datetime.fromisoformat(r["timestamp"]) for r in log)
+        assert row["now"] == (last + timedelta(minutes=50)).isoformat()
+        assert row["current_session"] == len({r["session_index"] for r in log}) + 1
+        assert row["num_relevant"] == len(row["relevant_response_indices"])
 
     checks = ctx.validate("time_content_questions", rows, options_of(recipe))
     assert checks.passed, checks.report()
@@ -585,8 +592,15 @@ def test_validator_catches_wrong_records(tmp_path):
     assert failing(lambda row: row.update(question=row["question"].replace("1st", "2nd"))) == [
         "question check: session missing"
     ]
-    assert failing(lambda row: row.update(relevant_response_indices=[5, 7])) == [
+    assert failing(lambda row: row.update(relevant_response_indices=[5, 7], num_relevant=2)) == [
         "relevant indices are 1-3 consecutive responses of the log"
+    ]
+    assert failing(lambda row: row.update(num_relevant=row["num_relevant"] + 1)) == [
+        "num_relevant is the number of relevant responses"
+    ]
+    assert failing(lambda row: row.update(now="2000-01-01T00:00:00")) == ["now and current_session agree with the log"]
+    assert failing(lambda row: row.update(current_session=row["current_session"] - 1)) == [
+        "now and current_session agree with the log"
     ]
     assert failing(lambda row: row.update(prompt_id="000000000000")) == ["prompt_id is the template's"]
     # a wrong year is a missing date

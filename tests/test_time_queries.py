@@ -147,7 +147,7 @@ def test_windows_holding_only_padding_or_nothing_are_not_asked():
 
 
 def test_special_phrasings_and_numerals():
-    rows, _, _ = build(ann_bob())
+    rows, _, _ = build(ann_bob(), max_variants_per_group="all")
     questions = {row["question"] for row in rows}
     for expected in [
         "What did we discuss today?",
@@ -202,7 +202,9 @@ def test_without_padding_the_last_real_session_is_last_time():
         ("Eve", "Fay"),
         [["2024-02-28T10:00:00", "2024-02-28T10:00:30"], ["2024-02-29T10:00:00"], ["2024-03-01T09:00:00"]],
     )
-    rows, ctx, opts = build(timeline, tests=["rel_session", "rel_day", "day_span"], numeral_styles=["words"])
+    rows, ctx, opts = build(
+        timeline, tests=["rel_session", "rel_day", "day_span"], numeral_styles=["words"], max_variants_per_group="all"
+    )
     asked = {(r["time_expression"], tuple(r["relevant_response_indices"])) for r in rows}
     # current session 4: session 3 is "last time", session 2 "the session before last"; leap day is yesterday
     assert {
@@ -227,7 +229,7 @@ def test_a_phrase_table_that_renders_nothing_is_a_clear_error(tmp_path):
 
 def test_yearless_phrasing_only_when_unambiguous():
     # Cat/Dan talked on 10 January 2023 and 10 January 2024: neither may be called "January 10th" alone
-    rows, _, _ = build(late_padding())
+    rows, _, _ = build(late_padding(), max_variants_per_group="all")
     expressions = {row["time_expression"] for row in rows}
     assert "on January 10th, 2023" in expressions and "on January 10th" not in expressions
     assert "in January 2024" in expressions and "in January" not in expressions
@@ -236,7 +238,7 @@ def test_yearless_phrasing_only_when_unambiguous():
 
 
 def test_records_fields_ids_and_validation_pass():
-    rows, ctx, opts = build(ann_bob(), late_padding())
+    rows, ctx, opts = build(ann_bob(), late_padding(), max_variants_per_group="all")
     row = next(r for r in rows if r["question"] == "What did we discuss last Monday?")
     assert row["params"] == {"weekday": "Monday", "date": "2024-01-08", "days_ago": 7}
     assert row["relevant_response_indices"] == [5, 6] and row["num_relevant"] == 2
@@ -252,7 +254,7 @@ def test_records_fields_ids_and_validation_pass():
     assert all(len(v) == 1 for v in groups.values())
     checks = ctx.validate("time_queries", rows, opts)
     assert checks.passed, {k: v for k, v in checks.report().items() if v["failed"]}
-    again, _, _ = build(ann_bob(), late_padding())
+    again, _, _ = build(ann_bob(), late_padding(), max_variants_per_group="all")
     assert [r["question_id"] for r in again] == [r["question_id"] for r in rows]
 
 
@@ -276,7 +278,10 @@ def test_validator_catches_wrong_records():
 
     reworded = [dict(r) for r in rows]
     reworded[0]["question"] = "What did we discuss back then?"
-    assert failures(reworded) == {"the question contains its time expression"}
+    assert failures(reworded) == {
+        "the question contains its time expression",
+        "each base question keeps its seeded sample of wordings",  # the text is no longer one it drew
+    }
 
     padding_only = [dict(r) for r in rows]
     padding_only[0].update(relevant_response_indices=[12, 13, 14], num_relevant=3)
@@ -328,7 +333,9 @@ def test_a_user_adds_a_wording_by_editing_templates(tmp_path):
     (folder / "phrases").mkdir(parents=True)
     (folder / "frames.j2").write_text("What did we discuss {{ time }}?\nWhat was on our minds {{ time }}?\n")
     (folder / "phrases" / "last_day.j2").write_text("last {{ weekday }}\nthe {{ weekday }} just gone\n")
-    rows, ctx, opts = build(ann_bob(), templates_dir=tmp_path / "templates", tests=["last_day"])
+    rows, ctx, opts = build(
+        ann_bob(), templates_dir=tmp_path / "templates", tests=["last_day"], max_variants_per_group="all"
+    )
     assert {r["question"] for r in rows if r["params"]["weekday"] == "Monday"} == {
         "What did we discuss last Monday?",
         "What was on our minds last Monday?",
@@ -347,12 +354,60 @@ def test_a_frame_without_the_time_slot_is_a_clear_error(tmp_path):
 
 
 def test_summary_counts_base_questions_and_variants():
-    rows, ctx, _ = build(ann_bob(), tests=["last_day", "earlier_today"], numeral_styles=["digits"])
+    rows, ctx, _ = build(
+        ann_bob(), tests=["last_day", "earlier_today"], numeral_styles=["digits"], max_variants_per_group="all"
+    )
     summary = ctx.summary("time_queries", rows)
     # last_day: 2 base questions; Sunday (1 day back) has 3 phrasings, Monday (7 back) 2; × 5 frames
     assert summary["by_test"]["last_day"] == {"base_questions": 2, "variants": 25, "conversations": 1}
     assert summary["by_test"]["earlier_today"] == {"base_questions": 1, "variants": 15, "conversations": 1}
     assert summary["total"] == {"base_questions": 3, "variants": 40, "conversations": 1}
+    default, ctx, _ = build(ann_bob(), tests=["last_day", "earlier_today"], numeral_styles=["digits"])
+    summary = ctx.summary("time_queries", default)  # 3 of each base question's wordings
+    assert summary["total"] == {"base_questions": 3, "variants": 9, "conversations": 1}
+
+
+def test_by_default_three_wordings_per_base_question_chosen_by_seed():
+    rows, ctx, opts = build(ann_bob())
+    every, _, _ = build(ann_bob(), max_variants_per_group="all")
+    by_group, all_by_group = {}, {}
+    for row in rows:
+        by_group.setdefault(row["group_id"], []).append(row["question"])
+    for row in every:
+        all_by_group.setdefault(row["group_id"], []).append(row["question"])
+    # every base question has at least 5 frames (x its phrasings), so the default keeps exactly 3 of them
+    assert min(map(len, all_by_group.values())) >= 5
+    assert set(by_group) == set(all_by_group) and {len(texts) for texts in by_group.values()} == {3}
+    assert all(set(texts) <= set(all_by_group[group]) for group, texts in by_group.items())
+    assert ctx.validate("time_queries", rows, opts).passed
+    # the draw depends on the seed and on this conversation only: not on the other conversations built with it
+    along, _, _ = build(late_padding(), ann_bob())
+    assert [r for r in along if r["conversation_id"] == "hand/ann-bob"] == rows
+    reseeded = context(ann_bob(), seed=1).build("time_queries", opts)
+    assert {r["group_id"] for r in reseeded} == set(by_group)
+    assert {r["question_id"] for r in reseeded} != {r["question_id"] for r in rows}
+
+
+def test_validator_catches_a_wording_that_is_not_the_seeded_draw():
+    rows, ctx, opts = build(ann_bob(), tests=["session"])
+    every, _, _ = build(ann_bob(), tests=["session"], max_variants_per_group="all")
+    kept = {r["question"] for r in rows}
+    swapped = [dict(r) for r in rows]
+    other = next(r for r in every if r["group_id"] == rows[0]["group_id"] and r["question"] not in kept)
+    swapped[0].update(question=other["question"], time_expression=other["time_expression"])
+    report = ctx.validate("time_queries", swapped, opts).report()
+    assert {name for name, r in report.items() if r["failed"]} == {
+        "each base question keeps its seeded sample of wordings"
+    }
+
+
+def test_max_variants_per_group_takes_a_number_or_all():
+    assert time_queries.Options().max_variants_per_group == 3
+    assert time_queries.Options(max_variants_per_group="all").variant_limit is None
+    with pytest.raises(ValueError):
+        time_queries.Options(max_variants_per_group="some")
+    with pytest.raises(ValueError):
+        time_queries.Options(max_variants_per_group=0)
 
 
 def test_records_fit_the_declared_features():

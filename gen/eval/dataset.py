@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -161,14 +162,45 @@ def json_object(line: str, path: Path, number: int) -> dict[str, Any]:
 
 
 def parquet_records(path: Path) -> Iterator[Located]:
+    """The rows of an exported parquet file, as the JSONL holds them: dates and date-times back to ISO text."""
     import pyarrow.parquet as pq
 
     try:
-        rows = pq.read_table(path).to_pylist()
+        table = pq.read_table(path)
+        rows = table.to_pylist()
     except (OSError, ValueError) as exc:
         raise GenError(f"not a readable parquet file ({exc})", file=path) from None
+    temporal = [field.name for field in table.schema if is_temporal(field.type)]
     for number, row in enumerate(rows, start=1):
+        for name in temporal:
+            row[name] = iso_text(row[name])
         yield Located(row, path, f"row {number}")
+
+
+def is_temporal(arrow_type: Any) -> bool:
+    """Whether a column holds a date or date-time anywhere inside (lists and structs included)."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
+        return True
+    if pa.types.is_struct(arrow_type):
+        return any(is_temporal(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return is_temporal(arrow_type.value_type)
+    return False
+
+
+def iso_text(value: Any) -> Any:
+    """datetime → "2023-05-08T13:56:04", date → "2023-05-08", inside lists and dicts too; the rest unchanged."""
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [iso_text(item) for item in value]
+    if isinstance(value, dict):
+        return {key: iso_text(item) for key, item in value.items()}
+    return value
 
 
 def require(item: Located, name: str, kind: type) -> Any:

@@ -16,6 +16,7 @@ import math
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -183,12 +184,88 @@ def check_record(value: Any, feature: Any, where: str, path: Path, line: int, to
             check_record(item, inner, f"{where}[{position}]", path, line)
 
 
+# --- ISO text → date and time types ----------------------------------------------------------------
+# The JSONL keeps dates and times as ISO text; the features declare them timestamp[s] / date32 (the types
+# `datasets` gives the JSONL when it loads it), so the parquet holds the same values. Only the exact text gen
+# writes is accepted: a value that would not print back identically is an error, never a silent conversion.
+
+TEMPORAL_FORMS = {
+    "timestamp[s]": "an ISO date-time to the second without a zone, e.g. 2023-05-08T13:56:04",
+    "date32": "an ISO date, e.g. 2023-05-08",
+}
+
+
+def parse_temporal(value: Any, dtype: str, where: str, path: Path, line: int) -> Any:
+    if value is None:
+        return None
+    parsed: Any = None
+    if isinstance(value, str):
+        try:
+            if dtype == "date32":
+                parsed = date.fromisoformat(value)
+                parsed = parsed if parsed.isoformat() == value else None
+            else:
+                parsed = datetime.fromisoformat(value)
+                ok = parsed.tzinfo is None and parsed.isoformat(timespec="seconds") == value
+                parsed = parsed if ok else None
+        except ValueError:
+            parsed = None
+    if parsed is None:
+        shown = json.dumps(value, ensure_ascii=False)
+        raise GenError(
+            f"value {shown[:57] + '...' if len(shown) > 60 else shown} is not a {dtype} value",
+            file=path,
+            record=f"line {line}",
+            field=where,
+            expected=TEMPORAL_FORMS[dtype],
+        )
+    return parsed
+
+
+def holds_temporal(feature: Any) -> bool:
+    from datasets import LargeList, List
+
+    if isinstance(feature, dict):
+        return any(holds_temporal(sub) for sub in feature.values())
+    if isinstance(feature, (List, LargeList)):
+        return holds_temporal(feature.feature)
+    if isinstance(feature, list):
+        return holds_temporal(feature[0])
+    return getattr(feature, "dtype", None) in TEMPORAL_FORMS
+
+
+def typed(value: Any, feature: Any, where: str, path: Path, line: int) -> Any:
+    """`value` with the ISO text of every timestamp[s] and date32 field parsed (after check_record)."""
+    from datasets import LargeList, List
+
+    dtype = getattr(feature, "dtype", None)
+    if dtype in TEMPORAL_FORMS:
+        return parse_temporal(value, dtype, where, path, line)
+    if isinstance(feature, dict) and isinstance(value, dict):
+        return {
+            key: typed(item, feature[key], f"{where}.{key}" if where else key, path, line)
+            if holds_temporal(feature[key])
+            else item
+            for key, item in value.items()
+        }
+    if isinstance(feature, (List, LargeList, list)) and isinstance(value, list):
+        inner = feature[0] if isinstance(feature, list) else feature.feature
+        return [typed(item, inner, f"{where}[{position}]", path, line) for position, item in enumerate(value)]
+    return value
+
+
 def to_table(rows: list[dict], features, path: Path):
     import pyarrow as pa
 
     schema = features.arrow_schema
+    fields = dict(features)
+    temporal = {name: feature for name, feature in fields.items() if holds_temporal(feature)}
+    typed_rows = []
     for number, row in enumerate(rows, start=1):
-        check_record(row, dict(features), "", path, number, top=True)
+        check_record(row, fields, "", path, number, top=True)
+        parsed = {name: typed(row[name], feature, name, path, number) for name, feature in temporal.items()}
+        typed_rows.append({**row, **parsed} if parsed else row)
+    rows = typed_rows
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:

@@ -22,7 +22,7 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timedelta
 
 from num2words import num2words
 from pydantic import BaseModel, Field, field_validator
@@ -334,9 +334,12 @@ def record(item: Item, question: str, sample: int, model: str, prompt_id: str) -
         "reference_kind": item.slot.kind,
         "speaker": anchor.speaker,
         "relevant_response_indices": anchor.indices,
+        "num_relevant": len(anchor.indices),
         "anchor_text": anchor.text,
         "date": anchor.date.isoformat(),
         "session_index": anchor.session_index,
+        "now": item.timeline.now.isoformat(timespec="seconds"),
+        "current_session": item.timeline.current_session,
         "model": model,
         "prompt_id": prompt_id,
         "sample": sample,
@@ -354,9 +357,11 @@ def check_conversation(
     prompt_id: str,
     checks: Checks,
     conversation_id: str,
+    now_offset_minutes: float,
 ) -> None:
     """Re-check the written rows from the `log` records (not the timeline objects the generator used): the
-    anchor's speaker, date, session and text, then the question checks with facts taken from the log."""
+    anchor's speaker, date, session and text, the clock fields, then the question checks with facts taken from
+    the log."""
     ids = Counter(row["question_id"] for row in rows)
     checks.check(
         "question_id is unique", all(n == 1 for n in ids.values()), ", ".join(i for i, n in ids.items() if n > 1)
@@ -368,9 +373,21 @@ def check_conversation(
     )
     speakers = tuple(dict.fromkeys(r["speaker"] for r in log if not r["is_padding"]))
     yearless = yearless_dates(date.fromisoformat(r["date"]) for r in log)
+    now = max(datetime.fromisoformat(r["timestamp"]) for r in log) + timedelta(minutes=now_offset_minutes)
+    clock = (now.isoformat(timespec="seconds"), max(r["session_index"] for r in log) + 1)
     used: list[int] = []
     for row in rows:
         where = f"{row['question_id']}"
+        checks.check(
+            "now and current_session agree with the log",
+            (row["now"], row["current_session"]) == clock,
+            f"{where}: {row['now']}, {row['current_session']}",
+        )
+        checks.check(
+            "num_relevant is the number of relevant responses",
+            row["num_relevant"] == len(row["relevant_response_indices"]),
+            where,
+        )
         anchor = check_anchor(row, log, options, checks, where)
         if anchor is None:
             continue
@@ -467,9 +484,12 @@ def features():
             "reference_kind": Value("string"),
             "speaker": Value("string"),
             "relevant_response_indices": List(Value("int64")),
+            "num_relevant": Value("int64"),
             "anchor_text": Value("string"),
-            "date": Value("string"),
+            "date": Value("date32"),
             "session_index": Value("int64"),
+            "now": Value("timestamp[s]"),
+            "current_session": Value("int64"),
             "model": Value("string"),
             "prompt_id": Value("string"),
             "sample": Value("int64"),
@@ -511,6 +531,7 @@ class TimeContentQuestions(Product[Options]):
             templating.template_id(PROMPT, ctx.templates_dir),
             checks,
             unit.conversation_id,
+            ctx.recipe.timeline.now_offset_minutes,
         )
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:

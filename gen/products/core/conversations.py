@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks
@@ -19,6 +20,64 @@ class Options(StrictModel):
     pass
 
 
+# The metadata keys the source adapters write, with their shapes: "str", [shape] (a list), {key: shape} (an
+# object with those keys), or "personas" ({speaker: [fact, ...]}, stored like the record's `personas`).
+METADATA_SHAPES: dict[str, Any] = {
+    "sample_id": "str",  # locomo
+    "relationship": "str",  # cc
+    "summary": ["str"],  # cc: one summary per session
+    "time_interval": ["str"],  # cc: "Start", then the phrase before each later session
+    "self_instruct": {"question": "str", "answer": "str"},  # msc_self_instruct
+    "init_personas": "personas",  # msc: the PersonaChat personas the episode began with
+    "summary_speaker_1": [["str"]],  # msc_self_instruct: facts per session
+    "summary_speaker_2": [["str"]],
+}
+OTHER_METADATA = "other_json"  # keys not in the table (or not of its shape), as one JSON object
+
+
+def fits(value: Any, shape: Any) -> bool:
+    if value is None:
+        return True
+    if shape == "str":
+        return isinstance(value, str)
+    if shape == "personas":
+        return isinstance(value, dict) and all(isinstance(k, str) and fits(v, ["str"]) for k, v in value.items())
+    if isinstance(shape, list):
+        return isinstance(value, list) and all(fits(item, shape[0]) for item in value)
+    return isinstance(value, dict) and set(value) <= set(shape) and all(fits(value[k], shape[k]) for k in value)
+
+
+def source_metadata(metadata: dict) -> dict:
+    """The adapter's metadata as a struct: every known key (null when absent), the rest as JSON text."""
+    out: dict[str, Any] = dict.fromkeys(METADATA_SHAPES)
+    other = {}
+    for key, value in metadata.items():
+        if key in METADATA_SHAPES and fits(value, METADATA_SHAPES[key]):
+            out[key] = personas_list(value) if METADATA_SHAPES[key] == "personas" else value
+        else:
+            other[key] = value
+    out[OTHER_METADATA] = json.dumps(other, sort_keys=True, ensure_ascii=False) if other else None
+    return out
+
+
+def personas_list(personas: dict | None) -> list[dict] | None:
+    if personas is None:
+        return None
+    return [{"speaker": speaker, "facts": facts} for speaker, facts in personas.items()]
+
+
+def metadata_feature(shape: Any):
+    from datasets import List, Value
+
+    if shape == "str":
+        return Value("string")
+    if shape == "personas":
+        return List({"speaker": Value("string"), "facts": List(Value("string"))})
+    if isinstance(shape, list):
+        return List(metadata_feature(shape[0]))
+    return {key: metadata_feature(sub) for key, sub in shape.items()}
+
+
 def record(timeline: Timeline) -> dict:
     conversation = timeline.conversation
     metadata = dict(conversation.metadata)
@@ -30,16 +89,17 @@ def record(timeline: Timeline) -> dict:
         "num_sessions": timeline.num_real_sessions,
         "padding_session": len(timeline.session_starts) if timeline.has_padding else None,
         "padding_donors": list(timeline.padding_donors),
+        "padding_after_minutes": timeline.padding_after_minutes,
         "now": timeline.now.isoformat(timespec="seconds"),
         "today": timeline.today.isoformat(),
         "current_session": timeline.current_session,
         "num_responses": len(timeline.responses),
         "num_padding_responses": sum(r.is_padding for r in timeline.responses),
         "num_words": sum(len(r.text.split()) for r in timeline.responses),
-        "personas": [{"speaker": speaker, "facts": facts} for speaker, facts in conversation.personas.items()],
+        "personas": personas_list(conversation.personas),
         "source_format": metadata.pop("source_format", ""),
         "source_file": Path(conversation.source_file).name,
-        "source_metadata": json.dumps(metadata, sort_keys=True, ensure_ascii=False),
+        "source_metadata": source_metadata(metadata),
     }
 
 
@@ -81,6 +141,36 @@ class Conversations(ConversationProduct[Options]):
             row["num_responses"] == len(log) and row["num_padding_responses"] == sum(r["is_padding"] for r in log),
             where,
         )
+        check_padding_start(row, log, ctx, checks)
+
+
+def check_padding_start(row: Record, log: Sequence[Record], ctx: BuildContext, checks: Checks) -> None:
+    """The padding offset is one `after_minutes` allows, and the padding session starts at the later of the
+    last real session's start + that offset and its last response + session_gap_minutes + 1 minute."""
+    where, offset = row["conversation_id"], row["padding_after_minutes"]
+    if row["padding_session"] is None:
+        checks.check("no padding offset without a padding session", offset is None, where)
+        return
+    timeline = ctx.recipe.timeline
+    if not checks.check(
+        "the padding offset is one timeline.padding.after_minutes allows",
+        offset is not None and timeline.padding.allows(offset),
+        f"{where}: {offset}",
+    ):
+        return
+    starts = [datetime.fromisoformat(start) for start in row["session_starts"]]
+    last_real = max(datetime.fromisoformat(r["timestamp"]) for r in log if not r["is_padding"])
+    earliest = max(
+        starts[row["num_sessions"] - 1] + timedelta(minutes=offset),
+        last_real + timedelta(minutes=timeline.session_gap_minutes + 1),
+    )
+    if earliest.microsecond:  # starts fall on whole seconds
+        earliest = earliest.replace(microsecond=0) + timedelta(seconds=1)
+    checks.check(
+        "the padding session starts at the later of (last start + offset) and (last response + gap + 1 minute)",
+        starts[row["padding_session"] - 1] == earliest,
+        f"{where}: {starts[row['padding_session'] - 1]} != {earliest}",
+    )
 
 
 def features():
@@ -91,12 +181,13 @@ def features():
             "conversation_id": Value("string"),
             "speaker_a": Value("string"),
             "speaker_b": Value("string"),
-            "session_starts": List(Value("string")),
+            "session_starts": List(Value("timestamp[s]")),
             "num_sessions": Value("int64"),
             "padding_session": Value("int64"),
             "padding_donors": List(Value("string")),
-            "now": Value("string"),
-            "today": Value("string"),
+            "padding_after_minutes": Value("float64"),
+            "now": Value("timestamp[s]"),
+            "today": Value("date32"),
             "current_session": Value("int64"),
             "num_responses": Value("int64"),
             "num_padding_responses": Value("int64"),
@@ -104,6 +195,9 @@ def features():
             "personas": List({"speaker": Value("string"), "facts": List(Value("string"))}),
             "source_format": Value("string"),
             "source_file": Value("string"),
-            "source_metadata": Value("string"),
+            "source_metadata": {
+                **{key: metadata_feature(shape) for key, shape in METADATA_SHAPES.items()},
+                OTHER_METADATA: Value("string"),
+            },
         }
     )

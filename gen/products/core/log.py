@@ -111,8 +111,8 @@ def features():
             "source_turn_id": Value("string"),
             "speaker": Value("string"),
             "text": Value("string"),
-            "timestamp": Value("string"),
-            "date": Value("string"),
+            "timestamp": Value("timestamp[s]"),  # the JSONL holds the ISO text; the parquet export parses it
+            "date": Value("date32"),
             "time": Value("string"),
             "day_name": Value("string"),
             "week": Value("string"),

@@ -91,7 +91,7 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
                 offset = int(group, 16) % len(phrases)
                 combos = [(d, phrases[(j + offset) % len(phrases)]) for j, d in enumerate(dialogues)]
             for (frame, number, turns), (phrase, style) in pick(
-                combos, options.max_variants_per_group, ctx.seed, NAME, group
+                combos, options.variant_limit, ctx.seed, NAME, base.conversation_id, group
             ):
                 dialogue = [{"speaker": speaker, "text": text.replace(SLOT, phrase)} for speaker, text in turns]
                 signature = tuple(turn["text"] for turn in dialogue)

@@ -49,12 +49,18 @@ class Yearless:
         return all(d in self.dates for d in days) and all(m in self.months for m in months)
 
 
-def pick(variants: list, limit: int | None, seed: int, product: str, group: str) -> list:
-    """All variants, or a seeded sample of `limit` of them kept in their original order."""
+def pick(variants: list, limit: int | None, seed: int, product: str, conversation_id: str, group: str) -> list:
+    """All variants, or a sample of `limit` of them kept in their original order. The sample follows from
+    (recipe seed, product, conversation, group) alone, so any worker draws the same one."""
     if limit is None or len(variants) <= limit:
         return variants
-    chosen = sorted(random.Random(f"{seed}/{product}/{group}").sample(range(len(variants)), limit))
-    return [variants[i] for i in chosen]
+    rng = random.Random(f"{seed}/{product}/{conversation_id}/{group}")
+    return [variants[i] for i in sorted(rng.sample(range(len(variants)), limit))]
+
+
+def wordings_of(base: BaseQuestion, phrases: list[tuple[str, str]], wordings: Wordings) -> list[tuple[str, str, str]]:
+    """Every (frame, phrase, style) of a base question, phrases outermost, in template order."""
+    return [(frame, phrase, style) for phrase, style in phrases for frame in wordings.frames(base.test)]
 
 
 def window_fields(base: BaseQuestion, now: str, current_session: int) -> dict:
@@ -84,10 +90,15 @@ def window_features() -> dict:
     from datasets import List, Value
 
     ints = ("session", "first_session", "last_session", "sessions_ago", "days_ago", "months_ago", "days")
-    strings = ("date", "first_date", "last_date", "month", "weekday")
+    dates = ("date", "first_date", "last_date")
+    strings = ("month", "weekday")  # "2023-05" and "Monday": no date type fits them
     return {
-        "params": {**{k: Value("int64") for k in ints}, **{k: Value("string") for k in strings}},
-        "now": Value("string"),
+        "params": {
+            **{k: Value("int64") for k in ints},
+            **{k: Value("date32") for k in dates},
+            **{k: Value("string") for k in strings},
+        },
+        "now": Value("timestamp[s]"),
         "current_session": Value("int64"),
         "relevant_response_indices": List(Value("int64")),
         "num_relevant": Value("int64"),
@@ -123,8 +134,10 @@ class TimeQueries(ConversationProduct[Options]):
         seen: set[str] = set()
         for base, phrases, fields in worded_windows(unit.stamped, options, wordings):
             group = base.group_id
-            variants = [(frame, phrase, style) for phrase, style in phrases for frame in wordings.frames(base.test)]
-            for frame, phrase, style in pick(variants, options.max_variants_per_group, ctx.seed, NAME, group):
+            variants = wordings_of(base, phrases, wordings)
+            for frame, phrase, style in pick(
+                variants, options.variant_limit, ctx.seed, NAME, base.conversation_id, group
+            ):
                 text = frame.replace(SLOT, phrase)
                 qid = question_id(
                     NAME, base.conversation_id, base.test, base.params, frame.replace(SLOT, "{time}"), phrase, style
@@ -162,6 +175,7 @@ class TimeQueries(ConversationProduct[Options]):
             not duplicates,
             f"{unit.conversation_id}: {duplicates[:2]}",
         )
+        check_seeded_wordings(unit, rows, self.options, ctx, checks)
         for row in rows:
             checks.check(
                 "the question contains its time expression",
@@ -174,3 +188,28 @@ class TimeQueries(ConversationProduct[Options]):
 
     def summary(self, config: str, counts: Counter) -> dict:
         return window_checks.summary(counts, self.options.tests)
+
+
+def check_seeded_wordings(
+    unit: Unit, rows: Sequence[Record], options: Options, ctx: BuildContext, checks: Checks
+) -> None:
+    """Each base question keeps the seeded sample of its wordings: min(limit, wordings) of them, less those whose
+    text an earlier question of the conversation already used. Drawn again here from the full list of wordings,
+    so a choice that depended on the worker, the order of work or a shared random state would show."""
+    kept: dict[str, list[str]] = {}
+    for row in rows:
+        kept.setdefault(row["group_id"], []).append(row["question"])
+    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+    seen: set[str] = set()
+    wrong, checked = [], 0
+    for base, phrases, _ in worded_windows(unit.stamped, options, wordings):
+        checked += 1
+        texts = [frame.replace(SLOT, phrase) for frame, phrase, _ in wordings_of(base, phrases, wordings)]
+        limit = len(texts) if options.variant_limit is None else min(options.variant_limit, len(texts))
+        rng = random.Random(f"{ctx.seed}/{NAME}/{base.conversation_id}/{base.group_id}")
+        drawn = [texts[i] for i in sorted(rng.sample(range(len(texts)), limit))]
+        expected = [text for text in drawn if text not in seen]
+        seen.update(drawn)
+        if kept.get(base.group_id, []) != expected:
+            wrong.append(f"{base.group_id}: {len(kept.get(base.group_id, []))} kept, {len(expected)} drawn")
+    checks.add("each base question keeps its seeded sample of wordings", checked, wrong)

@@ -255,10 +255,10 @@ def check_conversation(
             f"unexpected {sorted(map(str, extra))[:2]}",
         )
     group_count = Counter(row["group_id"] for row in rows)
-    if options.max_variants_per_group:
+    if options.variant_limit is not None:
         checks.check(
             "at most max_variants_per_group variants per base question",
-            max(group_count.values(), default=0) <= options.max_variants_per_group,
+            max(group_count.values(), default=0) <= options.variant_limit,
             conversation_id,
         )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, field_validator
 
@@ -38,6 +38,7 @@ Test = Literal[
 TESTS: tuple[Test, ...] = get_args(Test)  # the one list of the 11 tests, in the order reports show them
 NumeralStyle = Literal["digits", "words"]
 NUMERAL_STYLES: tuple[NumeralStyle, ...] = get_args(NumeralStyle)
+DEFAULT_VARIANTS_PER_GROUP = 3  # about what a published temporal benchmark has per base question (2-3)
 
 
 class WindowOptions(StrictModel):
@@ -53,11 +54,15 @@ class WindowOptions(StrictModel):
         description="N for day_span: dates with 0 <= (today - date).days <= N",
     )
     numeral_styles: list[NumeralStyle] = Field(default_factory=lambda: list(NUMERAL_STYLES), min_length=1)
-    max_variants_per_group: int | None = Field(
-        default=None,
-        ge=1,
-        description="keep at most this many wordings per base question (a seeded sample); default all",
+    max_variants_per_group: Annotated[int, Field(ge=1)] | Literal["all"] = Field(
+        default=DEFAULT_VARIANTS_PER_GROUP,
+        description="wordings kept per base question: a seeded sample of this many (default 3), or all",
     )
+
+    @property
+    def variant_limit(self) -> int | None:
+        """At most this many wordings per base question; None keeps them all."""
+        return None if self.max_variants_per_group == "all" else self.max_variants_per_group
 
     @field_validator("day_spans")
     @classmethod
