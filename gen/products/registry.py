@@ -17,6 +17,7 @@ from gen.products.base import ConfigSpec, Product
 from gen.products.content.time_content_questions import TimeContentQuestions
 from gen.products.core.conversations import Conversations
 from gen.products.core.log import Log
+from gen.products.counterfactual.teabag import TeaBag
 from gen.products.persona.persona_sql import PersonaSQL
 from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
@@ -31,6 +32,7 @@ REGISTRY: dict[str, type[Product]] = {
         AmbiguousTimeQueries,
         TimeContentQuestions,
         PersonaSQL,
+        TeaBag,
     )
 }
 

@@ -1,0 +1,1 @@
+"""Counterfactual questions with a synthetic next session (TeaBag; docs/teabag.md)."""
