@@ -1,0 +1,438 @@
+"""`gen export`: the quickstart written in LoCoMo's, LongMemEval's and BEIR's layouts and read back.
+
+The shapes are checked against samples of the real files' structure written here by hand (invented content,
+the real keys, types and date styles), LoCoMo's also against the real locomo10.json when GEN_SHARED_DATA is
+set, and BEIR's with BEIR's own loader. The round trips map every exported question's evidence back to
+response indices through the run's own log file, read here without any gen code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from gen.export.folder import build_export
+from gen.export.harness.dates import locomo_style
+from gen.recipe import load_recipe
+from gen.runner import run
+from tests.conftest import REPO, read_jsonl, require_shared, run_cli
+
+QUESTION_CONFIGS = ("time_queries", "ambiguous_time_queries")  # the quickstart's
+
+# One LoCoMo sample as locomo10.json lays it out (content invented): an image turn carries blip_caption.
+LOCOMO_SAMPLE = {
+    "qa": [
+        {"question": "When did Ann buy the kiln?", "answer": "3 June 2023", "evidence": ["D1:2"], "category": 2},
+    ],
+    "conversation": {
+        "speaker_a": "Ann",
+        "speaker_b": "Bob",
+        "session_1_date_time": "9:05 am on 4 June, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "Morning! Guess what arrived."},
+            {"speaker": "Bob", "dia_id": "D1:2", "text": "The kiln?", "blip_caption": "a photo of a small kiln"},
+        ],
+        "session_2_date_time": "12:40 pm on 11 June, 2023",
+        "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How did the first firing go?"}],
+    },
+    "sample_id": "conv-1",
+}
+# One LongMemEval instance as longmemeval_s.json lays it out (content invented).
+LONGMEMEVAL_INSTANCE = {
+    "question_id": "0a1b2c3d",
+    "question_type": "temporal-reasoning",
+    "question": "How many days before the concert did I buy the tickets?",
+    "answer": "12 days",
+    "question_date": "2023/05/30 (Tue) 23:40",
+    "haystack_session_ids": ["sharegpt_x1_0", "answer_0a1b2c3d_1"],
+    "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/22 (Mon) 18:05"],
+    "haystack_sessions": [
+        [{"role": "user", "content": "Any tips for a sourdough starter?"}, {"role": "assistant", "content": "Yes."}],
+        [
+            {"role": "user", "content": "I just bought concert tickets!", "has_answer": True},
+            {"role": "assistant", "content": "Enjoy the show."},
+        ],
+    ],
+    "answer_session_ids": ["answer_0a1b2c3d_1"],
+}
+LOCOMO_DATE = re.compile(r"^(1[0-2]|[1-9]):[0-5]\d (am|pm) on ([1-9]|[12]\d|3[01]) [A-Z][a-z]+, \d{4}$")
+LONGMEMEVAL_DATE = re.compile(r"^\d{4}/\d{2}/\d{2} \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) \d{2}:\d{2}$")
+WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory) -> Path:
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
+
+
+@pytest.fixture(scope="module")
+def exports(quickstart, tmp_path_factory) -> dict[str, Path]:
+    from gen.export.harness.exporter import export
+
+    base = tmp_path_factory.mktemp("exports")
+    for name in ("locomo", "longmemeval", "beir"):
+        export(quickstart, name, base / name)
+    return {name: base / name for name in ("locomo", "longmemeval", "beir")}
+
+
+# --- what the test knows of the run, read straight from its files -------------------------------------------
+
+
+def log_by_conversation(run_dir: Path) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = defaultdict(list)
+    for record in read_jsonl(run_dir / "log" / "test.jsonl"):
+        found[record["conversation_id"]].append(record)
+    return found
+
+
+def conversations(run_dir: Path) -> dict[str, dict]:
+    return {record["conversation_id"]: record for record in read_jsonl(run_dir / "conversations" / "test.jsonl")}
+
+
+def questions(run_dir: Path, config: str) -> dict[str, dict]:
+    return {record["question_id"]: record for record in read_jsonl(run_dir / config / "test.jsonl")}
+
+
+def index_of_turn(log: list[dict], session: int, turn: int) -> int:
+    """The response_index of the turn-th response (1-based) of a session, counted in the log's own order."""
+    in_session = [record for record in log if record["session_index"] == session]
+    return in_session[turn - 1]["response_index"]
+
+
+def spoken(record: dict) -> str:
+    """A response as one line of text: the speaker's name, the words, and the image it shared, if any."""
+    image = f" [shares an image: {record['image_caption']}]" if record["image_caption"] else ""
+    return f"{record['speaker']}: {record['text']}{image}"
+
+
+def minute(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(second=0)
+
+
+def shape(value):
+    """Keys and value types, recursively (a list by the shape of its first item)."""
+    if isinstance(value, dict):
+        return {key: shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return type(value).__name__
+
+
+# --- LoCoMo --------------------------------------------------------------------------------------------------
+
+
+def test_locomo_samples_have_locomo_keys_and_date_style(quickstart, exports):
+    known = conversations(quickstart)
+    sample_keys = set(LOCOMO_SAMPLE)
+    plain_turn = set(LOCOMO_SAMPLE["conversation"]["session_1"][0])
+    image_turn = set(LOCOMO_SAMPLE["conversation"]["session_1"][1])
+    for config in QUESTION_CONFIGS:
+        samples = json.loads((exports["locomo"] / f"{config}.json").read_text())
+        assert [sample["sample_id"] for sample in samples] == list(known)
+        for sample in samples:
+            record = known[sample["sample_id"]]
+            assert list(sample) == list(LOCOMO_SAMPLE)  # the same keys in LoCoMo's order
+            assert set(sample) == sample_keys
+            block = sample["conversation"]
+            count = len(record["session_starts"])  # the padding session included
+            expected_keys = ["speaker_a", "speaker_b"]
+            for number in range(1, count + 1):
+                expected_keys += [f"session_{number}_date_time", f"session_{number}"]
+            assert list(block) == expected_keys
+            assert (block["speaker_a"], block["speaker_b"]) == (record["speaker_a"], record["speaker_b"])
+            for number, start in enumerate(record["session_starts"], start=1):
+                written = block[f"session_{number}_date_time"]
+                assert LOCOMO_DATE.match(written), written
+                assert datetime.strptime(written, "%I:%M %p on %d %B, %Y") == minute(start)
+                for position, turn in enumerate(block[f"session_{number}"], start=1):
+                    assert set(turn) in (plain_turn, image_turn)
+                    assert turn["dia_id"] == f"D{number}:{position}"
+                    assert turn["speaker"] in (record["speaker_a"], record["speaker_b"])
+            for qa in sample["qa"]:
+                # no gold answer in these configs, so no answer key; the rest as LoCoMo has it
+                assert list(qa) == ["question", "evidence", "category"]
+                assert qa["category"] == 2 and qa["evidence"]
+                assert shape(qa["evidence"]) == shape(LOCOMO_SAMPLE["qa"][0]["evidence"])
+
+
+def test_locomo_questions_carry_now_in_locomo_style(quickstart, exports):
+    known = conversations(quickstart)
+    samples = json.loads((exports["locomo"] / "time_queries.json").read_text())
+    asked = {record["question_id"]: record for record in read_jsonl(quickstart / "time_queries" / "test.jsonl")}
+    texts = {record["question"] for record in asked.values()}
+    for sample in samples:
+        record = known[sample["sample_id"]]
+        for qa in sample["qa"]:
+            found = re.match(r"^It is (.+), at the start of session (\d+)\. (\w+) asks (\w+): (.+)$", qa["question"])
+            assert found, qa["question"]
+            assert datetime.strptime(found[1], "%I:%M %p on %d %B, %Y") == minute(record["now"])
+            assert int(found[2]) == record["current_session"]
+            assert (found[3], found[4]) == (record["speaker_a"], record["speaker_b"])
+            assert found[5] in texts
+
+
+@pytest.mark.integration
+def test_locomo_export_matches_the_real_locomo10(exports):
+    real = json.loads(require_shared("locomo/locomo10.json").read_text())
+    real_sample_keys = {key for sample in real for key in sample}
+    real_turn_keys = {
+        frozenset(turn)
+        for s in real
+        for k, v in s["conversation"].items()
+        if k.endswith(tuple("0123456789")) and isinstance(v, list)
+        for turn in v
+    }
+    real_qa_keys = {key for sample in real for qa in sample["qa"] for key in qa}
+    block_key = re.compile(r"^(speaker_a|speaker_b|session_\d+|session_\d+_date_time)$")
+    ours = json.loads((exports["locomo"] / "time_queries.json").read_text())
+    for sample in ours:
+        assert set(sample) <= real_sample_keys
+        assert all(block_key.match(key) for key in sample["conversation"])
+        turns = [turn for key, value in sample["conversation"].items() if isinstance(value, list) for turn in value]
+        assert {frozenset(turn) for turn in turns} <= real_turn_keys
+        assert {key for qa in sample["qa"] for key in qa} <= real_qa_keys
+        assert all(type(qa["category"]) is int for qa in sample["qa"])
+    # the date style: every real session date, read and written again by the exporter's formatter
+    dates = [v for s in real for k, v in s["conversation"].items() if k.endswith("_date_time")]
+    assert len(dates) > 250
+    for text in dates:
+        assert locomo_style(datetime.strptime(text, "%I:%M %p on %d %B, %Y")) == text
+
+
+def test_locomo_evidence_maps_back_to_the_relevant_responses(quickstart, exports):
+    logs = log_by_conversation(quickstart)
+    for config in QUESTION_CONFIGS:
+        records = list(read_jsonl(quickstart / config / "test.jsonl"))
+        samples = json.loads((exports["locomo"] / f"{config}.json").read_text())
+        exported = [(sample["sample_id"], qa) for sample in samples for qa in sample["qa"]]
+        assert len(exported) == len(records)  # every wording is a question
+        # samples follow the conversations, questions keep the file's order within a conversation
+        ordered = sorted(records, key=lambda r: list(logs).index(r["conversation_id"]))
+        for record, (sample_id, qa) in zip(ordered, exported, strict=True):
+            assert sample_id == record["conversation_id"]
+            indices = []
+            for dia in qa["evidence"]:
+                session, turn = map(int, re.fullmatch(r"D(\d+):(\d+)", dia).groups())
+                indices.append(index_of_turn(logs[sample_id], session, turn))
+            assert indices == record["relevant_response_indices"]
+
+
+def test_locomo_turns_are_the_log_in_order(quickstart, exports):
+    logs = log_by_conversation(quickstart)
+    samples = json.loads((exports["locomo"] / "time_queries.json").read_text())
+    for sample in samples:
+        block = sample["conversation"]
+        turns = [
+            turn
+            for key, value in block.items()
+            if key.startswith("session_") and isinstance(value, list)
+            for turn in value
+        ]
+        log = logs[sample["sample_id"]]
+        assert [(t["speaker"], t["text"]) for t in turns] == [(r["speaker"], r["text"]) for r in log]
+        assert [t.get("blip_caption") for t in turns] == [r["image_caption"] for r in log]
+
+
+# --- LongMemEval ---------------------------------------------------------------------------------------------
+
+
+def test_longmemeval_instances_have_longmemeval_keys_and_date_style(quickstart, exports):
+    known = conversations(quickstart)
+    logs = log_by_conversation(quickstart)
+    for config in QUESTION_CONFIGS:
+        instances = json.loads((exports["longmemeval"] / f"{config}.json").read_text())
+        records = questions(quickstart, config)
+        assert len(instances) == len({record["group_id"] for record in records.values()})  # one per group
+        assert len({records[item["question_id"]]["group_id"] for item in instances}) == len(instances)
+        for item in instances:
+            assert list(item) == list(LONGMEMEVAL_INSTANCE)
+            assert {k: type(v) for k, v in item.items()} == {k: type(v) for k, v in LONGMEMEVAL_INSTANCE.items()}
+            assert item["question_type"] == "temporal-reasoning"
+            assert item["answer"] == ""  # no gold answer: retrieval only
+            record = known[records[item["question_id"]]["conversation_id"]]
+            for text, expected in zip(
+                [item["question_date"], *item["haystack_dates"]],
+                [record["now"], *record["session_starts"]],
+                strict=True,
+            ):
+                assert LONGMEMEVAL_DATE.match(text), text
+                moment = datetime.strptime(text[:10] + text[16:], "%Y/%m/%d %H:%M")
+                assert moment == minute(expected) and text[12:15] == WEEKDAYS[moment.weekday()]
+            assert (
+                len(item["haystack_session_ids"])
+                == len(set(item["haystack_session_ids"]))
+                == len(item["haystack_sessions"])
+            )
+            turns = [turn for session in item["haystack_sessions"] for turn in session]
+            log = logs[record["conversation_id"]]
+            assert [turn["content"] for turn in turns] == [spoken(r) for r in log]
+            for turn in turns:
+                assert turn["role"] == "user"
+                assert set(turn) <= {"role", "content", "has_answer"} and turn.get("has_answer", True) is True
+
+
+def test_longmemeval_has_answer_turns_map_back_to_the_relevant_responses(quickstart, exports):
+    logs = log_by_conversation(quickstart)
+    for config in QUESTION_CONFIGS:
+        records = questions(quickstart, config)
+        for item in json.loads((exports["longmemeval"] / f"{config}.json").read_text()):
+            record = records[item["question_id"]]
+            log = logs[record["conversation_id"]]
+            marked, sessions_marked = [], []
+            for session_id, turns in zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True):
+                session = int(session_id.rsplit("_", 1)[1])
+                places = [
+                    index_of_turn(log, session, n) for n, turn in enumerate(turns, start=1) if turn.get("has_answer")
+                ]
+                marked += places
+                if places:
+                    sessions_marked.append(session_id)
+            assert marked == record["relevant_response_indices"]
+            assert item["answer_session_ids"] == sessions_marked
+
+
+def test_longmemeval_wording_choice_follows_the_seed_not_the_order(quickstart, tmp_path):
+    """The same run exported twice gives the same bytes; with the question file reversed, the same choices."""
+    from gen.export.harness.exporter import export
+
+    export(quickstart, "longmemeval", tmp_path / "a", "time_queries")
+    copy = tmp_path / "run"
+    shutil.copytree(quickstart, copy)
+    lines = (copy / "time_queries" / "test.jsonl").read_text().splitlines()
+    (copy / "time_queries" / "test.jsonl").write_text("\n".join(reversed(lines)) + "\n")
+    export(copy, "longmemeval", tmp_path / "b", "time_queries")
+    first = json.loads((tmp_path / "a" / "time_queries.json").read_text())
+    second = json.loads((tmp_path / "b" / "time_queries.json").read_text())
+    assert {i["question_id"] for i in first} == {i["question_id"] for i in second}
+    export(quickstart, "longmemeval", tmp_path / "a", "time_queries")  # over its own earlier export
+    assert json.loads((tmp_path / "a" / "time_queries.json").read_text()) == first
+
+
+# --- BEIR ----------------------------------------------------------------------------------------------------
+
+
+def beir_loader():
+    try:
+        from beir.datasets.data_loader import GenericDataLoader
+    except ImportError:
+        pytest.skip("beir is not installed (pip install --no-deps beir, as .ci/run does)")
+    return GenericDataLoader
+
+
+def test_beir_folders_load_with_beirs_loader_and_map_back(quickstart, exports):
+    loader = beir_loader()
+    logs = log_by_conversation(quickstart)
+    manifest = json.loads((exports["beir"] / "gen-export.json").read_text())
+    for config in QUESTION_CONFIGS:
+        records = questions(quickstart, config)
+        folders = manifest["configs"][config]["folders"]
+        assert set(folders) == set(logs)
+        loaded_questions = 0
+        for conversation_id, name in folders.items():
+            corpus, queries, qrels = loader(data_folder=str(exports["beir"] / config / name)).load(split="test")
+            log = logs[conversation_id]
+            assert list(corpus) == [str(r["response_index"]) for r in log]
+            for record in log:
+                document = corpus[str(record["response_index"])]
+                when = datetime.fromisoformat(record["timestamp"]).strftime("%A %Y-%m-%d %H:%M:%S")
+                assert document["title"] == f"{when}, session {record['session_index']}"
+                assert document["text"] == spoken(record)
+            mine = {qid for qid, r in records.items() if r["conversation_id"] == conversation_id}
+            assert set(queries) == set(qrels) == mine
+            for qid, relevant in qrels.items():
+                assert sorted(int(doc) for doc in relevant) == records[qid]["relevant_response_indices"]
+                assert set(relevant.values()) == {1}
+            loaded_questions += len(queries)
+        assert loaded_questions == len(records)
+
+
+def test_beir_queries_carry_now(quickstart, exports):
+    known = conversations(quickstart)
+    manifest = json.loads((exports["beir"] / "gen-export.json").read_text())
+    for conversation_id, name in manifest["configs"]["time_queries"]["folders"].items():
+        now = datetime.fromisoformat(known[conversation_id]["now"]).strftime("%A %Y-%m-%d %H:%M:%S")
+        lines = read_jsonl(exports["beir"] / "time_queries" / name / "queries.jsonl")
+        assert all(line["text"].startswith(f"It is {now}, at the start of session ") for line in lines)
+
+
+# --- inputs and outputs --------------------------------------------------------------------------------------
+
+
+def test_an_export_folder_gives_the_same_files_as_its_run_folder(quickstart, exports, tmp_path, capsys):
+    parquet = build_export(quickstart, tmp_path / "parquet").folder
+    for name, expected in exports.items():
+        code, _, err = run_cli(["export", parquet, "--format", name, "--output", tmp_path / name], capsys)
+        assert code == 0, err
+        files = sorted(p.relative_to(expected) for p in expected.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file())
+        for relative in files:
+            assert (tmp_path / name / relative).read_bytes() == (expected / relative).read_bytes(), relative
+
+
+def test_one_config_only(quickstart, tmp_path, capsys):
+    code, _, err = run_cli(
+        ["export", quickstart, "--format", "locomo", "--output", tmp_path / "x", "--config", "ambiguous_time_queries"],
+        capsys,
+    )
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["ambiguous_time_queries.json", "gen-export.json"]
+    code, _, err = run_cli(
+        ["export", quickstart, "--format", "locomo", "--output", tmp_path / "y", "--config", "log"], capsys
+    )
+    assert code == 2
+    assert "no question config 'log'" in err and "time_queries, ambiguous_time_queries" in err
+    assert not (tmp_path / "y").exists()
+
+
+def with_report(run_dir: Path, target: Path, change) -> Path:
+    shutil.copytree(run_dir, target)
+    report = json.loads((target / "run.json").read_text())
+    change(report)
+    (target / "run.json").write_text(json.dumps(report))
+    return target
+
+
+def test_a_stopped_or_failed_run_is_refused(quickstart, tmp_path, capsys):
+    stopped = with_report(
+        quickstart, tmp_path / ".quickstart.stopped", lambda r: r.update(stopped={"reason": "Ctrl-C"})
+    )
+    code, _, err = run_cli(["export", stopped, "--format", "beir", "--output", tmp_path / "a"], capsys)
+    assert code == 2 and "this run stopped before its end (Ctrl-C)" in err and "Traceback" not in err
+    assert not (tmp_path / "a").exists()
+
+    def fail(report):
+        report["validation"]["time_queries"]["passed"] = False
+
+    failed = with_report(quickstart, tmp_path / ".quickstart.failed", fail)
+    code, _, err = run_cli(["export", failed, "--format", "locomo", "--output", tmp_path / "b"], capsys)
+    assert code == 2 and "validation failed for time_queries" in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_what_gen_did_not_write_is_never_replaced(quickstart, tmp_path, capsys):
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "todo.txt").write_text("keep me")
+    code, _, err = run_cli(["export", quickstart, "--format", "locomo", "--output", mine], capsys)
+    assert code == 2 and "did not write is in the way" in err
+    assert [p.name for p in mine.iterdir()] == ["todo.txt"]
+    a_file = tmp_path / "data.json"
+    a_file.write_text("[]")
+    code, _, err = run_cli(["export", quickstart, "--format", "longmemeval", "--output", a_file], capsys)
+    assert code == 2 and "a file gen export did not write" in err and a_file.read_text() == "[]"
+    code, _, err = run_cli(["export", quickstart, "--format", "beir", "--output", quickstart / "beir"], capsys)
+    assert code == 2 and "outside the dataset folder" in err and not (quickstart / "beir").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
+
+
+def test_bad_input_is_one_message(tmp_path, capsys):
+    code, _, err = run_cli(["export", tmp_path, "--format", "locomo", "--output", tmp_path / "out"], capsys)
+    assert code == 2 and "run.json is missing" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(["export", tmp_path, "--format", "parquet", "--output", tmp_path / "out"], capsys)
+    assert code == 2 and "parquet" in err
