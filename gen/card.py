@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from gen.export.folder import ExportFile
 
 FACTS = "card/facts.yaml"
-OWNED_KEYS = ("configs", "dataset_info", "license")  # always gen's: they must describe the files next to the card
+# always gen's: they must describe the files next to the card and the sources they were made from
+OWNED_KEYS = ("configs", "dataset_info", "license", "source_datasets")
 DATA_KEYS = ("configs", "dataset_info")
+STATEMENTS = ("annotations_creators",)  # how labels were made: a publisher who set it knows better than gen
 EXAMPLE_ITEMS = 4  # list items an example record shows
 EXAMPLE_CHARS = 200  # characters of a text an example record shows
 SIZE_CATEGORIES = (
@@ -103,13 +105,14 @@ def combine(low: dict, high: dict) -> dict:
 
 def merge_metadata(existing: dict, generated: dict) -> dict:
     """Existing metadata (a card someone may have edited) updated with gen's: keys gen owns are replaced,
-    lists are united (existing entries first), other keys already set keep their value, new keys are added."""
+    lists are united (existing entries first) except STATEMENTS, other keys already set keep their value, new
+    keys are added."""
     # the keys that locate and type the data describe these files only: an older card's never survive
     merged = {k: v for k, v in existing.items() if k not in DATA_KEYS or k in generated}
     for key, value in generated.items():
         if key in OWNED_KEYS or key not in merged or merged[key] in (None, "", []):
             merged[key] = value
-        elif isinstance(value, list) and isinstance(merged[key], list):
+        elif isinstance(value, list) and isinstance(merged[key], list) and key not in STATEMENTS:
             merged[key] = merged[key] + [item for item in value if item not in merged[key]]
     # keep the keys that locate the data at the end, where a reader expects them
     return {

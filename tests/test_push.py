@@ -124,6 +124,26 @@ def test_dry_run_prints_target_files_and_card_and_sends_nothing(small_run, hub, 
     assert TOKEN not in out + err
 
 
+def test_dry_run_on_the_quickstart_shows_the_card_a_hub_reader_expects(quickstart, hub, capsys):
+    code, out, err = run_cli(["push", quickstart, "--repo-id", "me/quickstart", "--dry-run"], capsys)
+    assert code == 0, err
+    header, body = split_card(out.split("----- README.md -----\n", 1)[1].split("\n----- end of README.md -----")[0])
+    assert header["pretty_name"] == "quickstart"
+    assert header["annotations_creators"] == ["machine-generated"]
+    assert header["source_datasets"] == ["original"]
+    assert header["task_categories"] == ["question-answering", "text-retrieval"]
+    assert header["task_ids"] == ["closed-domain-qa", "utterance-retrieval"]
+    assert [c["config_name"] for c in header["configs"] if c.get("default")] == ["time_queries"]
+    assert [info["config_name"] for info in header["dataset_info"]] == configs_of(quickstart)
+    for title in ("## Uses", "## Counting", "## Limitations"):
+        assert f"\n{title}\n" in body
+    first = json.loads((quickstart / "log" / "test.jsonl").read_text().splitlines()[0])
+    shown = body.split("### `log`", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(shown) == first
+    assert 'load_dataset("me/quickstart", "time_queries", split="test")' in body
+    assert hub_calls(hub) == []
+
+
 def test_missing_token_is_a_clear_error_before_any_request(small_run, hub, capsys, monkeypatch):
     monkeypatch.delenv("HF_TOKEN")
     code, _, err = run_cli(["push", small_run, "--repo-id", "me/quickstart"], capsys)
