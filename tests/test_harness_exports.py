@@ -177,6 +177,21 @@ def test_locomo_questions_carry_now_in_locomo_style(quickstart, exports):
             assert found[5] in texts
 
 
+def test_locomo_dialogue_questions_keep_every_turn(quickstart, exports):
+    """An ambiguous question is its whole dialogue, one "Name: text" line per turn, after the "now" line."""
+    known = conversations(quickstart)
+    records = list(read_jsonl(quickstart / "ambiguous_time_queries" / "test.jsonl"))
+    samples = json.loads((exports["locomo"] / "ambiguous_time_queries.json").read_text())
+    exported = {s["sample_id"]: iter(s["qa"]) for s in samples}
+    for record in records:
+        lines = next(exported[record["conversation_id"]])["question"].split("\n")
+        now = datetime.strptime(
+            re.match(r"^It is (.+), at the start of session \d+\.$", lines[0])[1], "%I:%M %p on %d %B, %Y"
+        )
+        assert now == minute(known[record["conversation_id"]]["now"])
+        assert lines[1:] == [f"{turn['speaker']}: {turn['text']}" for turn in record["dialogue"]]
+
+
 @pytest.mark.integration
 def test_locomo_export_matches_the_real_locomo10(exports):
     real = json.loads(require_shared("locomo/locomo10.json").read_text())
@@ -436,3 +451,65 @@ def test_bad_input_is_one_message(tmp_path, capsys):
     assert code == 2 and "run.json is missing" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(["export", tmp_path, "--format", "parquet", "--output", tmp_path / "out"], capsys)
     assert code == 2 and "parquet" in err
+
+
+# --- a config whose questions name their speaker: time_content_questions, written through the fake server ----
+
+
+def test_time_content_questions_export_with_the_question_as_written(tmp_path):
+    """A run of time_content_questions against the fake OpenAI server (a model that always asks "What did
+    <speaker> talk about <time phrase>?"), exported: the question keeps its own wording after "now" (it names
+    its speaker, so nobody is said to ask it), and its evidence maps back to the anchor's responses."""
+    from gen.export.harness.exporter import export
+    from gen.llm.config import RunSettings
+    from tests.conftest import write_recipe
+    from tests.fakes.openai_server import FakeOpenAI
+
+    def plain(request):
+        prompt = request.last_user
+        speaker = re.search(r"^1\. It asks about what (.+?) said", prompt, re.M).group(1)
+        ref = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
+        return {"question": f"What did {speaker} talk about {ref}?"}
+
+    with FakeOpenAI(plain) as server:
+        recipe = {
+            "name": "tcq",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+            "timeline": {"padding": {"mode": "donor", "after_minutes": 60, "target_words": 300}},
+            "llm": {
+                "main": {
+                    "model": "fake-model",
+                    "base_url": server.base_url,
+                    "api_key_env": None,
+                    "structured_output": "json_schema",
+                }
+            },
+            "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}],
+        }
+        path = write_recipe(tmp_path / "tcq.yaml", recipe)
+        run_dir = run(load_recipe(path), output_dir=tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path))
+    export(run_dir, "locomo", tmp_path / "locomo")
+    records = list(read_jsonl(run_dir / "time_content_questions" / "test.jsonl"))
+    assert len(records) == 8
+    known, logs = conversations(run_dir), log_by_conversation(run_dir)
+    samples = {s["sample_id"]: s for s in json.loads((tmp_path / "locomo" / "time_content_questions.json").read_text())}
+    by_conversation = defaultdict(list)
+    for record in records:
+        by_conversation[record["conversation_id"]].append(record)
+    for conversation_id, asked in by_conversation.items():
+        moment = datetime.fromisoformat(known[conversation_id]["now"])
+        now = (
+            f"{moment:%I}".lstrip("0")
+            + f":{moment:%M} "
+            + f"{moment:%p}".lower()
+            + f" on {moment.day} {moment:%B}, {moment:%Y}"
+        )
+        session = known[conversation_id]["current_session"]
+        exported = samples[conversation_id]["qa"]
+        assert [qa["question"] for qa in exported] == [
+            f"It is {now}, at the start of session {session}. {record['question']}" for record in asked
+        ]
+        for qa, record in zip(exported, asked, strict=True):
+            turns = [tuple(map(int, re.fullmatch(r"D(\d+):(\d+)", dia).groups())) for dia in qa["evidence"]]
+            assert [index_of_turn(logs[conversation_id], s, t) for s, t in turns] == record["relevant_response_indices"]
