@@ -329,7 +329,7 @@ def test_verify_no_sends_the_questions_back(tmp_path):
     assert calls == 5 + 2 * 2 + 2
     assert all(r["question_sample"] == 1 and r["verified"] is True and r["verify_prompt_id"] for r in rows)
     assert rows[0]["question"] == "Do you like working at the bank?"
-    assert "Ann asks Bob: \"How are you finding your new job at the bank?\"" in model.prompts["verify"][0]
+    assert 'Ann asks Bob: "How are you finding your new job at the bank?"' in model.prompts["verify"][0]
 
 
 # --- selection ------------------------------------------------------------------------------------------
@@ -533,3 +533,28 @@ def test_the_msc_samples_run_end_to_end(tmp_path):
     report = json.loads((folder / "run.json").read_text())
     assert report["configs"]["teabag"]["records"] == 0
     assert report["configs"]["teabag_summaries"]["summary"]["skipped"] == {"fewer sessions than the history needs": 20}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("recipe", "sample"),
+    [
+        ("teabag-cc.yaml", "teabag/theanine_sample/sample_dialogue.json"),
+        ("teabag-msc.yaml", "msc/parlai_msc_v0.1_sample/msc/msc_dialogue/session_3/test.txt"),
+    ],
+)
+def test_the_shipped_recipes_plan_on_the_shared_samples(tmp_path, capsys, recipe, sample):
+    import yaml
+
+    data = yaml.safe_load((ROOT / "recipes" / recipe).read_text())
+    data["sources"][0]["path"] = str(require_shared(sample))
+    path = write_recipe(tmp_path / recipe, data)
+
+    code, out, err = run_cli(["plan", path, "--cache-dir", tmp_path / "cache"], capsys)
+
+    assert code == 0, err
+    rows = {line.split()[0]: [int(n.replace(",", "")) for n in line.split()[1:3]] for line in out.splitlines()[1:]}
+    if recipe == "teabag-cc.yaml":  # one episode of five sessions: 5 summaries, 1 questions call, 2 new sessions
+        assert rows == {"teabag/summaries": [5, 5], "teabag/questions": [1, 1], "teabag/session6": [2, 2]}
+    else:  # the sample's episodes have three sessions: all skipped with the recipe's five
+        assert rows == {"teabag/summaries": [0, 0], "teabag/questions": [0, 0], "teabag/session6": [0, 0]}
