@@ -119,16 +119,7 @@ def one_per_group(questions: list[ExportQuestion], seed: int) -> list[ExportQues
 def relevant_by_session(question: ExportQuestion, conversation: Conversation) -> dict[int, list[int]]:
     """Session number → the positions (0-based, within the session) of the question's relevant responses."""
     places: dict[int, list[int]] = {}
-    starts = session_offsets(conversation)
     for index in question.relevant:
-        session = conversation.responses[index]["session_index"]
-        places.setdefault(session, []).append(index - starts[session])
+        session, position = conversation.places[index]
+        places.setdefault(session, []).append(position)
     return places
-
-
-def session_offsets(conversation: Conversation) -> dict[int, int]:
-    """Session number → the response index of its first response (responses are in session order)."""
-    offsets: dict[int, int] = {}
-    for response in conversation.responses:
-        offsets.setdefault(response["session_index"], response["response_index"])
-    return offsets

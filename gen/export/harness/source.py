@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,18 @@ class Conversation:
     now: datetime
     current_session: int
     responses: list[dict[str, Any]]  # the log's records, in response_index order
+
+    @cached_property
+    def places(self) -> list[tuple[int, int]]:
+        """response_index → (session number, 0-based position within the session); computed once, as every
+        question of the conversation asks it."""
+        found, position, previous = [], 0, 0
+        for response in self.responses:
+            session = response["session_index"]
+            position = position + 1 if session == previous else 0
+            found.append((session, position))
+            previous = session
+        return found
 
     def sessions(self) -> list[list[dict[str, Any]]]:
         """The responses of session 1, 2, ... (one list per session start, padding last)."""
@@ -89,6 +102,8 @@ def open_source(folder: Path) -> Source:
 def finished_report(folder: Path) -> dict[str, Any]:
     """run.json (both layouts carry it), refusing a run that stopped early or failed validation."""
     path = folder / "run.json"
+    if not folder.is_dir():
+        raise GenError("no such folder", file=folder, expected="a folder gen run wrote (outputs/<name>)")
     if not path.is_file():
         raise GenError("not a dataset folder: run.json is missing", file=folder, expected="a folder gen run wrote")
     try:
