@@ -235,3 +235,14 @@ def test_the_loading_section_names_the_typed_fields(card):
     assert "`dataset_info` in this card's header declares every config's features" in loading
     assert "`timestamp`" in loading.split("load as `datetime.datetime`")[0]
     assert "`today`" in loading.split("load as `datetime.date`")[0].split("Dates (")[1]
+
+
+def test_a_counterfactual_build_gets_its_own_uses_counting_and_limitations():
+    _, body = split_card(render_card(report_for([source("cc", "test.jsonl")], ["teabag", "teabag_summaries"])))
+    assert "false premise" in section(body, "Uses")
+    counting = counting_rows(body)
+    assert counting["session"] == "1" and counting["question_sample"] == "0" and "response_index" not in counting
+    limitations = section(body, "Limitations")
+    assert "Counterfactual questions, their answers and the new session" in limitations
+    assert "clock is simulated" not in limitations and "Scores depend on `now`" not in limitations
+    assert "Conversation Chronicles: written by a language model" in limitations
