@@ -78,6 +78,7 @@ def test_locomo10_log(tmp_path, capsys):
         words = sum(len(r["text"].split()) for r in rows if r["is_padding"])
         assert words >= 3000
         check_padding(rows, out["conversations"][rows[0]["conversation_id"]], real[-1], starts[-1])
+        assert out["conversations"][rows[0]["conversation_id"]]["padding_after_minutes"] == 60
 
 
 def test_msc_parlai_sample_log(tmp_path, capsys):
@@ -104,7 +105,13 @@ def test_msc_parlai_sample_log(tmp_path, capsys):
         real = [r for r in rows if not r["is_padding"]]
         assert [r["timestamp"] for r in real] == expected
         assert {r["speaker"] for r in real} == {"Speaker 1", "Speaker 2"}
-        check_padding(rows, out["conversations"][rows[0]["conversation_id"]], real[-1], starts[-1])
+        conversation = out["conversations"][rows[0]["conversation_id"]]
+        check_padding(rows, conversation, real[-1], starts[-1])
+        # the PersonaChat personas the episode began with, as a list like `personas`; nothing left as JSON text
+        assert conversation["source_metadata"]["init_personas"] == [
+            {"speaker": f"Speaker {n}", "facts": record["init_personas"][n - 1]} for n in (1, 2)
+        ]
+        assert conversation["source_metadata"]["other_json"] is None
 
 
 def test_conversation_chronicles_layout_sample_log(tmp_path, capsys):
@@ -125,7 +132,13 @@ def test_conversation_chronicles_layout_sample_log(tmp_path, capsys):
     rows = out["log"]
     assert [r["timestamp"] for r in rows] == expected
     assert [r["speaker"] for r in rows] == [s for o in ordinals for s in episode[f"{o}_session_speakers"]]
-    assert out["conversations"]["cc/msc-episode-30"]["num_sessions"] == 5
+    conversation = out["conversations"]["cc/msc-episode-30"]
+    assert conversation["num_sessions"] == 5
+    assert conversation["padding_session"] is None and conversation["padding_after_minutes"] is None
+    # this file has CC's session keys but none of relationship / summary / time_interval
+    assert "relationship" not in episode and "summary" not in episode and "time_interval" not in episode
+    metadata = conversation["source_metadata"]
+    assert (metadata["relationship"], metadata["summary"], metadata["other_json"]) == (None, None, None)
 
 
 def test_msc_persona_pairs_file(tmp_path):

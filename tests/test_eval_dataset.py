@@ -182,3 +182,26 @@ def test_an_export_folder_scores_like_its_run_folder(tmp_path, capsys):
     assert outputs[0] == outputs[1]
     assert outputs[0]["time_queries"]["missing"] == 0
     assert "ambiguous_time_queries" not in outputs[0]  # no line for it: listed as not scored
+
+    # the parquet holds dates and date-times as such; read back, every record is the JSONL's, ISO text included
+    run, exported = open_dataset(run_dir), open_dataset(export.folder)
+    for config in ("log", "conversations", "time_queries"):
+        jsonl = [item.record for item in run.records(config)]
+        parquet = [without_null_params(item.record) for item in exported.records(config)]
+        assert parquet == jsonl, config
+    # docs/padding-and-now.md works both out by hand: 15:27:16 + 50 min, and 21:15:53 + 50 min
+    assert (
+        exported.nows()
+        == run.nows()
+        == {
+            "locomo/sample-1": "2024-04-24T16:17:16",
+            "locomo/sample-2": "2024-07-16T22:05:53",
+        }
+    )
+
+
+def without_null_params(record: dict) -> dict:
+    """A parquet row as the JSONL holds it: the params struct has every key, the JSONL only those that apply."""
+    if "params" not in record:
+        return record
+    return {**record, "params": {k: v for k, v in record["params"].items() if v is not None}}

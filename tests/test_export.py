@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -39,12 +40,20 @@ def configs_of(run_dir: Path) -> dict:
 
 
 def with_nulls(value, feature):
-    """A JSONL value as the schema stores it: keys a nested object omits come back as null."""
+    """A JSONL value as the schema stores it: keys a nested object omits come back as null, and the ISO text of a
+    timestamp[s] or date32 field comes back as a datetime or a date."""
+    if value is None:
+        return None
     if isinstance(feature, dict):
-        return {key: with_nulls(value.get(key), sub) if value is not None else None for key, sub in feature.items()}
+        return {key: with_nulls(value.get(key), sub) for key, sub in feature.items()}
     inner = getattr(feature, "feature", None)
     if inner is not None and isinstance(value, list):
         return [with_nulls(item, inner) for item in value]
+    dtype = getattr(feature, "dtype", None)
+    if value is not None and dtype == "timestamp[s]":
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S")
+    if value is not None and dtype == "date32":
+        return datetime.strptime(value, "%Y-%m-%d").date()
     return value
 
 
@@ -88,16 +97,49 @@ def test_every_config_loads_offline_with_the_jsonl_rows_and_the_declared_feature
         assert loaded.to_list() == [with_nulls(row, dict(features)) for row in rows], name
 
 
-def test_dates_stay_strings_in_the_export(quickstart, exported, offline, tmp_path):
+def test_dates_and_times_are_typed_in_the_export_and_iso_text_in_the_jsonl(quickstart, exported, offline, tmp_path):
     import datasets
+    import pyarrow.parquet as pq
 
-    log = datasets.load_dataset(str(exported.folder), "log", split="test", cache_dir=str(tmp_path / "cache"))
+    # sample-1's session 1 starts at 4:12 pm on 22 March 2024; its first turn has 18 words: floor(0.46 x 18) = 8 s
     first = read_jsonl(quickstart / "log" / "test.jsonl")[0]
-    assert (log[0]["timestamp"], log[0]["date"]) == (first["timestamp"], first["date"])
+    assert (first["timestamp"], first["date"], first["time"]) == ("2024-03-22T16:12:08", "2024-03-22", "16:12:08")
+    log = datasets.load_dataset(str(exported.folder), "log", split="test", cache_dir=str(tmp_path / "cache"))
+    assert (log[0]["timestamp"], log[0]["date"]) == (datetime(2024, 3, 22, 16, 12, 8), date(2024, 3, 22))
+    assert (log[0]["time"], log[0]["week"]) == ("16:12:08", "2024-W12")  # no date type fits these: text
+    schema = pq.read_schema(exported.folder / "data" / "log" / "test-00000-of-00001.parquet")
+    assert str(schema.field("date").type) == "date32[day]"
+    assert str(schema.field("timestamp").type).startswith("timestamp[")  # parquet has no seconds unit: ms on disk
     conversations = datasets.load_dataset(
         str(exported.folder), "conversations", split="test", cache_dir=str(tmp_path / "cache")
     )
-    assert conversations[0]["session_starts"][0] == "2024-03-22T16:12:00"  # sample-1, session 1: 4:12 pm 22 Mar 2024
+    assert conversations[0]["session_starts"][0] == datetime(2024, 3, 22, 16, 12)
+    assert conversations.features["today"].dtype == "date32"
+    questions = datasets.load_dataset(
+        str(exported.folder), "time_queries", split="test", cache_dir=str(tmp_path / "cache")
+    )
+    dated = next(row for row in questions if row["test"] == "dates")
+    assert isinstance(dated["params"]["date"], date) and isinstance(dated["now"], datetime)
+
+
+@pytest.mark.parametrize(
+    "config, field, text",
+    [
+        ("log", "timestamp", "2024-03-22 16:12:08"),  # a space for the T
+        ("log", "timestamp", "2024-03-22T16:12:08Z"),  # a zone
+        ("log", "date", "22/03/2024"),
+        ("conversations", "now", "2024-04-24T16:17"),  # no seconds
+    ],
+)
+def test_a_date_or_time_not_in_iso_form_names_file_line_and_field(quickstart, tmp_path, config, field, text):
+    folder = copy_run(quickstart, tmp_path)
+    rows = read_jsonl(folder / config / "test.jsonl")
+    rows[1][field] = text
+    (folder / config / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(GenError) as caught:
+        build_export(folder, tmp_path / "export")
+    message = str(caught.value)
+    assert f"{config}/test.jsonl: line 2: {field}:" in message and "(expected an ISO date" in message
 
 
 def test_a_config_above_the_shard_size_is_split_into_ordered_shards(quickstart, tmp_path, offline):
@@ -129,7 +171,7 @@ def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, 
     header, body = split_card((exported.folder / "README.md").read_text())
     configs = configs_of(quickstart)
     assert [c["config_name"] for c in header["configs"]] == list(configs)
-    assert header["configs"][0]["default"] is True
+    assert [c["config_name"] for c in header["configs"] if c.get("default")] == ["time_queries"]  # a question config
     for entry in header["configs"]:
         assert entry["data_files"] == [{"split": "test", "path": f"data/{entry['config_name']}/test-*"}]
     for info in header["dataset_info"]:
@@ -145,14 +187,19 @@ def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, 
     assert 'load_dataset("outputs/quickstart", "log", split="test")' not in body  # the export names no local path
 
 
-def test_run_folder_card_points_at_the_jsonl_and_has_no_dataset_info(quickstart):
-    """datasets' JSON loader infers types first and casts after, so declaring features for the JSONL would turn
-    "2024-03-22" into "2024-03-22 00:00:00": the run folder's card leaves the types to the parquet export."""
+def test_run_folder_card_points_at_the_jsonl_and_declares_the_features(quickstart):
+    """The JSONL keeps dates and times as ISO text; the card declares them timestamp[s] / date32, the types
+    datasets' JSON loader gives them, so the run folder loads with the export's types."""
+    from datasets import Features
+
+    from gen.products.registry import config_spec
+
     header, body = split_card((quickstart / "README.md").read_text())
-    assert "dataset_info" not in header
     assert {c["config_name"]: c["data_files"][0]["path"] for c in header["configs"]} == {
         name: f"{name}/test.jsonl" for name in configs_of(quickstart)
     }
+    declared = {info["config_name"]: Features._from_yaml_list(info["features"]) for info in header["dataset_info"]}
+    assert declared == {name: config_spec(name)[1].features() for name in configs_of(quickstart)}
     assert "JSON lines" in body
 
 

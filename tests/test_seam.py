@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gen.products import registry
 from tests.conftest import REPO, read_jsonl, require_shared, run_cli, write_json, write_recipe
@@ -115,16 +116,24 @@ def test_the_order_of_products_in_a_recipe_changes_nothing(tmp_path, capsys):
 
 
 def test_one_or_two_workers_write_the_same_bytes(tmp_path, capsys):
+    """Every seeded choice (donors, the padding offset drawn from a range, the wordings kept per base question)
+    follows from the seed and the conversation alone, so splitting the work changes no byte."""
+    recipe = yaml.safe_load((REPO / "recipes" / "quickstart.yaml").read_text())
+    recipe["sources"][0]["path"] = str(REPO / "gen" / "data" / "sample_locomo.json")
+    recipe["timeline"]["padding"]["after_minutes"] = {"min": 30, "max": 600}
+    recipe_path = write_recipe(tmp_path / "quickstart.yaml", recipe)
     outputs = []
     for workers in ("1", "2"):
-        code, _, err = run_cli(
-            ["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path / workers, "--workers", workers],
-            capsys,
-        )
+        code, _, err = run_cli(["run", recipe_path, "--output-dir", tmp_path / workers, "--workers", workers], capsys)
         assert code == 0, err
         outputs.append(run_folder_bytes(tmp_path / workers / "quickstart"))
     assert outputs[0] == outputs[1]
-    assert len(outputs[0]["time_queries/test.jsonl"].splitlines()) > 1000
+    offsets = [
+        json.loads(line)["padding_after_minutes"] for line in outputs[0]["conversations/test.jsonl"].splitlines()
+    ]
+    assert len(offsets) == 2 and all(30 <= m <= 600 and m == int(m) for m in offsets)
+    # the quickstart's 62 base questions (docs/time-queries.md: 41 + 21), 3 wordings each by default
+    assert len(outputs[0]["time_queries/test.jsonl"].splitlines()) == 62 * 3
 
 
 def test_the_configuration_layer_imports_no_product_and_no_engine():

@@ -162,3 +162,106 @@ def test_relative_gaps_place_msc_sessions_from_the_anchor(tmp_path):
         "2023-01-04T13:00:08",
     ]
     assert [r.speaker for r in timeline.responses] == ["Speaker 1", "Speaker 2", "Speaker 1", "Speaker 1", "Speaker 2"]
+
+
+# --- the padding offset: one value, a seeded choice from a list, or a seeded range ---------------------------
+
+
+def padding_start_minutes(after_minutes, seed: int) -> float:
+    """Minutes from Ann/Bob's last session start (23:58:00 on 9 May) to the padding session's start."""
+    ann, cat = conversations(ANN_BOB, CAT_DAN)
+    spec = TimelineSpec(padding=PaddingSpec(after_minutes=after_minutes))
+    timeline = build_timeline(ann, spec, donors=[ann, cat], seed=seed)
+    assert timeline.padding_after_minutes is not None
+    gap = (timeline.session_starts[-1] - datetime(2023, 5, 9, 23, 58)).total_seconds() / 60
+    assert gap == timeline.padding_after_minutes  # every offset here beats last response + 21 min (00:21:18)
+    return gap
+
+
+def test_a_list_of_offsets_gives_each_conversation_one_of_them_by_seed():
+    drawn = [padding_start_minutes([30, 90, 240], seed) for seed in range(12)]
+    assert set(drawn) <= {30, 90, 240} and len(set(drawn)) > 1  # the seed decides, and does vary it
+    assert drawn == [padding_start_minutes([30, 90, 240], seed) for seed in range(12)]  # and always the same way
+
+
+def test_a_range_of_offsets_gives_a_seeded_whole_number_of_minutes_within_it():
+    drawn = [padding_start_minutes({"min": 30.5, "max": 35}, seed) for seed in range(12)]
+    assert set(drawn) <= {31, 32, 33, 34, 35} and len(set(drawn)) > 1
+    assert padding_start_minutes({"min": 45, "max": 45}, 3) == 45
+
+
+def test_the_offset_draw_leaves_the_donor_choice_alone():
+    ann, cat = conversations(ANN_BOB, CAT_DAN)
+    donors = []
+    for after in (60, [30, 90], {"min": 30, "max": 300}):
+        timeline = build_timeline(ann, TimelineSpec(padding=PaddingSpec(after_minutes=after)), [ann, cat], seed=5)
+        donors.append([(r.speaker, r.text) for r in timeline.responses if r.is_padding])
+    assert donors[0] == donors[1] == donors[2]
+
+
+def test_without_padding_there_is_no_offset():
+    (ann,) = conversations(ANN_BOB)
+    timeline = build_timeline(ann, TimelineSpec(padding=PaddingSpec(mode="none", after_minutes=[5, 10])))
+    assert timeline.padding_after_minutes is None
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ({"min": 50, "max": 40}, "{min, max} was expected: min must not exceed max"),
+        ({"min": 30.2, "max": 30.8}, "a whole number of minutes must lie between them"),
+        ({"min": 30}, "{min, max} was expected (max): Field required"),
+        ([], "a list of minutes was expected: List should have at least 1 item"),
+        ([10, -1], "a list of minutes was expected ([1]): Input should be greater than or equal to 0"),
+        ("soon", "a number of minutes was expected"),
+    ],
+)
+def test_a_bad_padding_offset_is_one_clear_recipe_error(tmp_path, value, message):
+    from gen.recipe import load_recipe
+    from tests.conftest import write_recipe
+
+    data = write_json(tmp_path / "c.json", [ANN_BOB, CAT_DAN])
+    recipe = {
+        "name": "r",
+        "sources": [{"format": "locomo", "path": str(data)}],
+        "timeline": {"padding": {"after_minutes": value}},
+        "products": [{"type": "log"}],
+    }
+    with pytest.raises(GenError) as caught:
+        load_recipe(write_recipe(tmp_path / "r.yaml", recipe))
+    assert caught.value.field == "timeline.padding.after_minutes" and message in caught.value.message
+
+
+def test_the_conversations_validator_checks_the_offset_and_the_padding_start(tmp_path):
+    from gen.recipe import load_recipe
+    from tests.conftest import write_recipe
+    from tests.harness import Harness
+
+    data = write_json(tmp_path / "c.json", [ANN_BOB, CAT_DAN])
+    recipe = {
+        "name": "r",
+        "seed": 7,
+        "sources": [{"format": "locomo", "path": str(data)}],
+        "timeline": {"padding": {"after_minutes": {"min": 120, "max": 180}}},
+        "products": [{"type": "log"}, {"type": "conversations"}],
+    }
+    harness = Harness.from_recipe(load_recipe(write_recipe(tmp_path / "r.yaml", recipe)))
+    rows = harness.build("conversations")
+    assert all(120 <= row["padding_after_minutes"] <= 180 for row in rows)
+    assert harness.validate("conversations", rows).passed
+
+    def failed(change) -> set[str]:
+        changed = [dict(row) for row in rows]
+        change(changed[0])
+        return {name for name, r in harness.validate("conversations", changed).report().items() if r["failed"]}
+
+    assert failed(lambda row: row.update(padding_after_minutes=181.0)) == {
+        "the padding offset is one timeline.padding.after_minutes allows"
+    }
+    assert failed(lambda row: row.update(padding_after_minutes=150.5)) == {
+        "the padding offset is one timeline.padding.after_minutes allows"
+    }
+    late = 121.0 if rows[0]["padding_after_minutes"] != 121 else 122.0  # allowed, but not where the session starts
+    assert failed(lambda row: row.update(padding_after_minutes=late)) == {
+        "the padding session starts at the later of (last start + offset) and (last response + gap + 1 minute)"
+    }
