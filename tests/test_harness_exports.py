@@ -513,3 +513,32 @@ def test_time_content_questions_export_with_the_question_as_written(tmp_path):
         for qa, record in zip(exported, asked, strict=True):
             turns = [tuple(map(int, re.fullmatch(r"D(\d+):(\d+)", dia).groups())) for dia in qa["evidence"]]
             assert [index_of_turn(logs[conversation_id], s, t) for s, t in turns] == record["relevant_response_indices"]
+
+
+def test_what_a_killed_export_left_is_cleared(quickstart, tmp_path, capsys):
+    """A temporary folder of a process that is gone is removed; an earlier export moved aside by it (the name
+    left empty) is put back before the new one replaces it."""
+    dead = 2**22 + 1  # above Linux's largest pid, so no process has it
+    (tmp_path / f".x.tmp-{dead}" / "half").mkdir(parents=True)
+    code, _, err = run_cli(["export", quickstart, "--format", "locomo", "--output", tmp_path / "x"], capsys)
+    assert code == 0, err
+    (tmp_path / "x").rename(tmp_path / f".x.old-{dead}")
+    code, _, err = run_cli(["export", quickstart, "--format", "beir", "--output", tmp_path / "x"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x"]
+    assert json.loads((tmp_path / "x" / "gen-export.json").read_text())["format"] == "beir"
+
+
+def test_evidence_outside_its_conversation_is_one_message(quickstart, tmp_path, capsys):
+    copy = tmp_path / "run"
+    shutil.copytree(quickstart, copy)
+    path = copy / "time_queries" / "test.jsonl"
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[2])
+    record["relevant_response_indices"] = [*record["relevant_response_indices"], 9999]
+    lines[2] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    code, _, err = run_cli(["export", copy, "--format", "longmemeval", "--output", tmp_path / "out"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "time_queries/test.jsonl: line 3: relevant_response_indices: response index 9999 is outside" in err
+    assert not (tmp_path / "out").exists()

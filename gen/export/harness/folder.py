@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from gen.errors import GenError
+from gen.writer import process_alive
 
 MANIFEST = "gen-export.json"
 WRITER = "gen export"
@@ -43,6 +44,19 @@ def refuse_to_replace(final: Path, dataset: Path) -> None:
     )
 
 
+def clean_after_crash(final: Path) -> None:
+    """What an export killed mid-way left beside `final`: its temporary folder is removed, and a previous
+    export moved aside just before the crash is put back when nothing took its place."""
+    for sibling in final.parent.glob(f".{final.name}.*-*"):
+        kind, _, pid = sibling.name.removeprefix(f".{final.name}.").partition("-")
+        if kind not in ("tmp", "old") or not pid.isdigit() or process_alive(int(pid)):
+            continue
+        if kind == "old" and not final.exists() and written_by_export(sibling):
+            sibling.rename(final)
+        else:
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
 class OutputFolder:
     """`with OutputFolder(final, dataset) as out:` write into out.path; on success it replaces `final`."""
 
@@ -55,6 +69,7 @@ class OutputFolder:
         refuse_to_replace(self.final, self.dataset)
         try:
             self.final.parent.mkdir(parents=True, exist_ok=True)
+            clean_after_crash(self.final)
             shutil.rmtree(self.path, ignore_errors=True)
             self.path.mkdir()
         except OSError as exc:
