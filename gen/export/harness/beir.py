@@ -53,6 +53,7 @@ def write_collections(
     for question in questions:
         by_conversation.setdefault(question.conversation_id, []).append(question)
     names = folder_names(list(conversations))
+    root.mkdir()  # even with no questions, so the manifest's path exists
     written = {}
     for conversation_id, asked in by_conversation.items():
         folder = root / names[conversation_id]
