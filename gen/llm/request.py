@@ -84,12 +84,14 @@ def build_request(endpoint: EndpointConfig, messages: list[dict], response_forma
 def http_stack() -> tuple[ModuleType, Any]:
     """(the HTTP module, openai's async HTTP client factory) of the openai 3.x client the engine uses.
 
+    The client sends through openai's aiohttp transport (the `aiohttp` extra): at a few hundred requests in
+    flight its connection pool costs a third of the CPU per request of the default one (bench/bench_llm.py).
     Imported on first use: plans and fully cached runs never load openai.
     """
     import httpx2
-    from openai import DefaultAsyncHttpx2Client
+    from openai import DefaultAioHttpClient
 
-    return httpx2, DefaultAsyncHttpx2Client
+    return httpx2, DefaultAioHttpClient
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,9 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
             response = await client.post("/chat/completions", body=body, cast_to=http.Response)
             data = json.loads(response.content)
         return _answer(data)
-    except (TimeoutError, openai.APITimeoutError):
+    except (TimeoutError, openai.APITimeoutError) as exc:
+        if refused := _refused_connection(exc):
+            return Failure("connection_error", scrub(refused))
         return Failure("timeout", f"no reply within {timeout_s}s")
     except openai.APIStatusError as exc:
         return _status_failure(exc, scrub)
@@ -139,6 +143,19 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
         return Failure("connection_error", scrub(str(exc)))
     except (openai.APIResponseValidationError, LookupError, TypeError, AttributeError, ValueError) as exc:
         return Failure("invalid_response", scrub(f"{type(exc).__name__}: {exc}")[:300])
+
+
+def _refused_connection(exc: BaseException) -> str | None:
+    """The aiohttp transport reports a connection that could not be made (refused, no such host) as a connect
+    timeout; its cause says what happened. None for a real timeout."""
+    import aiohttp
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectorError):
+            return str(cause)
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _answer(data: Any) -> Answer:
