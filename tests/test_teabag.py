@@ -421,6 +421,18 @@ def test_embedding_coherence_ranks_an_on_topic_reply_above_an_off_topic_one():
     assert on > off + 0.2
 
 
+@pytest.mark.skipif(not quality.embedding_available(), reason="the embedding model package is not installed")
+def test_embedding_coherence_is_recorded_and_recomputed_by_the_validator(tmp_path):
+    rows, _, _, _, checks, _, _ = build(tmp_path, Model(), coherence="embedding")
+
+    assert checks.passed, checks.report()
+    assert {r["coherence_method"] for r in rows} == {quality.EMBEDDING}
+    texts = [t["text"] for t in rows[0]["session6"]]
+    vectors = quality.embedder().embed(texts)  # the cosine of each turn with the next, averaged, by hand
+    by_hand = sum(float(vectors[i] @ vectors[i + 1]) for i in range(len(texts) - 1)) / (len(texts) - 1)
+    assert rows[0]["coherence"] == pytest.approx(by_hand, abs=1e-4)
+
+
 def test_checks_of_a_new_session_by_hand():
     turns = good_session(ANN, "Q?", 10)["turns"]
     assert replies.session_problems(turns, [ANN, BOB], ANN, "Q?", 10, 15) == []

@@ -44,6 +44,7 @@ from gen.products.counterfactual.steps import (
     question_step,
     reject_record,
     session_step,
+    summary_rows,
     summary_step,
 )
 from gen.recipe import Recipe, StrictModel
@@ -138,7 +139,7 @@ class Pipeline:
         self.stage([o for o in outcomes if o.rejected_step is None])
         return outcomes
 
-    def step(self, step, items: Sequence[Any]) -> StepResult:
+    def step(self, step: CheckedStep[Any], items: Sequence[Any]) -> StepResult:
         result = run_step(step, self.ctx.llm(), items, self.policy)
         by_id = {item.item_id: item for item in items}
         for reject in result.rejects:  # items whose every attempt failed a check (failed calls: engine rejects)
@@ -183,10 +184,6 @@ class Pipeline:
 
 
 # --- records --------------------------------------------------------------------------------------------
-
-
-def summary_rows(summaries: tuple[tuple[str, ...], ...]) -> list[dict[str, Any]]:
-    return [{"session": k, "facts": list(facts)} for k, facts in enumerate(summaries, start=1)]
 
 
 def question_records(outcome: Outcome, options: TeaBagOptions, seen: Provenance) -> list[Record]:
