@@ -54,6 +54,8 @@ def test_a_built_teabag_run_and_its_export_are_judged_alike(tmp_path, capsys):
         code, _, err = run_cli(["push", folder, "--repo-id", "me/teabag", "--dry-run", "--export-dir", export], capsys)
         assert code == 0, err
         assert list((export / "data" / "teabag").glob("*.parquet"))
+        code, _, err = run_cli(["judge", export, "--answers", answers, "--cache-dir", cache], capsys)
+        assert code == 2 and "left out when the dataset was published" in err  # 127.0.0.1 is not published
         own = write_recipe(
             tmp_path / "judge.yaml",
             {
