@@ -470,6 +470,12 @@ def test_gen_plan_shows_calls_per_step_for_50_episodes_per_source(tmp_path, caps
     assert rows["teabag/summaries"][:4] == [500, 500, 0, 500 * 3 * 2]  # five sessions per episode
     assert rows["teabag/questions"][:4] == [100, 100, 0, 100 * 3 * 2]
     assert rows["teabag/session6"][:4] == [200, 200, 0, 200 * 3 * 2]  # one per speaker
+    # with verify, each round of the questions step can add a verify call: twice as many at most
+    recipe_for(tmp_path, "http://127.0.0.1:9/v1", sources, verify=True)
+    code, out, err = run_cli(["plan", tmp_path / "recipe.yaml", "--cache-dir", tmp_path / "cache"], capsys)
+    assert code == 0, err
+    most = {line.split()[0]: int(line.split()[4].replace(",", "")) for line in out.splitlines()[1:]}
+    assert most == {"teabag/summaries": 3000, "teabag/questions": 100 * 3 * 2 * 2, "teabag/session6": 1200}
 
 
 def test_registered():
