@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, field_validator
 
@@ -58,6 +58,15 @@ class WindowOptions(StrictModel):
         default=DEFAULT_VARIANTS_PER_GROUP,
         description="wordings kept per base question: a seeded sample of this many (default 3), or all",
     )
+
+    @field_validator("max_variants_per_group", mode="before")
+    @classmethod
+    def number_or_all(cls, value: Any) -> Any:
+        if value is None:  # older recipes wrote null for "every wording"
+            return "all"
+        if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise ValueError(f"{value!r} is neither a number of wordings (1 or more) nor all")
 
     @property
     def variant_limit(self) -> int | None:
