@@ -1,5 +1,5 @@
 """`gen judge` on what the teabag product really writes: `gen run` builds one Conversation Chronicles episode
-against the fake server (the scripted careful model of tests/test_teabag.py), `gen push --dry-run --export-dir`
+against the fake server (the scripted careful model of tests/test_teabag_product.py), `gen push --dry-run --export-dir`
 exports it, and both folders are judged with the same answers and give the same verdicts."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 from tests.conftest import read_jsonl, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
-from tests.test_teabag import Model, recipe_for
+from tests.test_teabag_product import Model, recipe_for
 
 RIGHT = "I quit the bank a while ago; I am off to teach in Porto."
 WRONG = "The car is fine, thanks, I drove it here today."
