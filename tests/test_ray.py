@@ -68,7 +68,7 @@ def test_the_quickstart_on_ray_writes_the_bytes_of_the_local_executor(tmp_path, 
     assert outputs["ray"].keys() == outputs["local"].keys()
     for path in outputs["local"]:
         assert outputs["ray"][path] == outputs["local"][path], path
-    assert len(outputs["ray"]["time_queries/test.jsonl"].splitlines()) > 1000
+    assert len(outputs["ray"]["time_queries/test.jsonl"].splitlines()) > 100  # real work was done, not an empty run
 
 
 @pytest.fixture
