@@ -49,6 +49,7 @@ products:
   - type: log
   - type: conversations
   - type: time_queries
+    max_variants_per_group: all   # every wording, as docs/scoring.md's tables were measured
 """
 
 
