@@ -52,7 +52,7 @@ PRODUCTS = [
 
 # LLM products whose sources the bundled LoCoMo sample cannot feed, run against the real model in a file of
 # their own (product → that file, under tests/realmodel/).
-OWN_FILES = {"persona_sql": "test_persona_sql.py", "teabag": "test_teabag_run.py"}
+OWN_FILES = {"persona_sql": "test_persona_sql.py", "teabag": "test_teabag.py"}
 
 
 def llm_products() -> set[str]:
