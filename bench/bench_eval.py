@@ -8,7 +8,7 @@ folder with `gen run`, then times, each as the median of --repeats runs in this 
 - scoring the whole time-query set: `evaluate()` end to end (reading the dataset and a predictions file of
   30 indices for every question, checking every line, recall and F2 per test and over tests), with the
   predictions of the `recent` baseline;
-- embedding its log: all-MiniLM-L6-v2 (numpy, gen/eval/embed.py) over every distinct response text, no cache,
+- embedding its log: all-MiniLM-L6-v2 (numpy, gen/embedding.py) over every distinct response text, no cache,
   batches of 64 (responses/s and tokens/s shown; the first of the repeats also loads the model).
 
 The machine's 1-minute load average is printed before each part: other work slows both, roughly in
@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gen.embedding import MiniLM, model_folder
 from gen.eval.baselines import write_baseline
 from gen.eval.dataset import open_dataset
-from gen.eval.embed import MiniLM, model_folder
 from gen.eval.score import evaluate
 
 RECIPE = """name: locomo10

@@ -367,7 +367,10 @@ def write_recipe(path: Path, name: str, source: Path) -> None:
                 "seed": 13,
                 "sources": [{"format": "locomo", "path": str(source)}],
                 "timeline": {"padding": {"mode": "donor", "target_words": 3000}},
-                "products": [{"type": "log"}, {"type": "time_queries", "max_variants_per_group": "all"}],  # as measured before
+                "products": [
+                    {"type": "log"},
+                    {"type": "time_queries", "max_variants_per_group": "all"},
+                ],  # as measured before
             },
             indent=2,
         )

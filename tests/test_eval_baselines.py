@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from gen.eval import embed
+from gen import embedding as embed
+from gen.embedding import Embedder, MiniLM, model_folder
 from gen.eval.baselines import meta_text
-from gen.eval.embed import Embedder, MiniLM, model_folder
 from tests.conftest import run_cli
 from tests.test_eval_dataset import (
     AMBIGUOUS,

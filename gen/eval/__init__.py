@@ -8,5 +8,5 @@ the recipe, the sources or any product's build code, so it works on any copy of 
     predictions.py  reading a predictions file, every bad line named
     report.py       the tables `gen eval` prints and the JSON it writes
     baselines.py    recent, bm25, semantic, semantic_meta
-    embed.py        all-MiniLM-L6-v2 sentence embeddings on CPU with numpy (optional `eval` extra)
+    (gen/embedding.py, shared with products: all-MiniLM-L6-v2 sentence embeddings on CPU with numpy, `eval` extra)
 """

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import orjson
 
+from gen.embedding import Embedder, MiniLM, default_store, model_folder, require_eval_packages
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Located, Question, open_dataset
-from gen.eval.embed import Embedder, MiniLM, default_store, model_folder, require_eval_packages
 
 BASELINES = ("recent", "bm25", "semantic", "semantic_meta")
 Responses = list[dict[str, Any]]

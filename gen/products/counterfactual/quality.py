@@ -3,7 +3,7 @@
 `distinct_ratio`: distinct word tokens over all word tokens of the session (lowercased), 1.0 when no word repeats.
 `coherence`: the mean similarity of consecutive turns, by one of two methods, named in every record:
 
-  embedding   cosine of all-MiniLM-L6-v2 sentence embeddings (gen/eval/embed.py; needs the eval extra and the
+  embedding   cosine of all-MiniLM-L6-v2 sentence embeddings (gen/embedding.py; needs the eval extra and the
               model package), so turns on one topic score high even in different words;
   lexical     cosine of content-word counts (stop words left out), for machines without the model.
 """
@@ -79,7 +79,7 @@ def method_for(choice: str) -> str:
 @lru_cache(maxsize=1)
 def embedder() -> Any:
     """One encoder per process: loading the weights takes longer than scoring a whole batch."""
-    from gen.eval.embed import Embedder  # numpy and the model only when embeddings are asked for
+    from gen.embedding import Embedder  # numpy and the model only when embeddings are asked for
 
     return Embedder()
 
