@@ -141,8 +141,14 @@ class RunFolder:
     def replace(self, target: Path) -> None:
         if target.exists() and not written_by_gen(target):  # appeared while the run was going
             refuse_to_replace(target, ())
-        old = target.parent / f".{target.name}.old-{os.getpid()}"
-        if target.exists():
-            target.rename(old)
-        self.path.rename(target)  # a crash before this line is undone by recover_and_clean
-        shutil.rmtree(old, ignore_errors=True)
+        swap_into_place(self.path, target)
+
+
+def swap_into_place(new: Path, target: Path) -> None:
+    """Put the folder `new` at `target` by two renames, the old `target` aside first as `.<name>.old-<pid>`. A
+    crash between the two leaves both siblings for the next start to resolve."""
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)

@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from gen.errors import GenError
-from gen.writer import process_alive
+from gen.writer import dead_siblings, swap_into_place
 
 MANIFEST = "gen-export.json"
 WRITER = "gen export"
@@ -47,9 +47,8 @@ def refuse_to_replace(final: Path, dataset: Path) -> None:
 def clean_after_crash(final: Path) -> None:
     """What an export killed mid-way left beside `final`: its temporary folder is removed, and a previous
     export moved aside just before the crash is put back when nothing took its place."""
-    for sibling in final.parent.glob(f".{final.name}.*-*"):
-        kind, _, pid = sibling.name.removeprefix(f".{final.name}.").partition("-")
-        if kind not in ("tmp", "old") or not pid.isdigit() or process_alive(int(pid)):
+    for sibling, name, kind, _ in dead_siblings(final.parent):
+        if name != final.name:
             continue
         if kind == "old" and not final.exists() and written_by_export(sibling):
             sibling.rename(final)
@@ -99,8 +98,4 @@ class OutputFolder:
 
     def replace(self) -> None:
         refuse_to_replace(self.final, self.dataset)  # again: something may have appeared meanwhile
-        old = self.final.parent / f".{self.final.name}.old-{os.getpid()}"
-        if self.final.exists():
-            self.final.rename(old)
-        self.path.rename(self.final)
-        shutil.rmtree(old, ignore_errors=True)
+        swap_into_place(self.path, self.final)
