@@ -8,6 +8,7 @@ only gathers and shapes data for the template, the wording is in the templates.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ import yaml
 from gen import templating
 from gen.jsonl import read_jsonl
 from gen.products.registry import config_spec
+from gen.products.schema import Schema, Type, list_item
 from gen.provenance import public_recipe
 
 if TYPE_CHECKING:
@@ -164,42 +166,39 @@ def licenses(sources: list[dict]) -> list[dict]:
 # --- body data ------------------------------------------------------------------------------------
 
 
-def feature_type(feature: Any) -> str:
-    """A short readable type: string, int64, list[int64], {speaker: string, text: string}..."""
-    if isinstance(feature, dict):
-        return "{" + ", ".join(f"{k}: {feature_type(v)}" for k, v in feature.items()) + "}"
-    if isinstance(feature, (list, tuple)):
-        return f"list[{feature_type(feature[0])}]"
-    inner = getattr(feature, "feature", None)
-    if inner is not None:
-        return f"list[{feature_type(inner)}]"
-    dtype = getattr(feature, "dtype", None)
-    return str(dtype) if dtype else type(feature).__name__
+def feature_type(entry: Type) -> str:
+    """A short readable type of a declared field: string, int64, list[int64], {speaker: string, text: string}..."""
+    if "struct" in entry:
+        return "{" + ", ".join(f"{field['name']}: {feature_type(field)}" for field in entry["struct"]) + "}"
+    if "list" in entry:
+        return f"list[{feature_type(list_item(entry))}]"
+    return str(entry["dtype"])
 
 
-def config_features(name: str) -> Any:
-    """The datasets.Features a product declares for `name` (this imports `datasets`); None when no product does."""
+def config_features(name: str) -> Schema | None:
+    """The schema a product declares for `name` (plain data, no `datasets` import); None when no product does."""
     found = config_spec(name)
-    return found[1].features() if found is not None else None
+    return found[1].features if found is not None else None
 
 
-def field_rows(features: Any) -> list[dict]:
-    return [{"name": name, "type": feature_type(feature)} for name, feature in (features or {}).items()]
+def field_rows(declared: Schema | None) -> list[dict]:
+    return [{"name": entry["name"], "type": feature_type(entry)} for entry in declared or []]
 
 
-def temporal_fields(features: Any, prefix: str = "") -> dict[str, list[str]]:
+def temporal_fields(declared: Schema | None, prefix: str = "") -> dict[str, list[str]]:
     """Fields declared as date-times (`timestamp[...]`) and as dates (`date32`/`date64`), nested ones dotted: the
     JSON files hold them as ISO strings, `datasets` loads them as datetime and date."""
     found: dict[str, list[str]] = {"datetime": [], "date": []}
-    for name, feature in (features or {}).items():
-        path = f"{prefix}{name}"
-        while isinstance(feature, (list, tuple)) or getattr(feature, "feature", None) is not None:
-            feature = feature[0] if isinstance(feature, (list, tuple)) else feature.feature  # a list's items
-        if isinstance(feature, dict):
-            for kind, paths in temporal_fields(feature, f"{path}.").items():
-                found[kind] += paths
+    for entry in declared or []:
+        path = f"{prefix}{entry['name']}"
+        kind: Type = entry
+        while "list" in kind:
+            kind = list_item(kind)  # a list's items
+        if "struct" in kind:
+            for category, paths in temporal_fields(kind["struct"], f"{path}.").items():
+                found[category] += paths
             continue
-        dtype = str(getattr(feature, "dtype", ""))
+        dtype = str(kind.get("dtype", ""))
         if dtype.startswith("timestamp"):
             found["datetime"].append(path)
         elif dtype.startswith("date"):
@@ -207,11 +206,12 @@ def temporal_fields(features: Any, prefix: str = "") -> dict[str, list[str]]:
     return found
 
 
-def local_dataset_info(features: dict[str, Any]) -> list[dict]:
+def local_dataset_info(features: dict[str, Schema | None]) -> list[dict]:
     """`dataset_info` for the run folder's card: each config's declared features, so the JSON loader casts to them
-    instead of guessing from the values. No split sizes: a hand-trimmed JSON file must still load."""
+    instead of guessing from the values. No split sizes: a hand-trimmed JSON file must still load. Copies, so the
+    header never shares (or lets anyone change) the products' declarations."""
     return [
-        {"config_name": name, "features": declared._to_yaml_list()}
+        {"config_name": name, "features": copy.deepcopy(declared)}
         for name, declared in features.items()
         if declared is not None
     ]
@@ -401,7 +401,7 @@ def card_data(
         recipe = {}
     sources = [{**source, "facts": source_facts(source, facts)} for source in report.get("sources", [])]
     methods = {name: {"id": key, **method} for key, method in facts["methods"].items() for name in method["configs"]}
-    features = {name: config_features(name) for name in configs}  # one import of `datasets`, one call each
+    features = {name: config_features(name) for name in configs}
     config_list = [
         config_entry(name, info, report, data_files[name], features[name], methods.get(name), folder)
         for name, info in configs.items()

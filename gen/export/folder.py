@@ -11,6 +11,7 @@ from the rows; a record that does not fit its schema is an error naming the file
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import shutil
@@ -23,6 +24,7 @@ from typing import Any
 from gen.errors import GenError
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
 from gen.jsonl import read_jsonl
+from gen.products.schema import Schema, as_features
 from gen.provenance import public_llm_report, public_origin, public_recipe
 
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
@@ -134,7 +136,8 @@ def read_run(run_dir: Path) -> dict:
     return report
 
 
-def product_features(name: str, where: Path):
+def product_features(name: str, where: Path) -> Schema:
+    """The schema the product that writes `name` declares (plain data, as the card's `dataset_info` holds it)."""
     from gen.products.registry import REGISTRY, config_spec
 
     found = config_spec(name)
@@ -145,7 +148,7 @@ def product_features(name: str, where: Path):
             file=where,
             expected=f"one of {', '.join(known)}",
         )
-    return found[1].features()
+    return found[1].features
 
 
 # --- records → typed tables -----------------------------------------------------------------------
@@ -254,9 +257,10 @@ def typed(value: Any, feature: Any, where: str, path: Path, line: int) -> Any:
     return value
 
 
-def to_table(rows: list[dict], features, path: Path):
+def to_table(rows: list[dict], declared: Schema, path: Path):
     import pyarrow as pa
 
+    features = as_features(declared)
     schema = features.arrow_schema
     fields = dict(features)
     temporal = {name: feature for name, feature in fields.items() if holds_temporal(feature)}
@@ -269,17 +273,18 @@ def to_table(rows: list[dict], features, path: Path):
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
-        raise locate_type_error(rows, features, path) or GenError(
+        raise locate_type_error(rows, features, declared, path) or GenError(
             f"records do not fit the schema: {exc}", file=path
         ) from exc
 
 
-def locate_type_error(rows: list[dict], features, path: Path) -> GenError | None:
+def locate_type_error(rows: list[dict], features, declared: Schema, path: Path) -> GenError | None:
     import pyarrow as pa
 
     from gen.card import feature_type
 
-    for name in features:
+    for entry in declared:
+        name = entry["name"]
         arrow_type = features.arrow_schema.field(name).type
         for number, row in enumerate(rows, start=1):
             try:
@@ -292,7 +297,7 @@ def locate_type_error(rows: list[dict], features, path: Path) -> GenError | None
                     file=path,
                     record=f"line {number}",
                     field=name,
-                    expected=f"{feature_type(features[name])} (the product's features())",
+                    expected=f"{feature_type(entry)} (the product's features())",
                 )
     return None
 
@@ -332,7 +337,7 @@ def build_export(
     export = Export(dest, run_dir, report, data_files={}, dataset_info=[], templates_dir=templates_dir)
     for name, info in report["configs"].items():
         source = run_dir / info["path"]
-        features = product_features(name, source)
+        declared = product_features(name, source)
         rows = list(read_jsonl(source))
         if len(rows) != info["records"]:
             raise GenError(
@@ -340,7 +345,7 @@ def build_export(
                 file=source,
                 expected="the run folder as `gen run` wrote it",
             )
-        table = to_table(rows, features, source)
+        table = to_table(rows, declared, source)
         pieces = shards(table, max_bytes)
         download_size = 0
         for index, piece in enumerate(pieces):
@@ -354,7 +359,7 @@ def build_export(
         export.dataset_info.append(
             {
                 "config_name": name,
-                "features": features._to_yaml_list(),
+                "features": copy.deepcopy(declared),
                 "splits": [{"name": split, "num_bytes": table.nbytes, "num_examples": table.num_rows}],
                 "download_size": download_size,
                 "dataset_size": table.nbytes,

@@ -4,7 +4,7 @@ A product is a class in its family's subpackage, registered by name in gen/produ
 
     name, description   how a recipe selects it (`type: name`) and how `gen products` lists it
     Options             a pydantic model of its recipe options (unknown keys rejected)
-    configs             the configs it writes, each with explicit `datasets.Features`
+    configs             the configs it writes, each with an explicit schema (plain data, gen/products/schema.py)
     needs               what the runner must provide: timelines, the LLM engine, other products' records
     check_recipe        recipe-level checks made at load (an endpoint name that exists, a frame that exists)
     build               the records, conversation by conversation
@@ -20,19 +20,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from gen.errors import GenError
 from gen.model import Conversation
 from gen.products.checks import Checks
+from gen.products.schema import Schema
 from gen.recipe import Recipe, StrictModel
 from gen.timeline import Timeline
 
 if TYPE_CHECKING:  # the engine is only imported where a product runs LLM steps
-    from datasets import Features
-
     from gen.llm.engine import Engine
     from gen.llm.task import Task
 
@@ -47,7 +46,7 @@ class ConfigSpec:
 
     name: str
     description: str
-    features: Callable[[], Features]  # a function, so `datasets` is imported only where a schema is needed
+    features: Schema  # plain data in the card's form, so a run never imports `datasets` to describe a config
     retrieval_group: str | None = None  # questions scored by recall/F2, averaged over this field's values
 
 

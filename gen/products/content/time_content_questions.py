@@ -47,6 +47,7 @@ from gen.products.checks import Checks
 from gen.products.content import anchors as anchor_selection
 from gen.products.content.question_checks import Facts, clean, problems
 from gen.products.date_words import date_variables, yearless_dates
+from gen.products.schema import DATE, INT64, STRING, TIMESTAMP, Schema, list_of, schema
 from gen.recipe import Recipe, StrictModel
 from gen.timeline import Timeline
 
@@ -473,26 +474,24 @@ def check_anchor(row: Record, log: Sequence[Record], options: Options, checks: C
 # --- schema and summary ---------------------------------------------------------------------------------
 
 
-def features():
-    from datasets import Features, List, Value
-
-    return Features(
+def features() -> Schema:
+    return schema(
         {
-            "question_id": Value("string"),
-            "conversation_id": Value("string"),
-            "question": Value("string"),
-            "reference_kind": Value("string"),
-            "speaker": Value("string"),
-            "relevant_response_indices": List(Value("int64")),
-            "num_relevant": Value("int64"),
-            "anchor_text": Value("string"),
-            "date": Value("date32"),
-            "session_index": Value("int64"),
-            "now": Value("timestamp[s]"),
-            "current_session": Value("int64"),
-            "model": Value("string"),
-            "prompt_id": Value("string"),
-            "sample": Value("int64"),
+            "question_id": STRING,
+            "conversation_id": STRING,
+            "question": STRING,
+            "reference_kind": STRING,
+            "speaker": STRING,
+            "relevant_response_indices": list_of(INT64),
+            "num_relevant": INT64,
+            "anchor_text": STRING,
+            "date": DATE,
+            "session_index": INT64,
+            "now": TIMESTAMP,
+            "current_session": INT64,
+            "model": STRING,
+            "prompt_id": STRING,
+            "sample": INT64,
         }
     )
 
@@ -501,7 +500,7 @@ class TimeContentQuestions(Product[Options]):
     name = NAME
     description = DESCRIPTION
     Options = Options
-    configs = (ConfigSpec(NAME, DESCRIPTION, lambda: features(), retrieval_group="reference_kind"),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), retrieval_group="reference_kind"),)
     needs = Needs(timelines=True, llm=True, products=("log",))
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:

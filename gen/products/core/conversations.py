@@ -15,6 +15,7 @@ from gen.products.core.source_metadata import (
     personas_list,
     source_metadata,
 )
+from gen.products.schema import DATE, FLOAT64, INT64, STRING, TIMESTAMP, Schema, list_of, schema, struct
 from gen.recipe import StrictModel
 from gen.timeline import Timeline
 
@@ -50,13 +51,43 @@ def record(timeline: Timeline) -> dict:
     }
 
 
+def features() -> Schema:
+    return schema(
+        {
+            "conversation_id": STRING,
+            "speaker_a": STRING,
+            "speaker_b": STRING,
+            "session_starts": list_of(TIMESTAMP),
+            "num_sessions": INT64,
+            "padding_session": INT64,
+            "padding_donors": list_of(STRING),
+            "padding_after_minutes": FLOAT64,
+            "now": TIMESTAMP,
+            "today": DATE,
+            "current_session": INT64,
+            "num_responses": INT64,
+            "num_padding_responses": INT64,
+            "num_words": INT64,
+            "personas": list_of(struct({"speaker": STRING, "facts": list_of(STRING)})),
+            "source_format": STRING,
+            "source_file": STRING,
+            "source_metadata": struct(
+                {
+                    **{key: metadata_feature(shape) for key, shape in METADATA_SHAPES.items()},
+                    OTHER_METADATA: STRING,
+                }
+            ),
+        }
+    )
+
+
 class Conversations(ConversationProduct[Options]):
     """Written whenever a product needs timelines: questions refer to its `now` and `current_session`."""
 
     name = "conversations"
     description = DESCRIPTION
     Options = Options
-    configs = (ConfigSpec("conversations", DESCRIPTION, lambda: features()),)
+    configs = (ConfigSpec("conversations", DESCRIPTION, features()),)
     needs = Needs(timelines=True, products=("log",))
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
@@ -117,34 +148,4 @@ def check_padding_start(row: Record, log: Sequence[Record], ctx: BuildContext, c
         "the padding session starts at the later of (last start + offset) and (last response + gap + 1 minute)",
         starts[row["padding_session"] - 1] == earliest,
         f"{where}: {starts[row['padding_session'] - 1]} != {earliest}",
-    )
-
-
-def features():
-    from datasets import Features, List, Value
-
-    return Features(
-        {
-            "conversation_id": Value("string"),
-            "speaker_a": Value("string"),
-            "speaker_b": Value("string"),
-            "session_starts": List(Value("timestamp[s]")),
-            "num_sessions": Value("int64"),
-            "padding_session": Value("int64"),
-            "padding_donors": List(Value("string")),
-            "padding_after_minutes": Value("float64"),
-            "now": Value("timestamp[s]"),
-            "today": Value("date32"),
-            "current_session": Value("int64"),
-            "num_responses": Value("int64"),
-            "num_padding_responses": Value("int64"),
-            "num_words": Value("int64"),
-            "personas": List({"speaker": Value("string"), "facts": List(Value("string"))}),
-            "source_format": Value("string"),
-            "source_file": Value("string"),
-            "source_metadata": {
-                **{key: metadata_feature(shape) for key, shape in METADATA_SHAPES.items()},
-                OTHER_METADATA: Value("string"),
-            },
-        }
     )

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks
+from gen.products.schema import BOOL, DATE, INT64, STRING, TIMESTAMP, Schema, schema
 from gen.recipe import StrictModel
 from gen.timeline import Response, Timeline
 
@@ -37,6 +38,27 @@ def records(timeline: Timeline) -> Iterator[dict]:
         yield record(timeline.conversation_id, response)
 
 
+def features() -> Schema:
+    return schema(
+        {
+            "conversation_id": STRING,
+            "response_index": INT64,
+            "session_index": INT64,
+            "turn_index": INT64,
+            "source_turn_id": STRING,
+            "speaker": STRING,
+            "text": STRING,
+            "timestamp": TIMESTAMP,  # the JSONL holds the ISO text; the parquet export parses it
+            "date": DATE,
+            "time": STRING,
+            "day_name": STRING,
+            "week": STRING,
+            "is_padding": BOOL,
+            "image_caption": STRING,
+        }
+    )
+
+
 class Options(StrictModel):
     pass
 
@@ -45,7 +67,7 @@ class Log(ConversationProduct[Options]):
     name = "log"
     description = "one record per response with its simulated timestamp"
     Options = Options
-    configs = (ConfigSpec("log", "one record per response with its simulated timestamp", lambda: features()),)
+    configs = (ConfigSpec("log", "one record per response with its simulated timestamp", features()),)
     needs = Needs(timelines=True)
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
@@ -97,26 +119,3 @@ def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, 
             checks.check("gaps between sessions exceed session_gap_minutes", delta > gap, f"{where}: {delta}")
     padding = [row["is_padding"] for row in group]
     checks.check("padding responses come last", padding == sorted(padding), conversation_id)
-
-
-def features():
-    from datasets import Features, Value
-
-    return Features(
-        {
-            "conversation_id": Value("string"),
-            "response_index": Value("int64"),
-            "session_index": Value("int64"),
-            "turn_index": Value("int64"),
-            "source_turn_id": Value("string"),
-            "speaker": Value("string"),
-            "text": Value("string"),
-            "timestamp": Value("timestamp[s]"),  # the JSONL holds the ISO text; the parquet export parses it
-            "date": Value("date32"),
-            "time": Value("string"),
-            "day_name": Value("string"),
-            "week": Value("string"),
-            "is_padding": Value("bool"),
-            "image_caption": Value("string"),
-        }
-    )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gen.products.schema import STRING, Type, list_of, struct
+
 # The metadata keys the source adapters write, with their shapes: "str", [shape] (a list), {key: shape} (an
 # object with those keys), or "personas" ({speaker: [fact, ...]}, stored like the record's `personas`).
 METADATA_SHAPES: dict[str, Any] = {
@@ -52,13 +54,11 @@ def personas_list(personas: dict | None) -> list[dict] | None:
     return [{"speaker": speaker, "facts": facts} for speaker, facts in personas.items()]
 
 
-def metadata_feature(shape: Any):
-    from datasets import List, Value
-
+def metadata_feature(shape: Any) -> Type:
     if shape == "str":
-        return Value("string")
+        return STRING
     if shape == "personas":
-        return List({"speaker": Value("string"), "facts": List(Value("string"))})
+        return list_of(struct({"speaker": STRING, "facts": list_of(STRING)}))
     if isinstance(shape, list):
-        return List(metadata_feature(shape[0]))
-    return {key: metadata_feature(sub) for key, sub in shape.items()}
+        return list_of(metadata_feature(shape[0]))
+    return struct({key: metadata_feature(sub) for key, sub in shape.items()})

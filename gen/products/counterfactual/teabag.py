@@ -47,6 +47,7 @@ from gen.products.counterfactual.steps import (
     summary_rows,
     summary_step,
 )
+from gen.products.schema import BOOL, FLOAT64, INT64, STRING, Schema, Type, list_of, schema, struct
 from gen.recipe import Recipe, StrictModel
 
 SUMMARIES = "teabag_summaries"
@@ -237,65 +238,55 @@ def summaries_record(outcome: Outcome, written: int, seen: Provenance) -> Record
 # --- schema ---------------------------------------------------------------------------------------------
 
 
-def _turn():
-    from datasets import Value
-
-    return {"speaker": Value("string"), "text": Value("string")}
+def _turn() -> Type:
+    return struct({"speaker": STRING, "text": STRING})
 
 
-def _summaries():
-    from datasets import List, Value
-
-    return List({"session": Value("int64"), "facts": List(Value("string"))})
+def _summaries() -> Type:
+    return list_of(struct({"session": INT64, "facts": list_of(STRING)}))
 
 
-def _question():
-    from datasets import Value
-
-    return {k: Value("string") for k in ("asker", "answerer", "question", "correct_answer", "contradicted_fact")}
+def _question() -> dict[str, Type]:
+    return {k: STRING for k in ("asker", "answerer", "question", "correct_answer", "contradicted_fact")}
 
 
-def teabag_features():
-    from datasets import Features, List, Value
-
-    return Features(
+def teabag_features() -> Schema:
+    return schema(
         {
-            "question_id": Value("string"),
-            "episode_id": Value("string"),
-            "source": Value("string"),
-            "speakers": List(Value("string")),
-            "history": List({"session": Value("int64"), "turns": List(_turn())}),
+            "question_id": STRING,
+            "episode_id": STRING,
+            "source": STRING,
+            "speakers": list_of(STRING),
+            "history": list_of(struct({"session": INT64, "turns": list_of(_turn())})),
             "summaries": _summaries(),
             **_question(),
-            "session6": List(_turn()),
-            "distinct_token_ratio": Value("float64"),
-            "coherence": Value("float64"),
-            "coherence_method": Value("string"),
-            "verified": Value("bool"),
-            "model": Value("string"),
-            "models": {step: Value("string") for step in STEPS},
-            **{f"{step}_prompt_id": Value("string") for step in STEPS},
-            "question_sample": Value("int64"),
-            "session6_sample": Value("int64"),
+            "session6": list_of(_turn()),
+            "distinct_token_ratio": FLOAT64,
+            "coherence": FLOAT64,
+            "coherence_method": STRING,
+            "verified": BOOL,
+            "model": STRING,
+            "models": struct({step: STRING for step in STEPS}),
+            **{f"{step}_prompt_id": STRING for step in STEPS},
+            "question_sample": INT64,
+            "session6_sample": INT64,
         }
     )
 
 
-def summaries_features():
-    from datasets import Features, List, Value
-
-    return Features(
+def summaries_features() -> Schema:
+    return schema(
         {
-            "episode_id": Value("string"),
-            "source": Value("string"),
-            "speakers": List(Value("string")),
-            "sessions": Value("int64"),
+            "episode_id": STRING,
+            "source": STRING,
+            "speakers": list_of(STRING),
+            "sessions": INT64,
             "summaries": _summaries(),
-            "questions": List(_question()),
-            "teabag_records": Value("int64"),
-            "rejected_step": Value("string"),
-            "model": Value("string"),
-            "summary_prompt_id": Value("string"),
+            "questions": list_of(struct(_question())),
+            "teabag_records": INT64,
+            "rejected_step": STRING,
+            "model": STRING,
+            "summary_prompt_id": STRING,
         }
     )
 
@@ -308,8 +299,8 @@ class TeaBag(Product[TeaBagOptions]):
     description = "counterfactual questions about an episode's past, each with a synthetic next session that asks it"
     Options = TeaBagOptions
     configs = (
-        ConfigSpec(NAME, DESCRIPTION, lambda: teabag_features()),
-        ConfigSpec(SUMMARIES, SUMMARIES_DESCRIPTION, lambda: summaries_features()),
+        ConfigSpec(NAME, DESCRIPTION, teabag_features()),
+        ConfigSpec(SUMMARIES, SUMMARIES_DESCRIPTION, summaries_features()),
     )
     needs = Needs(llm=True)
 

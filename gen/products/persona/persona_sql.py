@@ -46,6 +46,9 @@ from gen.products.checks import Checks
 from gen.products.persona import dialogue, labels
 from gen.products.persona.checking import check_episode
 from gen.products.persona.sandbox import Row, Schema, dump, seeded_rows
+from gen.products.schema import BOOL, INT64, STRING, list_of, struct
+from gen.products.schema import Schema as FieldList
+from gen.products.schema import schema as declare
 from gen.recipe import Recipe, StrictModel
 
 NAME = "persona_sql"
@@ -363,53 +366,49 @@ def episode_record(episode: Episode, schema_id: str, model: str) -> Record:
 # --- schema ---------------------------------------------------------------------------------------------
 
 
-def pair_features():
-    from datasets import Features, List, Value
-
-    turn = {"speaker": Value("string"), "text": Value("string")}
-    return Features(
+def pair_features() -> FieldList:
+    turn = struct({"speaker": STRING, "text": STRING})
+    return declare(
         {
-            "episode_id": Value("string"),
-            "pair_index": Value("int64"),
-            "turns": List(turn),
-            "target_speaker": Value("string"),
-            "schema_ddl_id": Value("string"),
-            "table_before": Value("string"),
-            "label_sql": List(Value("string")),
-            "table_after": Value("string"),
-            "label_status": Value("string"),
-            "reject_reason": Value("string"),
-            "model": Value("string"),
-            "prompt_id": Value("string"),
+            "episode_id": STRING,
+            "pair_index": INT64,
+            "turns": list_of(turn),
+            "target_speaker": STRING,
+            "schema_ddl_id": STRING,
+            "table_before": STRING,
+            "label_sql": list_of(STRING),
+            "table_after": STRING,
+            "label_status": STRING,
+            "reject_reason": STRING,
+            "model": STRING,
+            "prompt_id": STRING,
         }
     )
 
 
-def episode_features():
-    from datasets import Features, List, Value
-
-    return Features(
+def episode_features() -> FieldList:
+    return declare(
         {
-            "episode_id": Value("string"),
-            "source_format": Value("string"),
-            "personas": List({"speaker": Value("string"), "facts": List(Value("string"))}),
-            "lines": List({"speaker": Value("string"), "text": Value("string")}),
-            "pairs": Value("int64"),
-            "rejected_pairs": List(Value("int64")),
-            "schema_ddl_id": Value("string"),
-            "final_table": Value("string"),
-            "memory_question": Value("string"),
-            "gold_answer": Value("string"),
-            "retrieval_status": Value("string"),
-            "retrieval_reject_reason": Value("string"),
-            "retrieval_sql": Value("string"),
-            "retrieved": Value("string"),
-            "retrieved_fields": Value("int64"),
-            "retrieval_target_min": Value("int64"),
-            "retrieval_target_max": Value("int64"),
-            "retrieval_in_target": Value("bool"),
-            "retrieval_prompt_id": Value("string"),
-            "model": Value("string"),
+            "episode_id": STRING,
+            "source_format": STRING,
+            "personas": list_of(struct({"speaker": STRING, "facts": list_of(STRING)})),
+            "lines": list_of(struct({"speaker": STRING, "text": STRING})),
+            "pairs": INT64,
+            "rejected_pairs": list_of(INT64),
+            "schema_ddl_id": STRING,
+            "final_table": STRING,
+            "memory_question": STRING,
+            "gold_answer": STRING,
+            "retrieval_status": STRING,
+            "retrieval_reject_reason": STRING,
+            "retrieval_sql": STRING,
+            "retrieved": STRING,
+            "retrieved_fields": INT64,
+            "retrieval_target_min": INT64,
+            "retrieval_target_max": INT64,
+            "retrieval_in_target": BOOL,
+            "retrieval_prompt_id": STRING,
+            "model": STRING,
         }
     )
 
@@ -428,8 +427,8 @@ class PersonaSQL(Product[Options]):
     description = "persona pseudo-dialogues with SQL storage labels, executed and checked in a sandbox"
     Options = Options
     configs = (
-        ConfigSpec(NAME, PAIR_DESCRIPTION, lambda: pair_features()),
-        ConfigSpec(EPISODES, EPISODE_DESCRIPTION, lambda: episode_features()),
+        ConfigSpec(NAME, PAIR_DESCRIPTION, pair_features()),
+        ConfigSpec(EPISODES, EPISODE_DESCRIPTION, episode_features()),
     )
     needs = Needs(llm=True)
 

@@ -18,6 +18,7 @@ from pydantic import Field
 from gen.errors import GenError
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks
+from gen.products.schema import STRING, Schema, list_of, schema, struct
 from gen.products.temporal import window_checks
 from gen.products.temporal.time_queries import pick, question_id, window_features, worded_windows
 from gen.products.temporal.windows import WindowOptions
@@ -40,20 +41,18 @@ class Options(WindowOptions):
     )
 
 
-def features():
-    from datasets import Features, List, Value
-
-    return Features(
+def features() -> Schema:
+    return schema(
         {
-            "question_id": Value("string"),
-            "group_id": Value("string"),
-            "conversation_id": Value("string"),
-            "test": Value("string"),
-            "frame": Value("string"),
-            "dialogue": List({"speaker": Value("string"), "text": Value("string")}),
-            "final_utterance": Value("string"),
-            "resolved_question": Value("string"),
-            "time_expression": Value("string"),
+            "question_id": STRING,
+            "group_id": STRING,
+            "conversation_id": STRING,
+            "test": STRING,
+            "frame": STRING,
+            "dialogue": list_of(struct({"speaker": STRING, "text": STRING})),
+            "final_utterance": STRING,
+            "resolved_question": STRING,
+            "time_expression": STRING,
             **window_features(),
         }
     )
@@ -63,7 +62,7 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
     name = NAME
     description = DESCRIPTION
     Options = Options
-    configs = (ConfigSpec(NAME, DESCRIPTION, features, retrieval_group="test"),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), retrieval_group="test"),)
     needs = Needs(timelines=True, products=("log", "time_queries"))
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:

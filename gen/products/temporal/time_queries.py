@@ -17,6 +17,7 @@ from gen.hashing import stable_id
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.date_words import yearless_dates, yearless_months
+from gen.products.schema import DATE, INT64, STRING, TIMESTAMP, Schema, Type, list_of, schema, struct
 from gen.products.temporal import window_checks
 from gen.products.temporal.windows import BaseQuestion, WindowOptions, base_questions
 from gen.products.temporal.wordings import SLOT, Wordings
@@ -85,37 +86,35 @@ def worded_windows(
         yield base, wordings.phrases(base, yearless.ok(base)), window_fields(base, now, current)
 
 
-def window_features() -> dict:
+def window_features() -> dict[str, Type]:
     """The features of `window_fields`, in the same order."""
-    from datasets import List, Value
-
     ints = ("session", "first_session", "last_session", "sessions_ago", "days_ago", "months_ago", "days")
     dates = ("date", "first_date", "last_date")
     strings = ("month", "weekday")  # "2023-05" and "Monday": no date type fits them
     return {
-        "params": {
-            **{k: Value("int64") for k in ints},
-            **{k: Value("date32") for k in dates},
-            **{k: Value("string") for k in strings},
-        },
-        "now": Value("timestamp[s]"),
-        "current_session": Value("int64"),
-        "relevant_response_indices": List(Value("int64")),
-        "num_relevant": Value("int64"),
+        "params": struct(
+            {
+                **{k: INT64 for k in ints},
+                **{k: DATE for k in dates},
+                **{k: STRING for k in strings},
+            }
+        ),
+        "now": TIMESTAMP,
+        "current_session": INT64,
+        "relevant_response_indices": list_of(INT64),
+        "num_relevant": INT64,
     }
 
 
-def features():
-    from datasets import Features, Value
-
-    return Features(
+def features() -> Schema:
+    return schema(
         {
-            "question_id": Value("string"),
-            "group_id": Value("string"),
-            "conversation_id": Value("string"),
-            "test": Value("string"),
-            "question": Value("string"),
-            "time_expression": Value("string"),
+            "question_id": STRING,
+            "group_id": STRING,
+            "conversation_id": STRING,
+            "test": STRING,
+            "question": STRING,
+            "time_expression": STRING,
             **window_features(),
         }
     )
@@ -125,7 +124,7 @@ class TimeQueries(ConversationProduct[Options]):
     name = NAME
     description = DESCRIPTION
     Options = Options
-    configs = (ConfigSpec(NAME, DESCRIPTION, features, retrieval_group="test"),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), retrieval_group="test"),)
     needs = Needs(timelines=True, products=("log",))
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
