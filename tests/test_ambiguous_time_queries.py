@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from gen.errors import GenError
+from gen.products.schema import as_features
 from gen.products.temporal import ambiguous_time_queries as ambiguous
 from gen.products.temporal import time_queries
 from gen.products.temporal.windows import TESTS
@@ -133,7 +134,7 @@ def test_summary_and_features():
     summary = ctx.summary("ambiguous_time_queries", rows)
     assert summary["total"]["base_questions"] == 39 and summary["total"]["variants"] == len(rows)
     assert set(summary["by_frame"]) >= PAPER_FRAMES
-    dataset = Dataset.from_list(rows[:20], features=ambiguous.features())
+    dataset = Dataset.from_list(rows[:20], features=as_features(ambiguous.features()))
     assert dataset[0]["dialogue"][0]["speaker"] == "Ann"
 
 

@@ -13,6 +13,7 @@ import yaml
 from gen.card import render_card, split_card
 from gen.errors import GenError
 from gen.export.folder import build_export
+from gen.products.schema import as_features
 from gen.recipe import load_recipe
 from gen.runner import run
 from tests.conftest import REPO, locomo_sample, read_jsonl, write_json, write_recipe
@@ -90,7 +91,7 @@ def test_every_config_loads_offline_with_the_jsonl_rows_and_the_declared_feature
     from gen.products.registry import config_spec
 
     for name in configs_of(quickstart):
-        features = config_spec(name)[1].features()
+        features = as_features(config_spec(name)[1].features)
         loaded = datasets.load_dataset(str(exported.folder), name, split="test", cache_dir=str(tmp_path / "cache"))
         rows = read_jsonl(quickstart / name / "test.jsonl")
         assert loaded.features == features, name
@@ -164,7 +165,6 @@ def test_a_config_above_the_shard_size_is_split_into_ordered_shards(quickstart, 
 
 
 def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, exported):
-    from datasets import Features
 
     from gen.products.registry import config_spec
 
@@ -176,7 +176,7 @@ def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, 
         assert entry["data_files"] == [{"split": "test", "path": f"data/{entry['config_name']}/test-*"}]
     for info in header["dataset_info"]:
         name = info["config_name"]
-        assert Features._from_yaml_list(info["features"]) == config_spec(name)[1].features()
+        assert info["features"] == config_spec(name)[1].features  # the declaration, copied as it is
         assert info["splits"] == [
             {"name": "test", "num_bytes": info["dataset_size"], "num_examples": configs[name]["records"]}
         ]
@@ -190,7 +190,6 @@ def test_export_card_points_at_the_parquet_and_carries_the_features(quickstart, 
 def test_run_folder_card_points_at_the_jsonl_and_declares_the_features(quickstart):
     """The JSONL keeps dates and times as ISO text; the card declares them timestamp[s] / date32, the types
     datasets' JSON loader gives them, so the run folder loads with the export's types."""
-    from datasets import Features
 
     from gen.products.registry import config_spec
 
@@ -198,8 +197,8 @@ def test_run_folder_card_points_at_the_jsonl_and_declares_the_features(quickstar
     assert {c["config_name"]: c["data_files"][0]["path"] for c in header["configs"]} == {
         name: f"{name}/test.jsonl" for name in configs_of(quickstart)
     }
-    declared = {info["config_name"]: Features._from_yaml_list(info["features"]) for info in header["dataset_info"]}
-    assert declared == {name: config_spec(name)[1].features() for name in configs_of(quickstart)}
+    declared = {info["config_name"]: info["features"] for info in header["dataset_info"]}
+    assert declared == {name: config_spec(name)[1].features for name in configs_of(quickstart)}
     assert "JSON lines" in body
 
 

@@ -25,6 +25,7 @@ from gen.llm.config import RunSettings
 from gen.products.checks import Checks
 from gen.products.counterfactual import quality, replies
 from gen.products.registry import REGISTRY, load
+from gen.products.schema import as_features
 from tests.conftest import read_jsonl, require_shared, run_cli, write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness import Harness
@@ -219,7 +220,7 @@ def test_the_records_load_with_their_features(tmp_path):
 
     rows, episodes, *_, product = build(tmp_path, Model())
     for spec, records in zip(product.configs, (rows, episodes)):
-        loaded = Dataset.from_list(records, features=spec.features())
+        loaded = Dataset.from_list(records, features=as_features(spec.features))
         assert loaded.num_rows == len(records) and loaded[0]["episode_id"] == "cc/episode-1"
 
 

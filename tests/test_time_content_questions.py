@@ -37,6 +37,7 @@ from gen.products.content.question_checks import (
 )
 from gen.products.core.log import records as log_records
 from gen.products.registry import REGISTRY, bind, load
+from gen.products.schema import field_names
 from tests.conftest import write_recipe
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.harness import Harness
@@ -475,7 +476,7 @@ def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_re
         assert row["anchor_text"] == "\n".join(turn_text(d) for d in anchor["dia"])
         assert row["model"] == "fake-model"
         assert re.fullmatch(r"[0-9a-f]{12}", row["prompt_id"])
-        assert set(row) == set(tcq.features())
+        assert list(row) == field_names(tcq.features())
         # the clock fields every question config carries, from the log: last response + 50 minutes (the default
         # now_offset_minutes), and the sessions (padding included) + 1
         log = [r for t in ctx.timelines for r in log_records(t) if r["conversation_id"] == row["conversation_id"]]

@@ -10,6 +10,7 @@ import pytest
 
 from gen.errors import GenError
 from gen.products.core.log import records as log_records
+from gen.products.schema import as_features
 from gen.products.temporal import time_queries
 from gen.products.temporal.window_checks import LogView
 from gen.products.temporal.windows import TESTS, base_questions
@@ -414,7 +415,7 @@ def test_records_fit_the_declared_features():
     from datasets import Dataset
 
     rows, _, _ = build(ann_bob())
-    dataset = Dataset.from_list(rows[:50] + rows[-50:], features=time_queries.features())
+    dataset = Dataset.from_list(rows[:50] + rows[-50:], features=as_features(time_queries.features()))
     assert dataset[0]["params"]["session"] == 1 and dataset[0]["params"]["date"] is None
 
 
