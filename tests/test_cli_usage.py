@@ -102,8 +102,8 @@ def test_debug_still_shows_the_traceback_of_a_user_error(tmp_path):
 
 NEVER_VALID = '''
 import sys
-from datasets import Features, Value
 from gen.products.base import ConfigSpec, ConversationProduct
+from gen.products.schema import STRING, schema
 from gen.products.registry import register
 from gen.recipe import StrictModel
 from gen.cli import main
@@ -115,7 +115,7 @@ class NeverValid(ConversationProduct[StrictModel]):
     name = "never_valid"
     description = "fails validation"
     Options = StrictModel
-    configs = (ConfigSpec("never_valid", "one row", lambda: Features({"conversation_id": Value("string")})),)
+    configs = (ConfigSpec("never_valid", "one row", schema({"conversation_id": STRING})),)
 
     def records(self, unit, ctx):
         yield "never_valid", {"conversation_id": unit.conversation.conversation_id}
