@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -48,6 +49,8 @@ from gen.timeline import Response, Timeline
 
 RECURRENCE_CAP = 2
 ASKING_FACTOR = 0.5
+# A float sum of a few dozen weights is within ~1e-14 of the exact one: far inside this margin.
+ROUNDING_MARGIN = 1e-9
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 # Function words, chat fillers, verbs of saying and time words: none of them tells what a response is about.
@@ -97,20 +100,28 @@ def words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=65536)
-def _stems(text: str, drop: frozenset[str]) -> frozenset[str]:
+def word_stem(word: str) -> str | None:
+    """The stem a lower-case word contributes, or None for stop words, numbers and words under three letters.
+    Cached: a corpus has far fewer distinct words than words."""
+    if word in STOP_WORDS or word[0].isdigit() or len(word) < 3:
+        return None
+    return stem(word)
+
+
+@lru_cache(maxsize=65536)
+def stems_without(text: str, drop: frozenset[str]) -> frozenset[str]:
+    """Content-word stems of a text, leaving out `drop` (lower-case words, matched before or after stemming)."""
     out = set()
     for word in words(text):
-        if word in STOP_WORDS or word[0].isdigit() or len(word) < 3:
-            continue
-        s = stem(word)
-        if s not in drop and word not in drop:
+        s = word_stem(word)
+        if s is not None and s not in drop and word not in drop:
             out.add(s)
     return frozenset(out)
 
 
 def content_stems(text: str, drop: Iterable[str] = ()) -> frozenset[str]:
-    """Content-word stems of a text; `drop` holds extra lower-case words to ignore (names, time words)."""
-    return _stems(text, frozenset(w.lower() for w in drop))
+    """Content-word stems of a text; `drop` holds extra words to ignore (names, time words)."""
+    return stems_without(text, frozenset(w.lower() for w in drop))
 
 
 def name_words(names: Iterable[str]) -> frozenset[str]:
@@ -138,7 +149,8 @@ class Weights:
 
     def mass(self, stems: Iterable[str]) -> float:
         """Exactly rounded (math.fsum), so the value does not depend on set iteration order."""
-        return math.fsum(self.idf.get(s, 0.0) for s in stems)
+        idf = self.idf
+        return math.fsum([idf.get(s, 0.0) for s in stems])
 
     def similarity(self, a: int, b: int) -> float:
         """Weighted Dice coefficient of responses a and b: 2 w(A∩B) / (w(A) + w(B)), 0 when either side weighs
@@ -148,16 +160,18 @@ class Weights:
 
     def similar(self, stems: frozenset[str], mass: float, threshold: float) -> list[int]:
         """The responses whose similarity with `stems` (of weight `mass`) reaches `threshold` (same values as
-        :meth:`similarity`)."""
-        shared: dict[int, list[float]] = {}
+        :meth:`similarity`). A plain float sum of the shared weights finds the responses near or above the
+        threshold; the exactly rounded sum decides each of those, so no result depends on summing order."""
+        rough: dict[int, float] = defaultdict(float)
         for s in stems:
             weight = self.idf.get(s, 0.0)
             for index in self.postings.get(s, ()):
-                shared.setdefault(index, []).append(weight)
+                rough[index] += weight
         out = []
-        for index, parts in shared.items():
+        for index, shared in rough.items():
             total = mass + self.masses[index]
-            if total > 0 and 2 * math.fsum(parts) / total >= threshold:
+            near = total > 0 and 2 * shared >= (threshold - ROUNDING_MARGIN) * total
+            if near and 2 * self.mass(stems & self.stems[index]) / total >= threshold:
                 out.append(index)
         return sorted(out)
 
@@ -195,10 +209,13 @@ def anchor_text(responses: Sequence[Response]) -> str:
     return "\n".join(f"{r.speaker}: {r.text}" for r in responses)
 
 
-def main_speaker(responses: Sequence[Response]) -> str:
+def main_speaker(responses: Sequence[Response], word_counts: Sequence[int] | None = None) -> str:
+    """Who says most of the responses (in words; ties go to the earlier response). `word_counts`, when
+    given, holds each response's word count (counted once per conversation by the caller)."""
+    counts = word_counts if word_counts is not None else [len(r.text.split()) for r in responses]
     totals: dict[str, int] = {}
-    for r in responses:
-        totals[r.speaker] = totals.get(r.speaker, 0) + len(r.text.split())
+    for r, count in zip(responses, counts, strict=True):
+        totals[r.speaker] = totals.get(r.speaker, 0) + count
     best = max(totals.values())
     return next(r.speaker for r in responses if totals[r.speaker] == best)
 
@@ -234,33 +251,38 @@ def candidates(
     """Every admissible anchor of the given sizes, scored for both reference kinds."""
     drop = name_words(timeline.conversation.speakers)
     responses = timeline.responses
-    stems = [content_stems(r.text, drop) for r in responses]
+    stems = [stems_without(r.text, drop) for r in responses]  # each text tokenised once, here
     weights = Weights(stems)
-    usable = [len(r.text.split()) >= min_words and not (exclude_padding and r.is_padding) for r in responses]
+    word_counts = [len(r.text.split()) for r in responses]
+    usable = [count >= min_words and not (exclude_padding and r.is_padding) for r, count in zip(responses, word_counts)]
     on_topic = [weights.similarity(i, i + 1) >= topic_similarity for i in range(len(responses) - 1)]
     out = []
     for size in sorted(set(sizes)):
         for start in range(len(responses) - size + 1):
-            window = responses[start : start + size]
-            if not all(usable[start : start + size]):
+            end = start + size
+            if not (all(usable[start:end]) and all(on_topic[start : end - 1])):  # each follows on from the last
                 continue
+            window = responses[start:end]
             if len({r.session_index for r in window}) > 1 or len({r.timestamp.date() for r in window}) > 1:
                 continue
-            if not all(on_topic[start : start + size - 1]):  # each response follows on from the one before
-                continue
-            joined = frozenset().union(*stems[start : start + size])
+            joined = stems[start] if size == 1 else frozenset().union(*stems[start:end])
             if not joined:
                 continue
-            anchor = Anchor(timeline.conversation_id, tuple(window), main_speaker(window), joined)
-            out.append(score(anchor, responses, weights, topic_similarity))
+            anchor = Anchor(
+                timeline.conversation_id, tuple(window), main_speaker(window, word_counts[start:end]), joined
+            )
+            mass = weights.masses[start] if size == 1 else weights.mass(joined)
+            out.append(score(anchor, mass, responses, weights, topic_similarity))
     return out
 
 
-def score(anchor: Anchor, responses: Sequence[Response], weights: Weights, topic_similarity: float) -> Candidate:
+def score(
+    anchor: Anchor, mass: float, responses: Sequence[Response], weights: Weights, topic_similarity: float
+) -> Candidate:
+    """The anchor (whose stems weigh `mass`) scored for both reference kinds."""
     inside = set(anchor.indices)
     own = [r for r in anchor.responses if r.speaker == anchor.speaker]
     asks = own[-1].text.rstrip().endswith("?")
-    mass = weights.mass(anchor.stems)
     candidate = Candidate(anchor, mass, asks, {"date": 0, "session": 0}, {"date": [], "session": []})
     for index in weights.similar(anchor.stems, mass, topic_similarity):
         r = responses[index]
