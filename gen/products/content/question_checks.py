@@ -29,7 +29,7 @@ from functools import lru_cache
 from num2words import num2words
 
 from gen.llm.step import Problem
-from gen.products.content.anchors import content_stems, words
+from gen.products.content.anchors import stems_without, words
 
 QUOTES = "\"'“”‘’«»`"
 
@@ -108,8 +108,10 @@ def mentions_session(question: str, number: int) -> bool:
     return session_pattern(number).search(question) is not None
 
 
-def time_words(day: date, session_index: int) -> set[str]:
-    """Words of any rendering of the anchor's date or session: never counted as overlap with the anchor."""
+@lru_cache(maxsize=4096)
+def time_words(day: date, session_index: int) -> frozenset[str]:
+    """Words of any rendering of the anchor's date or session: never counted as overlap with the anchor.
+    Cached: spelling numbers out (num2words) costs more than the rest of the checks."""
     out = {
         calendar.month_name[day.month].lower(),
         calendar.month_abbr[day.month].lower(),
@@ -118,7 +120,7 @@ def time_words(day: date, session_index: int) -> set[str]:
     }
     for n in (day.day, session_index):
         out |= set(words(num2words(n))) | set(words(num2words(n, to="ordinal")))
-    return out
+    return frozenset(out)
 
 
 # --- the checks --------------------------------------------------------------------------------------
@@ -143,26 +145,35 @@ def form_problem(question: str) -> Problem | None:
     return None
 
 
+@lru_cache(maxsize=4096)
+def ignored_words(speakers: tuple[str, ...], day: date, session_index: int) -> frozenset[str]:
+    """The lower-case words overlap never counts: the speakers' names and the time words."""
+    return frozenset(w for name in speakers for w in words(name)) | time_words(day, session_index)
+
+
 def overlap(question: str, facts: Facts) -> float:
-    ignore = {w for name in facts.speakers for w in words(name)} | time_words(facts.day, facts.session_index)
-    anchor = content_stems(facts.anchor_text, ignore)
+    ignore = ignored_words(tuple(facts.speakers), facts.day, facts.session_index)
+    anchor = stems_without(facts.anchor_text, ignore)
     if not anchor:
         return 0.0
-    return len(anchor & content_stems(question, ignore)) / len(anchor)
+    return len(anchor & stems_without(question, ignore)) / len(anchor)
 
 
 def copied_run(question: str, anchor_text: str) -> int:
-    """The longest run of consecutive words the question shares with the anchor text."""
-    a, b = words(question), words(anchor_text)
+    """The longest run of consecutive words the question shares with the anchor text.
+
+    ``run[j]`` is the length of the common run ending at the question's current word and the anchor's word j;
+    only the anchor positions holding the current word can extend a run, so only those are visited."""
+    positions: dict[str, list[int]] = {}
+    for j, word in enumerate(words(anchor_text)):
+        positions.setdefault(word, []).append(j)
     best = 0
-    previous = [0] * (len(b) + 1)
-    for x in a:
-        current = [0] * (len(b) + 1)
-        for j, y in enumerate(b, start=1):
-            if x == y:
-                current[j] = previous[j - 1] + 1
-                best = max(best, current[j])
-        previous = current
+    previous: dict[int, int] = {}
+    for word in words(question):
+        run = {j: previous.get(j - 1, 0) + 1 for j in positions.get(word, ())}
+        if run:
+            best = max(best, max(run.values()))
+        previous = run
     return best
 
 
