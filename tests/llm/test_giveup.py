@@ -151,8 +151,9 @@ def test_explicit_json_schema_on_llama_cpp_fails_within_a_few_requests_quoting_t
             engine.run_step("s", tasks(20))
         rejects = engine.rejects
     # one request at a time: the first 500 is retried; the same message again is a refusal, and so are the
-    # next two: 3 refusals in a row after 4 requests
-    assert server.count == 4
+    # next two: 3 refusals in a row after 4 requests (a 5th may have taken the slot as the 4th failed; it is
+    # cancelled with the stop, as in the dead-port test above)
+    assert server.count in (4, 5)
     message = str(info.value)
     assert f'"HTTP 500: {REFUSAL}" (×3)' in message
     assert "set structured_output: json_object (or auto" in message
