@@ -49,7 +49,8 @@ from gen.timeline import Response, Timeline
 
 RECURRENCE_CAP = 2
 ASKING_FACTOR = 0.5
-# A float sum of a few dozen weights is within ~1e-14 of the exact one: far inside this margin.
+# A float sum of positive weights is within (count × 2^-53) of the exact sum, relative: for any plausible
+# count far inside this margin on the similarity, so sums outside it are decided by the plain float sum.
 ROUNDING_MARGIN = 1e-9
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -111,12 +112,9 @@ def word_stem(word: str) -> str | None:
 @lru_cache(maxsize=65536)
 def stems_without(text: str, drop: frozenset[str]) -> frozenset[str]:
     """Content-word stems of a text, leaving out `drop` (lower-case words, matched before or after stemming)."""
-    out = set()
-    for word in words(text):
-        s = word_stem(word)
-        if s is not None and s not in drop and word not in drop:
-            out.add(s)
-    return frozenset(out)
+    kept = set(words(text)) - drop  # each distinct word once
+    stems = {word_stem(word) for word in kept} - drop
+    return frozenset(s for s in stems if s is not None)
 
 
 def content_stems(text: str, drop: Iterable[str] = ()) -> frozenset[str]:
@@ -138,12 +136,12 @@ class Weights:
 
     def __init__(self, stem_sets: Sequence[frozenset[str]]):
         self.stems = list(stem_sets)
-        postings: dict[str, list[int]] = {}
+        postings: dict[str, list[int]] = defaultdict(list)
         for index, stems in enumerate(self.stems):
             for s in stems:
-                postings.setdefault(s, []).append(index)
+                postings[s].append(index)
         n = max(len(self.stems), 1)
-        self.postings = postings
+        self.postings = dict(postings)
         self.idf = {s: math.log(n / len(where)) for s, where in postings.items()}
         self.masses = [self.mass(stems) for stems in self.stems]
 
@@ -160,20 +158,26 @@ class Weights:
 
     def similar(self, stems: frozenset[str], mass: float, threshold: float) -> list[int]:
         """The responses whose similarity with `stems` (of weight `mass`) reaches `threshold` (same values as
-        :meth:`similarity`). A plain float sum of the shared weights finds the responses near or above the
-        threshold; the exactly rounded sum decides each of those, so no result depends on summing order."""
+        :meth:`similarity`). Shared weights are summed in plain floats, which differ from the exactly rounded
+        sum by far less than ROUNDING_MARGIN; only a pair that close to the threshold is summed exactly."""
+        idf, postings, masses = self.idf, self.postings, self.masses  # locals: this loop is the hot one
         rough: dict[int, float] = defaultdict(float)
         for s in stems:
-            weight = self.idf.get(s, 0.0)
-            for index in self.postings.get(s, ()):
+            weight = idf.get(s, 0.0)
+            for index in postings.get(s, ()):
                 rough[index] += weight
         out = []
         for index, shared in rough.items():
-            total = mass + self.masses[index]
-            near = total > 0 and 2 * shared >= (threshold - ROUNDING_MARGIN) * total
-            if near and 2 * self.mass(stems & self.stems[index]) / total >= threshold:
+            total = mass + masses[index]
+            if total <= 0 or 2 * shared < (threshold - ROUNDING_MARGIN) * total:
+                continue
+            if 2 * shared >= (threshold + ROUNDING_MARGIN) * total or self.reaches(stems, index, total, threshold):
                 out.append(index)
         return sorted(out)
+
+    def reaches(self, stems: frozenset[str], index: int, total: float, threshold: float) -> bool:
+        """The exact test for a pair near the threshold: 2 w(A∩B) / (w(A) + w(B)) >= threshold."""
+        return 2 * self.mass(stems & self.stems[index]) / total >= threshold
 
 
 @dataclass(frozen=True)
@@ -284,11 +288,12 @@ def score(
     own = [r for r in anchor.responses if r.speaker == anchor.speaker]
     asks = own[-1].text.rstrip().endswith("?")
     candidate = Candidate(anchor, mass, asks, {"date": 0, "session": 0}, {"date": [], "session": []})
+    day, session = anchor.date, anchor.session_index
     for index in weights.similar(anchor.stems, mass, topic_similarity):
         r = responses[index]
         if r.speaker != anchor.speaker or index in inside:
             continue
-        same = {"date": r.timestamp.date() == anchor.date, "session": r.session_index == anchor.session_index}
+        same = {"date": r.timestamp.date() == day, "session": r.session_index == session}
         for kind, in_window in same.items():
             if in_window:
                 candidate.clash[kind].append(index)
