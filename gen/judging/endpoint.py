@@ -17,9 +17,9 @@ import yaml
 
 from gen.errors import GenError
 from gen.llm.config import EndpointConfig
+from gen.provenance import LOCAL_ENDPOINT
 from gen.recipe import validate_model
 
-HIDDEN_URL = "a local endpoint"  # what a published recipe.yaml shows in place of a local base_url
 WANTED = "--recipe FILE whose llm: section names the endpoint that judges (its model, base_url, api_key_env)"
 
 
@@ -38,7 +38,7 @@ def choose_endpoint(dataset_folder: Path, recipe: Path | None, name: str | None)
         raise GenError("no llm: section with an endpoint", file=file, field="llm", expected=WANTED)
     chosen = pick_name(data, section, name, file)
     raw = section[chosen]
-    if isinstance(raw, dict) and raw.get("base_url") == HIDDEN_URL:
+    if isinstance(raw, dict) and raw.get("base_url") == LOCAL_ENDPOINT:  # published recipes hide local hosts
         raise GenError(
             f"endpoint {chosen!r} ran on a local server whose address was left out when the dataset was published",
             file=file,
