@@ -14,6 +14,14 @@ from typing import TextIO
 import typer
 from rich.console import Console
 
+from gen.cli_options import (
+    CACHE_DIR,
+    MAX_CONCURRENCY,
+    OFFLINE,
+    REQUESTS_PER_MINUTE,
+    TOKENS_PER_MINUTE,
+    run_settings,
+)
 from gen.errors import GenError, Stopped
 from gen.export.cli import push
 from gen.export.harness.cli import export
@@ -54,9 +62,6 @@ def say(message: str) -> None:
 
 RECIPE = typer.Argument(..., metavar="RECIPE", help="The recipe YAML file.")
 LIMIT = typer.Option(None, "--limit", min=0, help="Use at most N conversations per source (a quick trial).")
-CACHE_DIR = typer.Option(
-    None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen)."
-)
 
 
 class ExecutorName(StrEnum):
@@ -71,19 +76,11 @@ def run(
         None, "--output-dir", help="Write to DIR/<recipe name> (default: the recipe's output_dir, else ./outputs)."
     ),
     limit: int | None = LIMIT,
-    offline: bool = typer.Option(
-        False, "--offline", help="Fail on the first LLM call that is not already cached (reproducible CI)."
-    ),
+    offline: bool = OFFLINE,
     cache_dir: Path | None = CACHE_DIR,
-    max_concurrency: int | None = typer.Option(
-        None, "--max-concurrency", min=1, help="Override every endpoint's max_concurrency."
-    ),
-    requests_per_minute: float | None = typer.Option(
-        None, "--requests-per-minute", min=0.001, help="Override every endpoint's requests_per_minute."
-    ),
-    tokens_per_minute: float | None = typer.Option(
-        None, "--tokens-per-minute", min=1, help="Override every endpoint's tokens_per_minute."
-    ),
+    max_concurrency: int | None = MAX_CONCURRENCY,
+    requests_per_minute: float | None = REQUESTS_PER_MINUTE,
+    tokens_per_minute: float | None = TOKENS_PER_MINUTE,
     workers: int | None = typer.Option(
         None,
         "--workers",
@@ -110,7 +107,6 @@ def run(
 
     Example: gen run recipes/quickstart.yaml --output-dir outputs
     """
-    from gen.llm.config import RunSettings
     from gen.recipe import load_recipe
     from gen.runner import run as run_recipe
 
@@ -120,15 +116,8 @@ def run(
         from gen.executors import require_ray
 
         require_ray()  # before reading any source: say at once that Ray is missing
-    require_finite({"--requests-per-minute": requests_per_minute, "--tokens-per-minute": tokens_per_minute})
+    settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
     loaded = load_recipe(recipe)
-    settings = RunSettings(
-        offline=offline,
-        cache_dir=cache_dir,
-        max_concurrency=max_concurrency,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
-    )
     final = run_recipe(
         loaded,
         output_dir=output_dir,
@@ -140,13 +129,6 @@ def run(
         ray_address=ray_address,
     )
     say(f"wrote {final}")
-
-
-def require_finite(options: dict[str, float | None]) -> None:
-    """The parser takes `inf` for a number; a limit must be a real one (as in the recipe's llm: section)."""
-    for name, value in options.items():
-        if value is not None and not math.isfinite(value):
-            raise GenError(f"{value} is not a usable limit", field=name, expected="a finite number")
 
 
 def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from gen.cli_options import (
+    CACHE_DIR,
+    MAX_CONCURRENCY,
+    OFFLINE,
+    REQUESTS_PER_MINUTE,
+    TOKENS_PER_MINUTE,
+    run_settings,
+)
 
 if TYPE_CHECKING:
     from gen.judging.endpoint import Judge
@@ -36,19 +44,11 @@ def judge(
         "--endpoint",
         help="The endpoint that judges (default: the only one, else the teabag product entry's endpoint).",
     ),
-    cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen)."
-    ),
-    offline: bool = typer.Option(False, "--offline", help="Fail on the first judge call that is not already cached."),
-    max_concurrency: int | None = typer.Option(
-        None, "--max-concurrency", min=1, help="Override the endpoint's max_concurrency."
-    ),
-    requests_per_minute: float | None = typer.Option(
-        None, "--requests-per-minute", min=0.001, help="Override the endpoint's requests_per_minute."
-    ),
-    tokens_per_minute: float | None = typer.Option(
-        None, "--tokens-per-minute", min=1, help="Override the endpoint's tokens_per_minute."
-    ),
+    cache_dir: Path | None = CACHE_DIR,
+    offline: bool = OFFLINE,
+    max_concurrency: int | None = MAX_CONCURRENCY,
+    requests_per_minute: float | None = REQUESTS_PER_MINUTE,
+    tokens_per_minute: float | None = TOKENS_PER_MINUTE,
 ) -> None:
     """Judge a system's answers to the teabag questions (Correct or Incorrect, asked of an LLM endpoint) and
     print the success rate overall and per source.
@@ -63,24 +63,14 @@ def judge(
     from gen.judging.endpoint import choose_endpoint
     from gen.judging.items import read_answers, read_questions
     from gen.judging.report import format_result, result_json, write_verdicts
-    from gen.llm.config import RunSettings
 
     output = output if output is not None else answers.with_name(f"{answers.stem}.verdicts.json")
     if output.resolve() == answers.resolve():
         raise GenError("the verdicts would overwrite the answers", file=output, field="--output")
-    for name, value in {"--requests-per-minute": requests_per_minute, "--tokens-per-minute": tokens_per_minute}.items():
-        if value is not None and not math.isfinite(value):
-            raise GenError(f"{value} is not a usable limit", field=name, expected="a finite number")
+    settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
     questions = read_questions(open_dataset(dataset))
     answer_map = read_answers(answers, {q.question_id for q in questions})
     judge_endpoint = choose_endpoint(dataset, recipe, endpoint)
-    settings = RunSettings(
-        offline=offline,
-        cache_dir=cache_dir,
-        max_concurrency=max_concurrency,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
-    )
     result, about = run_judge(questions, answer_map, judge_endpoint, settings)
     typer.echo(format_result(result, answers, dataset))
     write_verdicts(output, result_json(result, dataset=dataset, answers=answers, judge=about))

@@ -1,0 +1,50 @@
+"""Command-line options shared by the commands that call an LLM (`gen run`, `gen judge`, `gen plan`...): where
+the cache is and how fast calls may go. They change no data and enter no hash."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from gen.errors import GenError
+
+if TYPE_CHECKING:
+    from gen.llm.config import RunSettings
+
+CACHE_DIR = typer.Option(
+    None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen)."
+)
+OFFLINE = typer.Option(
+    False, "--offline", help="Fail on the first LLM call that is not already cached (reproducible CI)."
+)
+MAX_CONCURRENCY = typer.Option(None, "--max-concurrency", min=1, help="Override the endpoints' max_concurrency.")
+REQUESTS_PER_MINUTE = typer.Option(
+    None, "--requests-per-minute", min=0.001, help="Override the endpoints' requests_per_minute."
+)
+TOKENS_PER_MINUTE = typer.Option(None, "--tokens-per-minute", min=1, help="Override the endpoints' tokens_per_minute.")
+
+
+def run_settings(
+    offline: bool,
+    cache_dir: Path | None,
+    max_concurrency: int | None,
+    requests_per_minute: float | None,
+    tokens_per_minute: float | None,
+) -> RunSettings:
+    """The run-only LLM settings of these options. The parser takes `inf` for a number; a limit must be a real
+    one (as in the recipe's llm: section)."""
+    from gen.llm.config import RunSettings
+
+    for name, value in {"--requests-per-minute": requests_per_minute, "--tokens-per-minute": tokens_per_minute}.items():
+        if value is not None and not math.isfinite(value):
+            raise GenError(f"{value} is not a usable limit", field=name, expected="a finite number")
+    return RunSettings(
+        offline=offline,
+        cache_dir=cache_dir,
+        max_concurrency=max_concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+    )
