@@ -56,16 +56,7 @@ def timelines(copies: int, folder: Path) -> tuple[list[Timeline], tcq.Options]:
 
 
 def plan(timeline: Timeline, options: tcq.Options) -> list[anchors.Slot]:
-    return anchors.select(
-        timeline,
-        count=options.per_conversation,
-        size_weights=options.anchor_size,
-        date_share=options.reference_mix,
-        min_words=options.min_anchor_words,
-        exclude_padding=options.exclude_padding,
-        topic_similarity=options.topic_similarity,
-        rng=random.Random(f"{SEED}/{timeline.conversation_id}"),
-    )
+    return tcq.anchor_slots(timeline, options, random.Random(f"{SEED}/{timeline.conversation_id}/{tcq.NAME}"))
 
 
 def question(item: tcq.Item) -> str:

@@ -168,9 +168,9 @@ def line(response) -> dict:
     return {"speaker": response.speaker, "text": response.text}
 
 
-def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: str | None) -> list[Item]:
-    rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
-    slots = anchor_selection.select(
+def anchor_slots(timeline: Timeline, options: Options, rng: random.Random) -> list[anchor_selection.Slot]:
+    """The anchors one conversation's questions will be written around, chosen before any model call."""
+    return anchor_selection.select(
         timeline,
         count=options.per_conversation,
         size_weights=options.anchor_size,
@@ -180,6 +180,11 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
         topic_similarity=options.topic_similarity,
         rng=rng,
     )
+
+
+def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: str | None) -> list[Item]:
+    rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
+    slots = anchor_slots(timeline, options, rng)
     speakers = tuple(timeline.conversation.speakers)
     yearless = yearless_dates(r.timestamp.date() for r in timeline.responses)
     responses = timeline.responses
