@@ -273,7 +273,7 @@ def evaluate(
     if json_out is not None:
         from gen.jsonl import write_json
 
-        write_json(json_out, result_json(result))
+        write_json(json_out, result_json(result), "scores")
 
 
 class BaselineName(StrEnum):

@@ -7,6 +7,7 @@ than the standard library's encoder, which was the largest single cost of writin
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,23 @@ def encode_lines(records: Iterable[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(record) + b"\n" for record in records)
 
 
-def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+def write_json(path: Path, data: Any, what: str = "JSON file") -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    replace_file(path, text.encode("utf-8"), what)
+
+
+def replace_file(output: Path, data: bytes, what: str) -> None:
+    """A file a command was asked to write (`what` says what it holds), all or nothing: written beside the target
+    and renamed into place, so an interrupted write never leaves half a file where a whole one was."""
+    if output.is_dir():
+        raise GenError("the output is a folder", file=output, expected=f"a file name for the {what}")
+    partial = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    try:
+        partial.write_bytes(data)
+        partial.replace(output)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise GenError(f"cannot write the {what} ({exc.strerror})", file=output) from None
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:

@@ -11,7 +11,6 @@ Every ranking is over one conversation's log; ties go to the lower response_inde
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable
@@ -20,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from gen.embedding import Embedder, MiniLM, default_store, model_folder, require_eval_packages
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Located, Question, open_dataset
+from gen.jsonl import encode_lines, replace_file
 
 BASELINES = ("recent", "bm25", "semantic", "semantic_meta")
 Responses = list[dict[str, Any]]
@@ -187,13 +186,4 @@ def meta_text(response: dict[str, Any]) -> str:
 
 
 def write_lines(output: Path, lines: list[dict[str, Any]]) -> None:
-    """All lines or nothing: written beside the target and renamed into place."""
-    if output.is_dir():
-        raise GenError("the output is a folder", file=output, expected="a file name for the predictions")
-    partial = output.with_name(f".{output.name}.tmp-{os.getpid()}")
-    try:
-        partial.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
-        partial.replace(output)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise GenError(f"cannot write the predictions ({exc.strerror})", file=output) from None
+    replace_file(output, encode_lines(lines), "predictions")

@@ -60,9 +60,10 @@ def judge(
     """
     from gen.errors import GenError
     from gen.eval.dataset import open_dataset
+    from gen.jsonl import write_json
     from gen.judging.endpoint import choose_endpoint
     from gen.judging.items import read_answers, read_questions
-    from gen.judging.report import format_result, result_json, write_verdicts
+    from gen.judging.report import format_result, result_json
 
     output = output if output is not None else answers.with_name(f"{answers.stem}.verdicts.json")
     if output.resolve() == answers.resolve():
@@ -73,7 +74,7 @@ def judge(
     judge_endpoint = choose_endpoint(dataset, recipe, endpoint)
     result, about = run_judge(questions, answer_map, judge_endpoint, settings)
     typer.echo(format_result(result, answers, dataset))
-    write_verdicts(output, result_json(result, dataset=dataset, answers=answers, judge=about))
+    write_json(output, result_json(result, dataset=dataset, answers=answers, judge=about), "verdicts")
     calls = f"judge calls made {about['calls_made']:,}, cached {about['calls_cached']:,}"
     say(f"wrote {len(result.verdicts):,} verdicts to {output} ({calls})")
 

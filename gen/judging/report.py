@@ -1,15 +1,12 @@
 """What `gen judge` prints (a table per source, as `gen eval` prints its tests) and the verdicts file it writes
-(the same numbers and every question's verdict), written beside its target and renamed into place."""
+(the same numbers and every question's verdict)."""
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from gen.errors import GenError
 from gen.judging.score import Result, Tally
 
 RULES = (
@@ -60,16 +57,3 @@ def result_json(result: Result, *, dataset: Path, answers: Path, judge: dict[str
         "sources": {name: tally_json(tally) for name, tally in result.sources.items()},
         "items": [asdict(verdict) for verdict in result.verdicts],
     }
-
-
-def write_verdicts(output: Path, data: dict[str, Any]) -> None:
-    """All or nothing: written beside the target and renamed into place."""
-    if output.is_dir():
-        raise GenError("the output is a folder", file=output, expected="a file name for the verdicts")
-    partial = output.with_name(f".{output.name}.tmp-{os.getpid()}")
-    try:
-        partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        partial.replace(output)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise GenError(f"cannot write the verdicts ({exc.strerror})", file=output) from None
