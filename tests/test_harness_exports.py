@@ -463,15 +463,9 @@ def test_time_content_questions_export_with_the_question_as_written(tmp_path):
     from gen.export.harness.exporter import export
     from gen.llm.config import RunSettings
     from tests.conftest import write_recipe
-    from tests.fakes.openai_server import FakeOpenAI
+    from tests.fakes.openai_server import FakeOpenAI, tcq_question
 
-    def plain(request):
-        prompt = request.last_user
-        speaker = re.search(r"^1\. It asks about what (.+?) said", prompt, re.M).group(1)
-        ref = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
-        return {"question": f"What did {speaker} talk about {ref}?"}
-
-    with FakeOpenAI(plain) as server:
+    with FakeOpenAI(tcq_question) as server:
         recipe = {
             "name": "tcq",
             "seed": 13,

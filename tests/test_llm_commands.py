@@ -4,7 +4,6 @@ the engine and the real openai client against the local fake server."""
 from __future__ import annotations
 
 import json
-import re
 import socket
 import subprocess
 
@@ -12,7 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, gen_subprocess, read_jsonl, run_cli, write_recipe
-from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply
+from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply, tcq_question
 
 KEY = "sk-test-RECOGNISABLE-0123456789"
 
@@ -24,12 +23,7 @@ def is_probe(request) -> bool:
 
 def plain_question(request):
     """A model that always writes 'What did <speaker> talk about <time phrase>?'."""
-    if is_probe(request):
-        return {"ok": True}
-    prompt = request.last_user
-    speaker = re.search(r"^1\. It asks about what (.+?) said", prompt, re.M).group(1)
-    reference = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
-    return {"question": f"What did {speaker} talk about {reference}?"}
+    return {"ok": True} if is_probe(request) else tcq_question(request)
 
 
 def tcq_recipe(path, base_url: str, temperature: float = 0.7):

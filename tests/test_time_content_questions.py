@@ -39,7 +39,7 @@ from gen.products.core.log import records as log_records
 from gen.products.registry import REGISTRY, bind, load
 from gen.products.schema import field_names
 from tests.conftest import write_recipe
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI, Reply, tcq_question
 from tests.harness import Harness
 
 SAMPLE = ROOT / "gen" / "data" / "sample_locomo.json"
@@ -652,13 +652,7 @@ def test_locomo10_end_to_end_with_plain_questions(tmp_path):
 
     path = require_shared("locomo/locomo10.json")
 
-    def plain(request):
-        prompt = request.last_user
-        speaker = re.search(r"^1\. It asks about what (.+?) said", prompt, re.M).group(1)
-        ref = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
-        return {"question": f"What did {speaker} talk about {ref}?"}
-
-    with FakeOpenAI(plain) as server:
+    with FakeOpenAI(tcq_question) as server:
         data = {
             "name": "l",
             "seed": 13,
@@ -674,7 +668,7 @@ def test_locomo10_end_to_end_with_plain_questions(tmp_path):
             "products": [{"type": "time_content_questions"}],
         }
         recipe = load(write_recipe(tmp_path / "r.yaml", data))[0]
-        ctx, rows, engine_rejects = run_build(recipe, tmp_path, plain)
+        ctx, rows, engine_rejects = run_build(recipe, tmp_path, tcq_question)
         assert server.count == 200
     assert len(rows) == 200 and ctx.rejects == [] and engine_rejects == []
     assert sum(r["reference_kind"] == "date" for r in rows) == 100

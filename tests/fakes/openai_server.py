@@ -686,13 +686,22 @@ def fast_payload(content: str) -> bytes:
     return (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
 
 
+def tcq_question(request) -> dict:
+    """A scripted model for time+content question prompts: it always writes "What did <speaker> talk about
+    <time phrase>?", both read from the prompt, which passes gen's checks."""
+    prompt = request.last_user
+    speaker = re.search(r"^1\. It asks about what (.+?) said", prompt, re.M).group(1)
+    reference = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
+    return {"question": f"What did {speaker} talk about {reference}?"}
+
+
 TCQ_SPEAKER = re.compile(rb"It asks about what (.+?) said")
 TCQ_PHRASE = re.compile(rb'with this phrase: \\"(.+?)\\"')
 
 
 def tcq_payload(body: bytes) -> bytes:
     """Benchmark mode --tcq: a time+content question that passes gen's checks, read from the prompt with two
-    regular expressions (no JSON parsing of the request), like tests/test_llm_commands.py's plain_question."""
+    regular expressions (no JSON parsing of the request), like tcq_question above."""
     speaker, phrase = TCQ_SPEAKER.search(body), TCQ_PHRASE.search(body)
     if speaker is None or phrase is None:  # the structured-output probe and anything else
         return fast_payload('{"question": "ok"}')
