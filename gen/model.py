@@ -49,6 +49,10 @@ class Conversation:
     def word_count(self) -> int:
         return sum(session.word_count for session in self.sessions)
 
+    @property
+    def session_count(self) -> int:
+        return len(self.sessions)
+
 
 class DataWarning(UserWarning):
     """Input gen accepts but that may not be what was meant (e.g. a session number skipped); the command line

@@ -6,11 +6,13 @@ The rules are described in docs/timestamps.md (timestamps) and docs/padding-and-
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from gen.errors import GenError
 from gen.model import Conversation, Session, Turn
@@ -74,11 +76,35 @@ def ceil_to_second(moment: datetime) -> datetime:
     return moment if not moment.microsecond else moment.replace(microsecond=0) + timedelta(seconds=1)
 
 
+@runtime_checkable
+class DonorPool(Protocol):
+    """Where donor padding draws from: the ids of the source's conversations that have sessions, sorted, and
+    each of them by id (gen/sources/store.py keeps a run's on disk; `Donors` holds a few in memory)."""
+
+    def donor_ids(self) -> Sequence[str]: ...
+    def donor(self, conversation_id: str) -> Conversation: ...
+
+
+class Donors:
+    """A donor pool of conversations held in memory."""
+
+    def __init__(self, conversations: Iterable[Conversation]) -> None:
+        self._by_id = {c.conversation_id: c for c in conversations if c.sessions}
+        self._ids = sorted(self._by_id)
+
+    def donor_ids(self) -> Sequence[str]:
+        return self._ids
+
+    def donor(self, conversation_id: str) -> Conversation:
+        return self._by_id[conversation_id]
+
+
 def build_timeline(
-    conversation: Conversation, spec: TimelineSpec, donors: Sequence[Conversation] = (), seed: int = 0
+    conversation: Conversation, spec: TimelineSpec, donors: DonorPool | Iterable[Conversation] = (), seed: int = 0
 ) -> Timeline:
+    pool = donors if isinstance(donors, DonorPool) else Donors(donors)
     try:
-        return place_on_clock(conversation, spec, donors, seed)
+        return place_on_clock(conversation, spec, pool, seed)
     except OverflowError:  # a date near the year 9999 and long gaps: a timestamp past what a date can hold
         raise GenError(
             "a timestamp would fall after the year 9999",
@@ -90,9 +116,7 @@ def build_timeline(
         ) from None
 
 
-def place_on_clock(
-    conversation: Conversation, spec: TimelineSpec, donors: Sequence[Conversation], seed: int
-) -> Timeline:
+def place_on_clock(conversation: Conversation, spec: TimelineSpec, donors: DonorPool, seed: int) -> Timeline:
     sessions = list(conversation.sessions)
     gap = timedelta(minutes=spec.session_gap_minutes)
     starts: list[datetime] = []
@@ -189,7 +213,7 @@ def resolve_overlap(
 
 
 def padding_turns(
-    conversation: Conversation, spec: PaddingSpec, donors: Sequence[Conversation], seed: int
+    conversation: Conversation, spec: PaddingSpec, donors: DonorPool, seed: int
 ) -> tuple[list[Turn], list[str]]:
     if spec.mode == "none":
         return [], []
@@ -200,14 +224,15 @@ def padding_turns(
 
 
 def donor_padding(
-    conversation: Conversation, target_words: int, donors: Sequence[Conversation], seed: int
+    conversation: Conversation, target_words: int, donors: DonorPool, seed: int
 ) -> tuple[list[Turn], list[str]]:
-    """Consecutive sessions of a donor chosen by seed (wrapping round, then the next donor) until the target."""
-    candidates = sorted(
-        (d for d in donors if d.conversation_id != conversation.conversation_id and d.sessions),
-        key=lambda d: d.conversation_id,
-    )
-    if not candidates:
+    """Consecutive sessions of a donor chosen by seed (wrapping round, then the next donor by id) until the
+    target. Only the donors used are read."""
+    ids = donors.donor_ids()
+    own = bisect_left(ids, conversation.conversation_id)
+    if own < len(ids) and ids[own] == conversation.conversation_id:  # never its own donor
+        ids = [*ids[:own], *ids[own + 1 :]]
+    if not ids:
         raise GenError(
             "padding mode `donor` needs another conversation from the same source, and there is none",
             file=conversation.source_file,
@@ -216,11 +241,12 @@ def donor_padding(
             expected="a source with two or more conversations, or padding mode `none` or `file`",
         )
     rng = random.Random(f"{seed}/{conversation.conversation_id}")
-    first = rng.randrange(len(candidates))
+    first = rng.randrange(len(ids))
     turns: list[Turn] = []
     used: list[str] = []
     words = 0
-    for donor in candidates[first:] + candidates[:first]:
+    for step in range(len(ids)):
+        donor = donors.donor(ids[(first + step) % len(ids)])
         begin = rng.randrange(len(donor.sessions))
         rename = dict(zip(donor.speakers, conversation.speakers))
         used.append(donor.conversation_id)

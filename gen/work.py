@@ -21,7 +21,8 @@ from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
 from gen.products.registry import REGISTRY, Bound, bind, closure
 from gen.recipe import Recipe
-from gen.sources import load_source, select
+from gen.sources import read_source, select
+from gen.sources.store import ConversationStore, SourcePool, Stored, Summary
 from gen.timeline import Timeline, build_timeline
 
 if TYPE_CHECKING:
@@ -32,12 +33,13 @@ Say = Callable[[str], None]
 
 @dataclass
 class Prepared:
-    """Sources loaded and selected, products bound: what `gen validate`, `gen run` and `gen plan` share."""
+    """Sources loaded and selected, products bound: what `gen validate`, `gen run` and `gen plan` share. The
+    conversations stay in their store on disk and are read one at a time (gen/sources/store.py)."""
 
     recipe: Recipe
     products: list[Bound]
-    conversations: list[Conversation]
-    pools: list[list[Conversation]]  # per source: every conversation loaded (the padding donors)
+    conversations: Stored  # the selected ones, in run order
+    pools: list[SourcePool]  # per source: every conversation loaded (the padding donors)
     source_of: list[int]  # per selected conversation: its source's index in `pools`
     sources: list[dict] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
@@ -47,14 +49,16 @@ class Prepared:
         return any(bound.product.needs.timelines for bound in self.products)
 
     def timeline(self, position: int) -> Timeline:
-        conversation = self.conversations[position]
-        return build_timeline(
-            conversation, self.recipe.timeline, self.pools[self.source_of[position]], self.recipe.seed
-        )
+        return self.timeline_of(self.conversations[position], position)
+
+    def timeline_of(self, conversation: Conversation, position: int) -> Timeline:
+        donors = self.pools[self.source_of[position]]
+        return build_timeline(conversation, self.recipe.timeline, donors, self.recipe.seed)
 
     def unit(self, position: int) -> Unit:
-        timeline = self.timeline(position) if self.needs_timelines else None
-        return Unit(self.conversations[position], timeline)
+        conversation = self.conversations[position]
+        timeline = self.timeline_of(conversation, position) if self.needs_timelines else None
+        return Unit(conversation, timeline)
 
 
 BUNDLED_DATA = Path(__file__).resolve().parent / "data"  # the sample shipped with gen
@@ -63,46 +67,49 @@ BUNDLED_DATA = Path(__file__).resolve().parent / "data"  # the sample shipped wi
 def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None) -> Prepared:
     started = time.perf_counter()
     products = bind(recipe)
-    conversations: list[Conversation] = []
-    pools: list[list[Conversation]] = []
+    store = ConversationStore()
+    chosen: list[Summary] = []
+    pools: list[SourcePool] = []
     source_of: list[int] = []
     sources = []
     for index, spec in enumerate(recipe.sources):
-        pool = load_source(spec)
-        chosen = select(pool, spec)[:limit] if limit is not None else select(pool, spec)
-        say(f"{spec.format}: {len(chosen)} of {len(pool)} conversations from {spec.origin}")
+        first = len(store)
+        for conversation in read_source(spec):
+            store.add(conversation)
+        loaded = store.summaries[first:]
+        selected = select(loaded, spec)[:limit] if limit is not None else select(loaded, spec)
+        say(f"{spec.format}: {len(selected)} of {len(loaded)} conversations from {spec.origin}")
         sources.append(
             {
                 "format": spec.format,
                 "origin": spec.origin,
                 "origin_name": Path(spec.origin).name,
                 "bundled": spec.path is not None and spec.path.resolve().parent == BUNDLED_DATA,
-                "loaded": len(pool),
-                "selected": len(chosen),
+                "loaded": len(loaded),
+                "selected": len(selected),
             }
         )
-        pools.append(pool)
-        conversations.extend(chosen)
-        source_of.extend([index] * len(chosen))
-    if not conversations:
+        pools.append(SourcePool(store, range(first, len(store))))
+        chosen.extend(selected)
+        source_of.extend([index] * len(selected))
+    if not chosen:
         raise GenError(
             "the sources and selection leave no conversation",
             file=recipe.file,
             field="sources",
             expected="at least one conversation",
         )
-    ids = Counter(c.conversation_id for c in conversations)
+    ids = Counter(c.conversation_id for c in chosen)
     if duplicates := sorted(i for i, n in ids.items() if n > 1):
         raise GenError(
             f"conversation ids appear in more than one source: {', '.join(duplicates[:5])}",
             file=recipe.file,
             field="sources",
         )
-    prepared = Prepared(recipe, products, conversations, pools, source_of, sources)
-    if prepared.needs_timelines:  # products that need time only see conversations that have sessions
-        keep = [i for i, c in enumerate(conversations) if c.sessions]
-        prepared.conversations = [conversations[i] for i in keep]
-        prepared.source_of = [source_of[i] for i in keep]
+    if any(bound.product.needs.timelines for bound in products):  # they only see conversations with sessions
+        source_of = [s for s, c in zip(source_of, chosen) if c.session_count]
+        chosen = [c for c in chosen if c.session_count]
+    prepared = Prepared(recipe, products, Stored(store, [c.position for c in chosen]), pools, source_of, sources)
     prepared.timings["prepare"] = time.perf_counter() - started
     return prepared
 

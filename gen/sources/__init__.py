@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from gen.errors import GenError
 from gen.model import Conversation
@@ -49,16 +49,20 @@ FORMATS: dict[str, tuple[str, Reader, Parser]] = {
 
 
 def load_source(spec: SourceSpec) -> list[Conversation]:
-    """Every conversation of one source entry, before selection (the padding donor pool)."""
+    """Every conversation of one source entry, before selection."""
+    return list(read_source(spec))
+
+
+def read_source(spec: SourceSpec) -> Iterator[Conversation]:
+    """The conversations of one source entry, one at a time as the file is read (LoCoMo lists are streamed)."""
     expected, read, parse = FORMATS[spec.format]
     origin: str | Path
     if spec.path is not None:
         origin, data = spec.path, read(spec.path, expected)
     else:  # SourceSpec holds exactly one of path and hf
         origin, data = f"hf:{spec.hf}", load_hub_records(spec)
-    conversations = list(parse(data, origin, spec))
     seen: set[str] = set()
-    for conversation in conversations:
+    for conversation in parse(data, origin, spec):
         if conversation.conversation_id in seen:
             raise GenError(
                 "duplicate conversation id",
@@ -67,7 +71,7 @@ def load_source(spec: SourceSpec) -> list[Conversation]:
                 expected="unique ids within a source",
             )
         seen.add(conversation.conversation_id)
-    return conversations
+        yield conversation
 
 
 def load_hub_records(spec: SourceSpec) -> list[dict]:
@@ -85,7 +89,21 @@ def load_hub_records(spec: SourceSpec) -> list[dict]:
     return [dict(row) for row in rows]
 
 
-def select(conversations: Iterable[Conversation], spec: SourceSpec) -> list[Conversation]:
+class Selectable(Protocol):
+    """What selection reads of a conversation (a Conversation, or a stored conversation's Summary)."""
+
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def session_count(self) -> int: ...
+    @property
+    def word_count(self) -> int: ...
+
+
+AnyConversation = TypeVar("AnyConversation", bound=Selectable)
+
+
+def select(conversations: Iterable[AnyConversation], spec: SourceSpec) -> list[AnyConversation]:
     """Apply `ids`, then `min_sessions`, then `longest`, then `limit`; the source order is kept."""
     chosen = list(conversations)
     if spec.ids:
@@ -100,7 +118,7 @@ def select(conversations: Iterable[Conversation], spec: SourceSpec) -> list[Conv
                 expected="conversation ids present in the source",
             )
     if spec.min_sessions:
-        chosen = [c for c in chosen if len(c.sessions) >= spec.min_sessions]
+        chosen = [c for c in chosen if c.session_count >= spec.min_sessions]
     if spec.longest:
         keep = {id(c) for c in sorted(chosen, key=lambda c: -c.word_count)[: spec.longest]}
         chosen = [c for c in chosen if id(c) in keep]

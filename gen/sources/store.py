@@ -1,0 +1,112 @@
+"""Where a run keeps the conversations it loaded: on disk, one pickled conversation after another, read back
+one at a time. A run holds per conversation only a `Summary` (id, sessions, words, where it is stored), so its
+memory follows the largest conversation rather than the size of the corpus.
+
+The file is an anonymous temporary file (it has no name and is gone when the last process holding it exits,
+however it exits). Forked workers inherit it and read with `os.pread`, which never moves a shared file
+position, so any number of them can read at once. Pickled for another machine (Ray), a store carries its bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from gen.model import Conversation
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What selection and padding need to know of a stored conversation without reading it."""
+
+    position: int  # in the store
+    conversation_id: str
+    session_count: int
+    word_count: int
+
+
+class ConversationStore:
+    def __init__(self) -> None:
+        # the store owns the file for as long as it lives; it goes with the last process that holds it
+        self._file: IO[bytes] | None = tempfile.TemporaryFile(prefix="gen-conversations-")  # noqa: SIM115
+        self._bytes: bytes | None = None  # instead of the file, in a store unpickled elsewhere
+        self._spans: list[tuple[int, int]] = []  # (offset, length) per position
+        self._end = 0
+        self._unread = False  # written and not yet flushed to the file
+        self.summaries: list[Summary] = []
+
+    def add(self, conversation: Conversation) -> Summary:
+        assert self._file is not None, "a store unpickled from another process is read-only"
+        blob = pickle.dumps(conversation, protocol=pickle.HIGHEST_PROTOCOL)
+        self._file.write(blob)
+        self._spans.append((self._end, len(blob)))
+        self._end += len(blob)
+        self._unread = True
+        summary = Summary(
+            len(self.summaries), conversation.conversation_id, conversation.session_count, conversation.word_count
+        )
+        self.summaries.append(summary)
+        return summary
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __getitem__(self, position: int) -> Conversation:
+        offset, length = self._spans[position]
+        if self._bytes is not None:
+            return pickle.loads(self._bytes[offset : offset + length])
+        assert self._file is not None
+        if self._unread:
+            self._file.flush()
+            self._unread = False
+        return pickle.loads(os.pread(self._file.fileno(), length, offset))
+
+    def __getstate__(self) -> dict[str, Any]:
+        data = self._bytes
+        if data is None:
+            assert self._file is not None
+            self._file.flush()
+            data = os.pread(self._file.fileno(), self._end, 0)
+        return {"bytes": data, "spans": self._spans, "summaries": self.summaries}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._file, self._unread = None, False
+        self._bytes, self._spans, self.summaries = state["bytes"], state["spans"], state["summaries"]
+        self._end = len(self._bytes)
+
+
+class Stored:
+    """Some of a store's conversations, in the order of `positions`, each read when it is asked for."""
+
+    def __init__(self, store: ConversationStore, positions: Iterable[int]) -> None:
+        self.store, self.positions = store, list(positions)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, index: int) -> Conversation:
+        return self.store[self.positions[index]]
+
+    def __iter__(self) -> Iterator[Conversation]:
+        return (self.store[position] for position in self.positions)
+
+
+class SourcePool:
+    """One source's conversations in the store: the padding donors of the conversations chosen from it."""
+
+    def __init__(self, store: ConversationStore, positions: range) -> None:
+        self.store = store
+        with_sessions = [store.summaries[p] for p in positions if store.summaries[p].session_count]
+        self._ids = sorted(s.conversation_id for s in with_sessions)
+        self._position = {s.conversation_id: s.position for s in with_sessions}
+
+    def donor_ids(self) -> Sequence[str]:
+        """Every conversation of the source that has sessions, by id."""
+        return self._ids
+
+    def donor(self, conversation_id: str) -> Conversation:
+        return self.store[self._position[conversation_id]]
