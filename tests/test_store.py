@@ -1,0 +1,129 @@
+"""Where a run keeps its conversations (gen/sources/store.py): on disk, read back one at a time, the same
+conversations whoever reads them, and nothing left in the temporary folder however the run ends."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gen.model import Conversation
+from gen.recipe import TimelineSpec
+from gen.sources import locomo
+from gen.sources.store import ConversationStore, SourcePool, Stored
+from gen.timeline import build_timeline
+from tests.conftest import REPO, locomo_sample, write_recipe
+
+SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
+
+
+def fixture_conversations(count: int = 6):
+    """Conversations c0…c{count-1} with 1–3 sessions of different lengths, and one with no session."""
+    samples = [
+        locomo_sample(
+            f"c{i}",
+            ("Ann", "Bob") if i % 2 else ("Cat", "Dan"),
+            [
+                (f"1:00 pm on {day} May, 2023", [f"turn {day} of c{i} " * (i + 1), "a reply"])
+                for day in range(1, 2 + i % 3)
+            ],
+        )
+        for i in range(count)
+    ]
+    empty = Conversation("locomo/empty", ("Eve", "Fay"), ())  # e.g. persona pairs have no session
+    return [*locomo.parse(samples, "fixture.json"), empty]
+
+
+def filled_store(conversations) -> ConversationStore:
+    store = ConversationStore()
+    for conversation in conversations:
+        store.add(conversation)
+    return store
+
+
+def read_positions(args: tuple[ConversationStore, list[int]]):
+    store, positions = args
+    return [store[p] for p in positions]
+
+
+def test_a_stored_conversation_reads_back_equal_here_in_a_forked_worker_and_after_pickling():
+    conversations = fixture_conversations()
+    store = filled_store(conversations)
+    assert [store[i] for i in range(len(store))] == conversations
+    assert [(s.conversation_id, s.session_count, s.word_count) for s in store.summaries] == [
+        (c.conversation_id, len(c.sessions), sum(len(t.text.split()) for s in c.sessions for t in s.turns))
+        for c in conversations
+    ]
+    assert list(Stored(store, [4, 0, 2])) == [conversations[4], conversations[0], conversations[2]]
+    with multiprocessing.get_context("fork").Pool(2) as pool:  # what --workers N does: fork, then read
+        assert pool.map(read_positions, [(store, [5, 1]), (store, [3])]) == [
+            [conversations[5], conversations[1]],
+            [conversations[3]],
+        ]
+    elsewhere = pickle.loads(pickle.dumps(store))  # what a Ray worker gets
+    assert [elsewhere[i] for i in range(len(elsewhere))] == conversations
+
+
+def test_padding_from_the_store_is_the_padding_from_conversations_in_memory():
+    conversations = fixture_conversations(8)
+    store = filled_store(conversations)
+    pool = SourcePool(store, range(len(store)))
+    assert list(pool.donor_ids()) == sorted(c.conversation_id for c in conversations if c.sessions)
+    spec = TimelineSpec.model_validate({"padding": {"mode": "donor", "target_words": 40}})
+    for seed in (1, 2, 3):
+        for conversation in conversations[:-1]:
+            from_store = build_timeline(conversation, spec, pool, seed)
+            in_memory = build_timeline(conversation, spec, conversations, seed)
+            assert from_store == in_memory
+            assert conversation.conversation_id not in from_store.padding_donors
+            assert "locomo/empty" not in from_store.padding_donors
+
+
+def copies_of_the_sample(path: Path, copies: int) -> Path:
+    samples = json.loads(SAMPLE.read_text())
+    copied = [{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(copies) for s in samples]
+    path.write_text(json.dumps(copied))
+    return path
+
+
+def test_no_file_is_left_in_the_temporary_folder_after_a_run_or_a_killed_run(tmp_path):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "copies",
+            "seed": 3,
+            "sources": [{"format": "locomo", "path": str(copies_of_the_sample(tmp_path / "c.json", 40))}],
+            "products": [{"type": "log"}, {"type": "time_queries"}],
+        },
+    )
+    command = [sys.executable, "-m", "gen", "run", str(recipe), "--output-dir", str(tmp_path / "out")]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temporary)}
+    finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert list(temporary.iterdir()) == []
+
+    # again, killed (no chance to clean up) once the run is writing, i.e. after every conversation is stored
+    process = subprocess.Popen(
+        [*command, "--workers", "2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill reaches the workers too
+    )
+    out, deadline = tmp_path / "out", time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if out.exists() and any(p.name.startswith(".copies.tmp-") for p in out.iterdir()):
+            os.killpg(process.pid, signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    process.wait(timeout=60)
+    assert process.returncode == -signal.SIGKILL, 'the run ended before it could be killed'
+    assert list(temporary.iterdir()) == []
