@@ -402,6 +402,59 @@ def test_validator_catches_a_wording_that_is_not_the_seeded_draw():
     }
 
 
+def test_validator_catches_a_sample_drawn_with_another_seed():
+    rows, _, _ = build(ann_bob())
+    other_seed = context(ann_bob(), seed=1)  # the same records, checked as the run of a recipe with seed 1
+    report = other_seed.validate("time_queries", rows, time_queries.Options()).report()
+    assert {name for name, r in report.items() if r["failed"]} == {
+        "each base question keeps its seeded sample of wordings"
+    }
+    seeded = report["each base question keeps its seeded sample of wordings"]
+    assert seeded["checked"] == 39 and seeded["failed"] > 0  # 5 + 3 + 5 + 6 + 3 + 3 + 6 + 3 + 2 + 2 + 1 windows
+
+
+def test_validator_lists_the_base_questions_in_the_order_they_are_asked():
+    # the wordings a question may use depend on the questions before it (a text is used once), so the
+    # validator's own list of windows must come in the build's order
+    for timeline in (ann_bob(), late_padding()):
+        options = time_queries.Options(day_spans=[7, 3, 10])
+        view = LogView(list(log_records(timeline)), now_offset_minutes=50)
+        assert view.base_questions(options) == [(b.test, b.params) for b in base_questions(timeline, options)]
+
+
+def test_a_wording_an_earlier_question_used_is_dropped_and_the_validator_expects_that(tmp_path):
+    folder = tmp_path / "templates" / "time_queries"
+    (folder / "phrases").mkdir(parents=True)
+    # the first frame twice: its second copy is a repeat within the same base question
+    (folder / "frames.j2").write_text(
+        "What did we discuss {{ time }}?\nWhat did we discuss {{ time }}?\nWhat came up {{ time }}?\n"
+    )
+    (folder / "phrases" / "dates.j2").write_text("on {{ month }} {{ day_ordinal }}\n")
+    (folder / "phrases" / "rel_day.j2").write_text("on {{ month }} {{ day_ordinal }}\n{{ days_ago }} days ago\n")
+    options = dict(tests=["dates", "rel_day"], numeral_styles=["digits"], max_variants_per_group="all")
+    rows, ctx, opts = build(ann_bob(), templates_dir=tmp_path / "templates", **options)
+    by_group: dict = {}
+    for row in rows:
+        by_group.setdefault((row["test"], row["params"]["date"]), []).append(row["question"])
+    # 8 January: the dates question keeps 2 of its 3 texts; the rel_day question (7 days back) asks the same
+    # date, so of its 6 texts only the 2 with "7 days ago" are new
+    assert by_group["dates", "2024-01-08"] == ["What did we discuss on January 8th?", "What came up on January 8th?"]
+    assert by_group["rel_day", "2024-01-08"] == ["What did we discuss 7 days ago?", "What came up 7 days ago?"]
+    assert {len(texts) for texts in by_group.values()} == {2} and len(by_group) == 12  # 6 dates, 2 tests
+    assert len(ctx.rejects) == 6 * 1 + 6 * 4
+    assert ctx.validate("time_queries", rows, opts).passed
+
+    def failures(changed):
+        return {name for name, r in ctx.validate("time_queries", changed, opts).report().items() if r["failed"]}
+
+    dropped = [r for r in rows if r["question"] != "What came up 7 days ago?"]
+    assert failures(dropped) == {"each base question keeps its seeded sample of wordings"}
+    at = [i for i, r in enumerate(rows) if r["question"].endswith("7 days ago?")]
+    reordered = list(rows)
+    reordered[at[0]], reordered[at[1]] = rows[at[1]], rows[at[0]]
+    assert failures(reordered) == {"each base question keeps its seeded sample of wordings"}
+
+
 def test_max_variants_per_group_takes_a_number_or_all():
     assert time_queries.Options().max_variants_per_group == 3
     assert time_queries.Options(max_variants_per_group="all").variant_limit is None

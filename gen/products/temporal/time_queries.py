@@ -8,8 +8,8 @@ set from the `log` records (window_checks.py). The method is described in docs/t
 from __future__ import annotations
 
 import random
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date
 from typing import Any
 
@@ -19,7 +19,7 @@ from gen.products.checks import Checks
 from gen.products.date_words import yearless_dates, yearless_months
 from gen.products.schema import DATE, INT64, STRING, TIMESTAMP, Schema, Type, list_of, schema, struct
 from gen.products.temporal import window_checks
-from gen.products.temporal.windows import BaseQuestion, WindowOptions, base_questions
+from gen.products.temporal.windows import BaseQuestion, WindowOptions, base_questions, group_id
 from gen.products.temporal.wordings import SLOT, Wordings
 from gen.timeline import Timeline
 
@@ -36,15 +36,15 @@ def question_id(*parts: Any) -> str:
 
 
 class Yearless:
-    """Whether a base question's dates and months can be named without their year (date_words.py's rule)."""
+    """Whether a base question's dates and months can be named without their year (date_words.py's rule),
+    given every date of the conversation (padding included)."""
 
-    def __init__(self, timeline: Timeline):
-        dates = {r.timestamp.date() for r in timeline.responses}
+    def __init__(self, dates: Iterable[date]):
+        dates = set(dates)
         self.dates = yearless_dates(dates)
         self.months = yearless_months(dates)
 
-    def ok(self, question: BaseQuestion) -> bool:
-        p = question.params
+    def ok(self, p: dict) -> bool:
         days = [date.fromisoformat(p[k]) for k in ("date", "first_date", "last_date") if k in p]
         months = [int(p["month"][5:7])] if "month" in p else []
         return all(d in self.dates for d in days) and all(m in self.months for m in months)
@@ -80,10 +80,11 @@ def worded_windows(
 ) -> Iterator[tuple[BaseQuestion, list[tuple[str, str]], dict]]:
     """Each base question of the conversation, with its (time phrase, style) pairs and the window fields its
     variants share (shared with ambiguous_time_queries, never changed)."""
-    yearless = Yearless(timeline)
+    yearless = Yearless(r.timestamp.date() for r in timeline.responses)
     now, current = timeline.now.isoformat(timespec="seconds"), timeline.current_session
     for base in base_questions(timeline, options):
-        yield base, wordings.phrases(base, yearless.ok(base)), window_fields(base, now, current)
+        phrases = wordings.phrases(base.test, base.params, yearless.ok(base.params))
+        yield base, phrases, window_fields(base, now, current)
 
 
 def window_features() -> dict[str, Type]:
@@ -166,7 +167,7 @@ class TimeQueries(ConversationProduct[Options]):
 
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         rows = records[NAME]
-        window_checks.check_unit(unit, rows, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
+        view = window_checks.check_unit(unit, rows, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
         texts = Counter(row["question"] for row in rows)
         duplicates = [text for text, n in texts.items() if n > 1]
         checks.check(
@@ -174,12 +175,16 @@ class TimeQueries(ConversationProduct[Options]):
             not duplicates,
             f"{unit.conversation_id}: {duplicates[:2]}",
         )
-        check_seeded_wordings(unit, rows, self.options, ctx, checks)
-        for row in rows:
-            checks.check(
+        check_seeded_wordings(unit.conversation_id, rows, view, self.options, ctx, checks)
+        if rows:
+            checks.add(
                 "the question contains its time expression",
-                row["time_expression"] in row["question"],
-                f"{row['question_id']}: {row['question']!r} / {row['time_expression']!r}",
+                len(rows),
+                [
+                    f"{row['question_id']}: {row['question']!r} / {row['time_expression']!r}"
+                    for row in rows
+                    if row["time_expression"] not in row["question"]
+                ],
             )
 
     def count(self, config: str, records: Sequence[Record]) -> Counter:
@@ -190,25 +195,55 @@ class TimeQueries(ConversationProduct[Options]):
 
 
 def check_seeded_wordings(
-    unit: Unit, rows: Sequence[Record], options: Options, ctx: BuildContext, checks: Checks
+    conversation_id: str,
+    rows: Sequence[Record],
+    view: window_checks.LogView,
+    options: Options,
+    ctx: BuildContext,
+    checks: Checks,
 ) -> None:
     """Each base question keeps the seeded sample of its wordings: min(limit, wordings) of them, less those whose
-    text an earlier question of the conversation already used. Drawn again here from the full list of wordings,
-    so a choice that depended on the worker, the order of work or a shared random state would show."""
-    kept: dict[str, list[str]] = {}
+    text the conversation already used. Drawn again here from the full list of wordings, so a choice that
+    depended on the worker, the order of work or a shared random state would show.
+
+    The base questions, their order and whether their dates may go without the year come from the log (the
+    validator's own list of windows); their wordings only from the test, the params and that flag (the
+    phrases) and the test (the frames), and only the drawn ones are put into words."""
+    kept: defaultdict[str, list[str]] = defaultdict(list)
     for row in rows:
-        kept.setdefault(row["group_id"], []).append(row["question"])
+        kept[row["group_id"]].append(row["question"])
     wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+    yearless = Yearless(map(date.fromisoformat, set(view.date)))
     seen: set[str] = set()
-    wrong, checked = [], 0
-    for base, phrases, _ in worded_windows(unit.stamped, options, wordings):
-        checked += 1
-        texts = [frame.replace(SLOT, phrase) for frame, phrase, _ in wordings_of(base, phrases, wordings)]
-        limit = len(texts) if options.variant_limit is None else min(options.variant_limit, len(texts))
-        rng = random.Random(f"{ctx.seed}/{NAME}/{base.conversation_id}/{base.group_id}")
-        drawn = [texts[i] for i in sorted(rng.sample(range(len(texts)), limit))]
-        expected = [text for text in drawn if text not in seen]
-        seen.update(drawn)
-        if kept.get(base.group_id, []) != expected:
-            wrong.append(f"{base.group_id}: {len(kept.get(base.group_id, []))} kept, {len(expected)} drawn")
-    checks.add("each base question keeps its seeded sample of wordings", checked, wrong)
+    wrong = []
+    bases = view.base_questions(options)
+    for test, params in bases:
+        group = group_id(conversation_id, test, params)
+        phrases = wordings.phrases(test, params, yearless.ok(params))
+        frames = wordings.frames(test)
+        expected = []
+        for i in seeded_draw(len(phrases) * len(frames), options.variant_limit, ctx.seed, conversation_id, group):
+            phrase, frame = phrases[i // len(frames)][0], frames[i % len(frames)]  # phrases outermost
+            text = frame.replace(SLOT, phrase)
+            if text not in seen:
+                seen.add(text)
+                expected.append(text)
+        if kept.get(group, []) != expected:
+            wrong.append(sample_difference(f"{conversation_id} {test} {params}", kept.get(group, []), expected))
+    checks.add("each base question keeps its seeded sample of wordings", len(bases), wrong)
+
+
+def sample_difference(where: str, kept: list[str], expected: list[str]) -> str:
+    """The first text where the kept wordings and the seeded sample part, for the validation report."""
+    at = next((i for i, (a, b) in enumerate(zip(kept, expected)) if a != b), min(len(kept), len(expected)))
+    first = [texts[at] if at < len(texts) else None for texts in (kept, expected)]
+    return f"{where}: {len(kept)} kept, {len(expected)} drawn; wording {at + 1}: {first[0]!r} kept, {first[1]!r} drawn"
+
+
+def seeded_draw(n: int, limit: int | None, seed: int, conversation_id: str, group: str) -> Sequence[int]:
+    """The positions, in order, of the wordings a base question with n of them keeps. A sample of all n is
+    all of them, so the random draw is only made when the limit leaves some out."""
+    if limit is None or limit >= n:
+        return range(n)
+    rng = random.Random(f"{seed}/{NAME}/{conversation_id}/{group}")
+    return sorted(rng.sample(range(n), limit))

@@ -41,9 +41,11 @@ class LogView:
         self.real_sessions = sorted({s for s, p in zip(self.session, self.padding) if not p})
         self.real_dates = sorted({d for d, p in zip(self.date, self.padding) if not p})
         self.real_months = sorted({d[:7] for d in self.real_dates})
-        # per response: whole days and calendar months before today, from its date string
-        self.days_ago = [(self.today - date.fromisoformat(d)).days for d in self.date]
-        self.months_ago = [self.months_before_today(d[:7]) for d in self.date]
+        # per response: whole days and calendar months before today, from its date string (once per date)
+        days_ago = {d: self.days_before_today(d) for d in set(self.date)}
+        months_ago = {d: self.months_before_today(d[:7]) for d in days_ago}
+        self.days_ago = [days_ago[d] for d in self.date]
+        self.months_ago = [months_ago[d] for d in self.date]
         self.first_date_of_session: dict[int, str] = {}
         for s, d in zip(self.session, self.date):
             self.first_date_of_session.setdefault(s, d)
@@ -53,6 +55,8 @@ class LogView:
         self.by_month = group(self.index, [d[:7] for d in self.date])
         self.by_days_ago = group(self.index, self.days_ago)
         self.by_months_ago = group(self.index, self.months_ago)
+        self.windows: dict[Key, list[int]] = {}  # filled by window_of
+        self.bases: dict[tuple, list[tuple[str, dict]]] = {}  # filled by base_questions
 
     @staticmethod
     def union(groups: dict[Any, list[int]], keys: Iterable[Any]) -> list[int]:
@@ -97,9 +101,28 @@ class LogView:
     def has_real(self, indices: list[int]) -> bool:
         return any(i not in self.padding_indices for i in indices)
 
+    def window_of(self, k: Key) -> list[int]:
+        """`window` once per base question: the rows of a base question share it."""
+        if k not in self.windows:
+            self.windows[k] = self.window(k[0], dict(k[1]))
+        return self.windows[k]
+
+    def base_questions(self, options: WindowOptions) -> list[tuple[str, dict]]:
+        """(test, params) of every base question the options define, in the order the products ask them (tests
+        in the options' order), less those whose window is empty or only padding. Listed once per options."""
+        asked = (tuple(options.tests), options.span_length, tuple(options.day_spans))
+        if asked not in self.bases:
+            self.bases[asked] = [
+                (test, params)
+                for test in options.tests
+                for params in self.expected(test, options.span_length, options.day_spans)
+                if (window := self.window_of(key(test, params))) and self.has_real(window)
+            ]
+        return self.bases[asked]
+
     def expected(self, test: str, span_length: int, day_spans: list[int]) -> list[dict]:
-        """The params of every base question the test defines for this conversation (before dropping empty
-        or padding-only windows)."""
+        """The params of every base question the test defines for this conversation, in the order the products
+        ask them (before dropping empty or padding-only windows)."""
         if test == "session":
             return [{"session": k} for k in self.real_sessions]
         if test == "session_span":
@@ -132,9 +155,9 @@ class LogView:
                 }
                 for n in day_spans
             ]
-        if test == "last_day":
+        if test == "last_day":  # the most recent first: one day back, then two...
             out = []
-            for d in self.real_dates:
+            for d in reversed(self.real_dates):
                 back = self.days_before_today(d)
                 if 1 <= back <= 7:
                     out.append(
@@ -177,12 +200,17 @@ def names_mentioned(test: str, params: dict) -> list[str]:
 
 def check_unit(
     unit: Unit, rows: Sequence[dict], options: WindowOptions, checks: Checks, product: str, now_offset_minutes: float
-) -> None:
-    """Checks both products share, for one conversation, against its `log` records."""
+) -> LogView:
+    """Checks both products share, for one conversation, against its `log` records. Returns the log's view, for
+    a product's own checks."""
     ids = Counter(row["question_id"] for row in rows)
-    checks.check("question_id is unique", len(ids) == len(rows), ", ".join(i for i, n in ids.most_common(3) if n > 1))
+    unique = len(ids) == len(rows)
+    checks.check(
+        "question_id is unique", unique, "" if unique else ", ".join(i for i, n in ids.most_common(3) if n > 1)
+    )
     view = LogView(list(unit.records_of("log")), now_offset_minutes)
     check_conversation(view, list(rows), options, checks, unit.conversation_id, product)
+    return view
 
 
 ROW_CHECKS = (
@@ -199,11 +227,12 @@ ROW_CHECKS = (
 def check_conversation(
     view: LogView, rows: list[dict], options: WindowOptions, checks: Checks, conversation_id: str, product: str
 ) -> None:
-    windows: dict[Key, list[int]] = {}
     bases: dict[Key, tuple[list[int], bool, list[str]]] = {}  # window, holds a real response, names to mention
+    present: dict[str, set[Key]] = defaultdict(set)
     groups: dict[str, tuple] = {}
     failed: dict[str, list[str]] = {name: [] for name in ROW_CHECKS}  # every row is checked by each of these
     relevant, counted, not_empty, clock, asked, named, shared = (failed[name] for name in ROW_CHECKS)
+    tests, now_text, current_session = set(options.tests), view.now_text, view.current_session
 
     def at(row: dict) -> str:  # only built for a failure
         return f"{conversation_id} {row['question_id']}"
@@ -212,7 +241,8 @@ def check_conversation(
         test, params, indices = row["test"], row["params"], row["relevant_response_indices"]
         k = key(test, params)
         if k not in bases:
-            window = windows[k] = view.window(test, params)
+            window = view.window_of(k)
+            present[test].add(k)
             names = [name.lower() for name in names_mentioned(test, params)]
             bases[k] = (window, bool(window) and view.has_real(window), names)
         window, window_is_real, names = bases[k]
@@ -223,12 +253,11 @@ def check_conversation(
             counted.append(at(row))
         if not (window_is_real if same else bool(indices) and view.has_real(indices)):
             not_empty.append(at(row))
-        if row["now"] != view.now_text or row["current_session"] != view.current_session:
+        if row["now"] != now_text or row["current_session"] != current_session:
             clock.append(at(row))
-        if test not in options.tests:
+        if test not in tests:
             asked.append(at(row))
-        lowered = row["time_expression"].lower()
-        if not all(name in lowered for name in names):
+        if names and not all(name in row["time_expression"].lower() for name in names):
             named.append(f"{at(row)}: {row['time_expression']!r}")
         signature = (test, k, indices)
         if groups.setdefault(row["group_id"], signature) != signature:
@@ -237,16 +266,11 @@ def check_conversation(
         if rows:
             checks.add(name, len(rows), failures)
 
-    present: dict[str, set[Key]] = defaultdict(set)
-    for row in rows:
-        present[row["test"]].add(key(row["test"], row["params"]))
+    defined: dict[str, set[Key]] = defaultdict(set)
+    for test, params in view.base_questions(options):
+        defined[test].add(key(test, params))
     for test in options.tests:
-        expected = set()
-        for params in view.expected(test, options.span_length, options.day_spans):
-            k = key(test, params)
-            window = windows[k] if k in windows else view.window(test, params)
-            if window and view.has_real(window):
-                expected.add(k)
+        expected = defined[test]
         missing, extra = expected - present[test], present[test] - expected
         checks.check(
             f"base questions are exactly the windows the test defines ({product})",

@@ -25,7 +25,6 @@ from datetime import date
 from gen import templating
 from gen.errors import GenError
 from gen.products.date_words import cardinal, date_variables, ordinal
-from gen.products.temporal.windows import BaseQuestion
 
 SLOT = "\x00time\x00"  # stands for the time phrase while a frame is rendered; replaced afterwards
 DATE_PREFIXES = {"date": "", "first_date": "first_", "last_date": "last_"}
@@ -35,9 +34,9 @@ RESOLVED = "ambiguous/resolved.j2"
 TURN = re.compile(r"^(A|B):\s*(.+)$")
 
 
-def phrase_variables(question: BaseQuestion, style: str, yearless_ok: bool) -> dict:
-    variables = {"test": question.test, "style": style, "yearless_ok": yearless_ok}
-    for key, value in question.params.items():
+def phrase_variables(test: str, params: dict, style: str, yearless_ok: bool) -> dict:
+    variables = {"test": test, "style": style, "yearless_ok": yearless_ok}
+    for key, value in params.items():
         if isinstance(value, int):
             variables.update(
                 {key: cardinal(value, style), f"{key}_ordinal": ordinal(value, style), f"{key}_value": value}
@@ -65,7 +64,7 @@ class Wordings:
         self._frames: dict[str, list[str]] = {}
         self._resolved: str | None = None
         self._dialogues: dict[tuple, list[tuple[str, int, tuple[tuple[str, str], ...]]]] = {}
-        self._rendered: dict[tuple, list[str]] = {}
+        self._phrases: dict[tuple, list[tuple[str, str]]] = {}
 
     @classmethod
     def for_recipe(cls, templates_dir: str | None, styles: Sequence[str]) -> Wordings:
@@ -77,30 +76,34 @@ class Wordings:
 
     # --- time phrases -----------------------------------------------------------------------------------
 
-    def phrases(self, question: BaseQuestion, yearless_ok: bool) -> list[tuple[str, str]]:
-        """(phrase, style) pairs, distinct phrases only (a phrase without numerals reads the same in every style)."""
+    def phrases(self, test: str, params: dict, yearless_ok: bool) -> list[tuple[str, str]]:
+        """(phrase, style) pairs, distinct phrases only (a phrase without numerals reads the same in every style).
+        They follow from the test, the params and yearless_ok alone, so each is rendered once per run: the same
+        session numbers, days ago and dates come back in every conversation, and a validator asking again for
+        the same base question gets the list the build rendered."""
+        key = (test, tuple(sorted(params.items())), yearless_ok)
+        found = self._phrases.get(key)
+        if found is None:
+            if len(self._phrases) >= PHRASE_CACHE_SIZE:
+                self._phrases.clear()
+            found = self._phrases[key] = self.render_phrases(test, params, yearless_ok)
+        return found
+
+    def render_phrases(self, test: str, params: dict, yearless_ok: bool) -> list[tuple[str, str]]:
         out: dict[str, str] = {}
-        name = f"time_queries/phrases/{question.test}.j2"
+        name = f"time_queries/phrases/{test}.j2"
         for style in self.styles:
-            for phrase in self.render_lines(name, phrase_variables(question, style, yearless_ok)):
+            for phrase in lines(
+                templating.render(name, self.templates_dir, **phrase_variables(test, params, style, yearless_ok))
+            ):
                 out.setdefault(phrase, style)
         if not out:
             raise GenError(
-                f"no time phrase for {question.test} {question.params}",
+                f"no time phrase for {test} {params}",
                 file=name,
                 expected="at least one line of output for every base question of the test",
             )
         return list(out.items())
-
-    def render_lines(self, name: str, variables: dict) -> list[str]:
-        """A phrase template's lines for these variables, rendered once per run: the same session numbers,
-        days ago and dates come back in every conversation."""
-        key = (name, tuple(sorted(variables.items())))
-        if key not in self._rendered:
-            if len(self._rendered) >= RENDERED_CACHE_SIZE:
-                self._rendered.clear()
-            self._rendered[key] = lines(templating.render(name, self.templates_dir, **variables))
-        return self._rendered[key]
 
     # --- question frames --------------------------------------------------------------------------------
 
@@ -155,7 +158,7 @@ class Wordings:
 
 
 _SHARED: dict[tuple, Wordings] = {}
-RENDERED_CACHE_SIZE = 100_000  # rendered phrase lists kept per Wordings; cleared when full
+PHRASE_CACHE_SIZE = 100_000  # phrase lists kept per Wordings (one per test, params, yearless_ok); cleared when full
 
 
 def require_one_slot(text: str, template: str) -> None:
