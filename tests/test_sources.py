@@ -191,6 +191,24 @@ def test_selection_applies_ids_min_sessions_longest_and_limit(tmp_path):
         select(pool, SourceSpec(format="locomo", path="x", ids=["nope"]))
 
 
+def test_json_lines_errors_name_the_line_and_an_empty_file_says_so(tmp_path):
+    good = json.dumps(cc_episode())
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(f"{good}\n\n{good[:-1]}\n{good}\n", encoding="utf-8")  # line 3 lost its closing brace
+    with pytest.raises(GenError) as error:
+        load_source(SourceSpec(format="cc", path=broken))
+    assert (error.value.file, error.value.record) == (broken, "line 3") and "not valid JSON" in str(error.value)
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(good.encode() + b"\n" + good.replace("episode", "\u00e9pisode").encode("latin-1") + b"\n")
+    with pytest.raises(GenError) as error:
+        load_source(SourceSpec(format="cc", path=latin))
+    assert (error.value.file, error.value.record) == (latin, "line 2")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n \n", encoding="utf-8")
+    with pytest.raises(GenError, match="file holds no records"):
+        load_source(SourceSpec(format="cc", path=empty))
+
+
 def test_hf_sources_go_through_datasets_load_dataset(tmp_path, monkeypatch):
     """`hf:` accepts anything datasets.load_dataset does; a local folder of JSON lines exercises the same path."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -12,7 +12,7 @@ from gen.errors import GenError
 from gen.model import Conversation
 from gen.recipe import SourceSpec
 from gen.sources import cc, locomo, msc
-from gen.sources._io import read_json, read_json_or_jsonl, stream_records
+from gen.sources._io import read_json, stream_records
 
 # format → (what a file must hold, how to read it, how to parse the records)
 Parser = Callable[[Any, Any, SourceSpec], Iterator[Conversation]]
@@ -25,12 +25,12 @@ FORMATS: dict[str, tuple[str, Reader, Parser]] = {
     ),
     "msc": (
         "ParlAI MSC session records as JSON lines",
-        read_json_or_jsonl,
+        stream_records,
         lambda data, origin, spec: msc.parse(data, origin),
     ),
     "msc_self_instruct": (
         "MSC-Self-Instruct records as JSON lines",
-        read_json_or_jsonl,
+        stream_records,
         lambda data, origin, spec: msc.parse_self_instruct(data, origin),
     ),
     "msc_personas": (
@@ -40,7 +40,7 @@ FORMATS: dict[str, tuple[str, Reader, Parser]] = {
     ),
     "cc": (
         "Conversation Chronicles episodes (JSON lines or a JSON list)",
-        read_json_or_jsonl,
+        stream_records,
         lambda data, origin, spec: cc.parse(
             data, origin, interval_phrases=spec.interval_phrases, default_interval=spec.default_interval
         ),

@@ -57,19 +57,56 @@ def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
 
 
 def stream_records(path: Path, expected: str) -> Iterator[Any]:
-    """The items of a top-level JSON list, one at a time (the file is never held whole, so a corpus of any
-    size reads in the memory of its largest record); otherwise JSON lines, or one JSON document."""
+    """The records of a JSON list (item by item), of JSON lines (line by line) or of one JSON document. Only
+    a single document is read whole: a corpus in the other two layouts reads in the memory of its largest record."""
     try:
-        with path.open("rb") as handle:
-            if handle.read(64).lstrip()[:1] == b"[":
-                handle.seek(0)
-                yield from _list_items(handle, path, expected)
-                return
+        handle = path.open("rb")
     except FileNotFoundError:
         raise GenError("file not found", file=path, expected=expected) from None
     except OSError as exc:
         raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
-    yield from read_json_or_jsonl(path, expected)
+    with handle:
+        if handle.read(64).lstrip()[:1] == b"[":
+            handle.seek(0)
+            yield from _list_items(handle, path, expected)
+            return
+        handle.seek(0)
+        if _first_line_is_json(handle):
+            handle.seek(0)
+            yield from _json_lines(handle, path, expected)
+            return
+    yield from read_json_or_jsonl(path, expected)  # one document, maybe pretty-printed; or a broken file
+
+
+def _first_line_is_json(handle: Any) -> bool:
+    for line in handle:
+        if line.strip():
+            try:
+                json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                return False
+            return True
+    return False
+
+
+def _json_lines(handle: Any, path: Path, expected: str) -> Iterator[Any]:
+    found = False
+    for line_number, line in enumerate(handle, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise GenError(
+                f"cannot read file: {exc}", file=path, record=f"line {line_number}", expected=expected
+            ) from None
+        except json.JSONDecodeError as exc:
+            raise GenError(
+                f"not valid JSON ({exc.msg})", file=path, record=f"line {line_number}", expected=expected
+            ) from None
+        found = True
+    if not found:
+        raise GenError("file holds no records", file=path, expected=expected)
 
 
 def _list_items(handle: Any, path: Path, expected: str) -> Iterator[Any]:
