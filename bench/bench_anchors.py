@@ -4,8 +4,8 @@ cached `gen run` that gen itself spends on this product.
     .venv/bin/python bench/bench_anchors.py [--copies 100] [--repeats 3]
 
 The corpus is the one bench_llm_run.py uses (renamed copies of the bundled sample, two conversations each,
-every turn made unique by its copy number). Timelines are built first and not timed. Then, best of
-`--repeats` (the modules' caches emptied before each, as in a fresh process):
+every turn made unique by its copy number). Timelines are built first and not timed. Then the least CPU
+time of `--repeats` runs (the modules' caches emptied before each, as in a fresh process):
 
 * planning: anchors.select for every conversation with the product's default options (time per conversation);
 * checks: question_checks.problems on one question per planned item, written from the item's speaker,
@@ -15,6 +15,7 @@ every turn made unique by its copy number). Timelines are built first and not ti
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -73,12 +74,13 @@ def forget() -> None:
 
 
 def best_of(repeats: int, work) -> float:
+    """The least CPU time of `repeats` runs (CPU time: on a shared machine it varies far less than wall time)."""
     times = []
     for _ in range(repeats):
         forget()
-        started = time.perf_counter()
+        started = time.process_time()
         work()
-        times.append(time.perf_counter() - started)
+        times.append(time.process_time() - started)
     return min(times)
 
 
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     responses = sum(len(t.responses) for t in lines)
     print(f"{len(lines)} conversations, {responses:,} responses, {len(items):,} planned questions")
+    print(f"load average {os.getloadavg()[0]:.2f}; CPU seconds, best of {args.repeats}")
     print(f"planning: {planning:.2f} s, {planning / len(lines) * 1000:.1f} ms per conversation")
     print(f"checks:   {checking:.2f} s, {checking / len(questions) * 1e6:.0f} µs per question")
     return 0

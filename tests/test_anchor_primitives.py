@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from gen.products.content.anchors import Weights
 from gen.products.content.question_checks import copied_run
 
@@ -24,3 +26,33 @@ def test_similar_agrees_with_similarity_exactly_at_the_threshold():
     assert 1 in weights.similar(stems[0], weights.masses[0], at)  # reaching the threshold exactly counts
     assert 1 not in weights.similar(stems[0], weights.masses[0], math.nextafter(at, 1.0))
     assert weights.similar(stems[0], weights.masses[0], 0.0) == [0, 1, 3]  # 2 shares no stem with 0
+
+
+def test_strongest_finds_what_scoring_every_candidate_finds_and_skips_those_that_cannot_win(tmp_path):
+    import random
+
+    from gen.products.content import anchors
+    from tests.test_time_content_questions import context, make_recipe
+
+    harness = context(make_recipe(tmp_path), tmp_path)
+    try:
+        timeline = harness.units[0].stamped
+    finally:
+        harness.ctx.llm().close()
+    pool = anchors.candidates(timeline, [1, 2, 3], 8, True, 0.2)
+    rng = random.Random(7)
+    tiebreak = {id(c): rng.random() for c in pool}
+    for kind in ("date", "session"):
+        for trial in range(20):  # random subsets, with ties of rounded value made likely by small groups
+            free = rng.sample(pool, rng.randint(1, min(12, len(pool))))
+            fresh = [anchors.Candidate(c.anchor, c.specificity, c.asks, c._similar) for c in free]
+            ties = {id(f): tiebreak[id(c)] for f, c in zip(fresh, free)}
+            expected = max(free, key=lambda c: (round(c.value(kind), 9), tiebreak[id(c)]))  # scores them all
+            chosen = anchors.strongest(fresh, kind, ties)
+            assert chosen.anchor == expected.anchor
+            assert all(f.value(kind) <= f.ceiling for f in fresh)
+    # a candidate whose ceiling is below a value already found is never scored
+    top = max(pool, key=lambda c: c.ceiling)
+    low = anchors.Candidate(top.anchor, top.specificity / 1000, top.asks, lambda: pytest.fail("scored"))
+    strong = anchors.Candidate(top.anchor, top.specificity, top.asks, lambda: [])  # value: a third of its ceiling
+    assert anchors.strongest([low, strong], "date", {id(low): 0.9, id(strong): 0.1}) is strong

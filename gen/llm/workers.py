@@ -2,6 +2,11 @@
 
 The caller of ``run_step`` stays synchronous: :class:`LoopThread` runs the step's coroutine on a daemon
 thread and blocks until it is done (Ctrl-C cancels it and waits briefly for in-flight requests to stop).
+While it runs, the objects that were alive before are frozen out of the garbage collector's passes: every
+request allocates, which triggers full collections, and a full collection walks the whole heap — in a run,
+every conversation and record — with the GIL held, so the loop stalls for longer the larger the corpus.
+The youngest generation is also collected less often meanwhile: each of hundreds of requests in flight
+keeps objects alive across many collections, which would otherwise walk them again and again.
 
 :class:`WorkerPool` is as wide as the step's endpoints allow in total. Each worker takes the next item as
 soon as it has finished one, so there is no hand-over between items; a worker that has to wait before a
@@ -13,15 +18,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import gc
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from gen.errors import GenError
 
-__all__ = ["LoopThread", "WorkerPool"]
+__all__ = ["LoopThread", "WorkerPool", "frozen_heap"]
 
 T = TypeVar("T")
+YOUNG_THRESHOLD = 10_000  # allocations between collections of the youngest generation during a step (default 700)
 ItemT = TypeVar("ItemT")
 
 
@@ -34,14 +41,15 @@ class LoopThread:
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return future.result()
-        except KeyboardInterrupt:
-            future.cancel()
-            with contextlib.suppress(BaseException):  # already unwinding an interrupt: nothing may replace it
-                future.result(timeout=10)
-            raise
+        with frozen_heap():
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            try:
+                return future.result()
+            except KeyboardInterrupt:
+                future.cancel()
+                with contextlib.suppress(BaseException):  # already unwinding an interrupt: nothing may replace it
+                    future.result(timeout=10)
+                raise
 
     def close(self) -> None:
         if self.loop.is_closed():
@@ -50,6 +58,26 @@ class LoopThread:
         self.thread.join(10)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Leave the objects alive now out of garbage collection until the block ends (they are collected as
+    before afterwards), and collect the youngest generation every YOUNG_THRESHOLD allocations; objects made
+    inside the block are collected as usual. If something else has frozen objects, its arrangement is left
+    alone."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    old = gc.get_threshold()
+    if old[0]:  # (0: collection is switched off, and stays so)
+        gc.set_threshold(max(old[0], YOUNG_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
 
 
 class WorkerPool(Generic[ItemT]):

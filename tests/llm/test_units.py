@@ -366,3 +366,52 @@ def test_key_scrubber_replaces_known_keys_and_ignores_tiny_ones(monkeypatch):
     scrub.add_from_env("GEN_TEST_UNSET_VARIABLE")
     scrub.add("ab")  # too short to be a key: replacing it would garble ordinary text
     assert scrub("key sk-abcdef123456 in abc") == "key [redacted] in abc"
+
+
+def test_a_step_freezes_the_heap_it_found_and_restores_the_collector_after():
+    import gc
+
+    from gen.llm.workers import YOUNG_THRESHOLD, LoopThread, frozen_heap
+
+    class Node:  # a reference cycle: only the cyclic collector can free it
+        def __init__(self) -> None:
+            self.me = self
+
+    before_threshold = gc.get_threshold()
+    gc.collect()
+    assert gc.get_freeze_count() == 0
+    alive = [object() for _ in range(100)]
+    seen = {}
+
+    async def inside() -> None:  # what the loop thread sees while a step runs
+        seen["frozen"] = gc.get_freeze_count()
+        seen["threshold"] = gc.get_threshold()
+        Node()  # garbage made during the step is still collected then
+        seen["collected"] = gc.collect()
+
+    loop = LoopThread()
+    try:
+        loop.run(inside())
+    finally:
+        loop.close()
+    assert seen["frozen"] >= len(alive)  # every object alive at the start, these included
+    assert seen["threshold"] == (max(before_threshold[0], YOUNG_THRESHOLD), *before_threshold[1:])
+    assert seen["collected"] >= 1
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before_threshold
+
+    gc.freeze()  # someone else's freeze is left as it is, thresholds too
+    try:
+        frozen = gc.get_freeze_count()
+        with frozen_heap():
+            assert gc.get_freeze_count() == frozen and gc.get_threshold() == before_threshold
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    gc.set_threshold(0)  # collection switched off stays off
+    try:
+        with frozen_heap():
+            assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before_threshold)
+        gc.enable()

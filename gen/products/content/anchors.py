@@ -40,8 +40,8 @@ import math
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
@@ -224,18 +224,46 @@ def main_speaker(responses: Sequence[Response], word_counts: Sequence[int] | Non
     return next(r.speaker for r in responses if totals[r.speaker] == best)
 
 
-@dataclass
+Similar = list[tuple[int, Response]]  # (index, response) of the same speaker's responses on one topic
+
+
 class Candidate:
-    anchor: Anchor
-    specificity: float  # idf mass of the anchor's stems: how much specific content it has
-    asks: bool  # the main speaker's words end with a question: the anchor asks rather than tells
-    recurrence: dict[str, int] = field(default_factory=dict)  # kind -> count
-    clash: dict[str, list[int]] = field(default_factory=dict)  # kind -> response indices
+    """An admissible anchor. Its recurrence and clash (the similar responses of the same speaker outside and
+    inside each window) are found on first use: a conversation's slots visit only a few of its (session,
+    speaker) cells, so most candidates are never compared with anything, and scoring them would be wasted."""
+
+    def __init__(self, anchor: Anchor, specificity: float, asks: bool, similar: Callable[[], Similar]) -> None:
+        self.anchor = anchor
+        self.specificity = specificity  # idf mass of the anchor's stems: how much specific content it has
+        self.asks = asks  # the main speaker's words end with a question: the anchor asks rather than tells
+        self._similar = similar  # -> (index, response) of the same speaker's responses on the same topic
+        self._scored: tuple[dict[str, int], dict[str, list[int]]] | None = None
+        self._values: dict[str, float] = {}
+        self.ceiling = specificity * (ASKING_FACTOR if asks else 1.0)  # the highest value it could have
+
+    @property
+    def recurrence(self) -> dict[str, int]:
+        """kind -> same-speaker responses outside the window on the same topic."""
+        return self._scores()[0]
+
+    @property
+    def clash(self) -> dict[str, list[int]]:
+        """kind -> same-speaker responses inside the window (outside the anchor) on the same topic."""
+        return self._scores()[1]
 
     def value(self, kind: str) -> float:
         """specificity × (1 + min(recurrence, cap)) / (1 + cap) / (1 + clash), halved when it asks."""
-        recurs = (1 + min(self.recurrence[kind], RECURRENCE_CAP)) / (1 + RECURRENCE_CAP)
-        return self.specificity * recurs / (1 + len(self.clash[kind])) * (ASKING_FACTOR if self.asks else 1.0)
+        found = self._values.get(kind)
+        if found is None:
+            recurs = (1 + min(self.recurrence[kind], RECURRENCE_CAP)) / (1 + RECURRENCE_CAP)
+            found = self.specificity * recurs / (1 + len(self.clash[kind])) * (ASKING_FACTOR if self.asks else 1.0)
+            self._values[kind] = found
+        return found
+
+    def _scores(self) -> tuple[dict[str, int], dict[str, list[int]]]:
+        if self._scored is None:
+            self._scored = windows(self.anchor, self._similar())
+        return self._scored
 
 
 @dataclass(frozen=True)
@@ -260,21 +288,21 @@ def candidates(
     word_counts = [len(r.text.split()) for r in responses]
     usable = [count >= min_words and not (exclude_padding and r.is_padding) for r, count in zip(responses, word_counts)]
     on_topic = [weights.similarity(i, i + 1) >= topic_similarity for i in range(len(responses) - 1)]
+    places = [(r.session_index, r.timestamp.date()) for r in responses]  # an anchor keeps to one of each
     out = []
     for size in sorted(set(sizes)):
         for start in range(len(responses) - size + 1):
             end = start + size
             if not (all(usable[start:end]) and all(on_topic[start : end - 1])):  # each follows on from the last
                 continue
-            window = responses[start:end]
-            if len({r.session_index for r in window}) > 1 or len({r.timestamp.date() for r in window}) > 1:
+            if size > 1 and len(set(places[start:end])) > 1:
                 continue
+            window = responses[start:end]
             joined = stems[start] if size == 1 else frozenset().union(*stems[start:end])
             if not joined:
                 continue
-            anchor = Anchor(
-                timeline.conversation_id, tuple(window), main_speaker(window, word_counts[start:end]), joined
-            )
+            speaker = window[0].speaker if size == 1 else main_speaker(window, word_counts[start:end])
+            anchor = Anchor(timeline.conversation_id, tuple(window), speaker, joined)
             mass = weights.masses[start] if size == 1 else weights.mass(joined)
             out.append(score(anchor, mass, responses, weights, topic_similarity))
     return out
@@ -283,23 +311,35 @@ def candidates(
 def score(
     anchor: Anchor, mass: float, responses: Sequence[Response], weights: Weights, topic_similarity: float
 ) -> Candidate:
-    """The anchor (whose stems weigh `mass`) scored for both reference kinds."""
-    inside = set(anchor.indices)
+    """The anchor (whose stems weigh `mass`), to be scored for both reference kinds when first asked."""
     own = [r for r in anchor.responses if r.speaker == anchor.speaker]
     asks = own[-1].text.rstrip().endswith("?")
-    candidate = Candidate(anchor, mass, asks, {"date": 0, "session": 0}, {"date": [], "session": []})
+    return Candidate(anchor, mass, asks, lambda: similar_responses(anchor, responses, weights, mass, topic_similarity))
+
+
+def similar_responses(
+    anchor: Anchor, responses: Sequence[Response], weights: Weights, mass: float, topic_similarity: float
+) -> Similar:
+    """(index, response) of the other responses of the anchor's speaker whose similarity with the anchor
+    reaches the threshold."""
+    inside = set(anchor.indices)
+    found = ((i, responses[i]) for i in weights.similar(anchor.stems, mass, topic_similarity) if i not in inside)
+    return [(i, r) for i, r in found if r.speaker == anchor.speaker]
+
+
+def windows(anchor: Anchor, similar: Similar) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """(recurrence, clash) of an anchor per reference kind, from its similar same-speaker responses."""
+    recurrence: dict[str, int] = {"date": 0, "session": 0}
+    clash: dict[str, list[int]] = {"date": [], "session": []}
     day, session = anchor.date, anchor.session_index
-    for index in weights.similar(anchor.stems, mass, topic_similarity):
-        r = responses[index]
-        if r.speaker != anchor.speaker or index in inside:
-            continue
+    for index, r in similar:
         same = {"date": r.timestamp.date() == day, "session": r.session_index == session}
         for kind, in_window in same.items():
             if in_window:
-                candidate.clash[kind].append(index)
+                clash[kind].append(index)
             else:
-                candidate.recurrence[kind] += 1
-    return candidate
+                recurrence[kind] += 1
+    return recurrence, clash
 
 
 def apportion(weights: dict, total: int) -> list:
@@ -379,5 +419,22 @@ def best(pool: list[Candidate], size: int, kind: str, taken: set[int], tiebreak:
             and not any(i in taken or i - 1 in taken or i + 1 in taken for i in c.anchor.indices)
         ]
         if free:
-            return max(free, key=lambda c: (round(c.value(kind), 9), tiebreak[id(c)]))
+            return strongest(free, kind, tiebreak)
     return None
+
+
+def strongest(free: list[Candidate], kind: str, tiebreak: dict) -> Candidate:
+    """The first of `free` with the highest (value rounded to 9 places, tiebreak). A value never exceeds its
+    candidate's ceiling (every factor after specificity is at most 1, and float products and quotients are
+    monotone), so candidates are tried by falling ceiling and the search stops at the first ceiling that
+    rounds below the best value found: those left could not win, and are never scored."""
+    order = sorted(range(len(free)), key=lambda i: -free[i].ceiling)
+    chosen, chosen_key = free[order[0]], (-1.0, 0.0, 0)
+    for i in order:
+        c = free[i]
+        if round(c.ceiling, 9) < chosen_key[0]:
+            break
+        key = (round(c.value(kind), 9), tiebreak[id(c)], -i)  # -i: among equals the first, as max() keeps
+        if key > chosen_key:
+            chosen, chosen_key = c, key
+    return chosen

@@ -192,9 +192,11 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
     for slot in slots:
         anchor = slot.anchor
         first, last = anchor.indices[0], anchor.indices[-1]
-        same_session = [r for r in responses if r.session_index == anchor.session_index]
-        before = [r for r in same_session if first - options.context_lines <= r.response_index < first]
-        after = [r for r in same_session if last < r.response_index <= last + options.context_lines]
+        # responses are in response_index order, so the neighbours are a slice (cut to the anchor's session)
+        nearby = responses[max(0, first - options.context_lines) : last + options.context_lines + 1]
+        same_session = [r for r in nearby if r.session_index == anchor.session_index]
+        before = [r for r in same_session if r.response_index < first]
+        after = [r for r in same_session if r.response_index > last]
         reference = rng.choice(reference_phrases(slot.kind, anchor.date, anchor.session_index, templates_dir))
         facts = Facts(
             speaker=anchor.speaker,
