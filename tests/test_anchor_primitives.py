@@ -43,7 +43,7 @@ def test_strongest_finds_what_scoring_every_candidate_finds_and_skips_those_that
     rng = random.Random(7)
     tiebreak = {id(c): rng.random() for c in pool}
     for kind in ("date", "session"):
-        for trial in range(20):  # random subsets, with ties of rounded value made likely by small groups
+        for _ in range(20):  # random subsets of the pool
             free = rng.sample(pool, rng.randint(1, min(12, len(pool))))
             fresh = [anchors.Candidate(c.anchor, c.specificity, c.asks, c._similar) for c in free]
             ties = {id(f): tiebreak[id(c)] for f, c in zip(fresh, free)}
