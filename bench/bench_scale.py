@@ -10,7 +10,9 @@ seed 13, over a LoCoMo-layout corpus made of K renamed copies of locomo10 (writt
 One row per run: copies, workers/executor, conversations, records written (the sum of run.json
 configs[*].records), wall seconds, records per second of wall time, peak RSS of the whole process tree
 (VmRSS of the gen process and all its descendants, read from /proc every ~50 ms and summed: pages shared
-between forked workers are counted once per process, so this is an upper bound), the output folder's size
+between forked workers are counted once per process, so this is an upper bound), peak PSS of the tree (the
+same samples, each shared page counted 1/n in each of the n processes that share it: the memory the run
+occupies), the output folder's size
 on disk, the CPU the run used (cores: CPU seconds of the tree / wall; the larger of what gen reaped and the
 sum over every process seen in the tree, since an executor's daemons, e.g. Ray's workers, are not reaped by
 gen), the CPU other work on the machine used during the run (all busy CPU from /proc/stat minus the
@@ -86,6 +88,19 @@ def rss_kb(pid: int) -> int:
     return 0  # gone, or a zombie (no VmRSS line)
 
 
+def pss_kb(pid: int) -> int:
+    """Proportional set size: each page shared by n processes counts 1/n in each, so the sum over a tree of
+    forked workers is the memory the run really occupies."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            for line in rollup:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0
+
+
 def own_cpu_s(pid: int) -> float:
     """CPU seconds (user + system) a live process has used itself, its reaped children not included."""
     try:
@@ -154,6 +169,7 @@ class Row:
     records: int | None = None
     wall_s: float | None = None
     peak_rss_mb: float | None = None
+    peak_pss_mb: float | None = None
     output_mb: float | None = None
     cpu_cores: float | None = None
     other_cores: float | None = None
@@ -180,13 +196,14 @@ def run_once(
     started = time.perf_counter()
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
-        peak_kb, seen = 0, set()
+        peak_kb, peak_pss_kb, seen = 0, 0, set()
         cpu_seen: dict[int, float] = {}  # pid → its own CPU seconds when last sampled in the tree
         try:
             while True:
                 tree = process_tree(proc.pid)
                 seen.update(tree)
                 peak_kb = max(peak_kb, sum(rss_kb(pid) for pid in tree))
+                peak_pss_kb = max(peak_pss_kb, sum(pss_kb(pid) for pid in tree))
                 for pid in tree:
                     cpu_seen[pid] = max(cpu_seen.get(pid, 0.0), own_cpu_s(pid))
                 if proc.poll() is not None:
@@ -216,6 +233,7 @@ def run_once(
                 os.kill(pid, signal.SIGKILL)
     row.wall_s = wall
     row.peak_rss_mb = peak_kb / 1024
+    row.peak_pss_mb = peak_pss_kb / 1024
     # What gen reaped (its own CPU and its waited-for descendants'), or, when larger, the sum over every process
     # sampled in the tree: daemons reparented away from gen (Ray's workers) never reach RUSAGE_CHILDREN.
     tree_cpu = max(cpu_s(resource.RUSAGE_CHILDREN) - cpu_children_0, sum(cpu_seen.values()))
@@ -260,6 +278,7 @@ COLUMNS = (
     "wall s",
     "records/s",
     "peak RSS MB",
+    "peak PSS MB",
     "output MB",
     "CPU cores",
     "other CPU",
@@ -280,6 +299,7 @@ def cells(row: Row) -> list[str]:
         wall,
         num(row.records_per_s, ",.0f"),
         num(row.peak_rss_mb, ",.0f"),
+        num(row.peak_pss_mb, ",.0f"),
         num(row.output_mb, ",.0f"),
         num(row.cpu_cores, ".2f"),
         num(row.other_cores, ".2f"),
@@ -287,7 +307,7 @@ def cells(row: Row) -> list[str]:
     ]
 
 
-WIDTHS = (7, 26, 13, 12, 12, 10, 11, 9, 9, 9, 6)
+WIDTHS = (7, 26, 13, 12, 12, 10, 11, 11, 9, 9, 9, 6)
 
 
 def plain_line(values: list[str]) -> str:
@@ -319,6 +339,7 @@ def ratios(rows: list[Row], copies: list[int]) -> list[str]:
                 lines.append(
                     f"{label}: {big}× vs {small}× ({big / small:g}× the data): "
                     f"peak RSS {ratio(b.peak_rss_mb, a.peak_rss_mb):.2f}×, "
+                    f"peak PSS {ratio(b.peak_pss_mb, a.peak_pss_mb):.2f}×, "
                     f"wall {ratio(b.wall_s, a.wall_s):.1f}×"
                 )
     for row in rows:
@@ -336,7 +357,8 @@ def ratios(rows: list[Row], copies: list[int]) -> list[str]:
             lines.append(
                 f"{row.copies}× {row.label}: wall {ratio(row.wall_s, base.wall_s):.2f}× that of 1 worker "
                 f"(speed-up {ratio(base.wall_s, row.wall_s):.2f}), "
-                f"peak RSS {ratio(row.peak_rss_mb, base.peak_rss_mb):.2f}×"
+                f"peak RSS {ratio(row.peak_rss_mb, base.peak_rss_mb):.2f}×, "
+                f"peak PSS {ratio(row.peak_pss_mb, base.peak_pss_mb):.2f}×"
             )
     return lines
 
@@ -498,7 +520,8 @@ def main() -> None:
         print()
         print(
             f"`{gen}`, {os.cpu_count()} CPUs; peak RSS = sum of VmRSS over the process tree, sampled every "
-            f"{SAMPLE_S * 1000:.0f} ms; other CPU = cores busy with other work during the run.\n"
+            f"{SAMPLE_S * 1000:.0f} ms; peak PSS = the same with shared pages divided among their processes; "
+            "other CPU = cores busy with other work during the run.\n"
         )
         print(markdown_table(rows))
 
