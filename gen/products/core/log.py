@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
@@ -91,31 +92,69 @@ class Log(ConversationProduct[Options]):
 
 
 def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, checks: Checks) -> None:
+    """Each check over every response (or consecutive pair); a failure's detail is written only when it fails."""
     stamps = [datetime.fromisoformat(row["timestamp"]) for row in group]
+
+    def where(position: int) -> str:
+        return f"{conversation_id} response {group[position]['response_index']}"
+
+    checks.add(
+        "response_index is 0..n-1 in order",
+        len(group),
+        [where(p) for p, row in enumerate(group) if row["response_index"] != p],
+    )
+    week_of: dict[str, tuple[str, str]] = {}  # day → (day name, ISO week): many responses share a day
+    disagreeing = []
     for position, (row, stamp) in enumerate(zip(group, stamps)):
-        where = f"{conversation_id} response {row['response_index']}"
-        checks.check("response_index is 0..n-1 in order", row["response_index"] == position, where)
-        checks.check(
-            "date, time, day_name and week agree with timestamp",
-            (row["date"], row["time"], row["day_name"], row["week"])
-            == (f"{stamp:%Y-%m-%d}", f"{stamp:%H:%M:%S}", f"{stamp:%A}", f"{stamp:%G-W%V}"),
-            where,
-        )
-        if position == 0:
-            continue
-        previous, delta = group[position - 1], stamp - stamps[position - 1]
-        checks.check("timestamps never decrease", delta >= timedelta(0), where)
-        if row["session_index"] == previous["session_index"]:
-            checks.check(
-                "turn_index counts up within a session", row["turn_index"] == previous["turn_index"] + 1, where
-            )
-            checks.check("gaps within a session stay below session_gap_minutes", delta < gap, f"{where}: {delta}")
-        else:
-            checks.check(
-                "sessions follow in order",
-                row["session_index"] == previous["session_index"] + 1 and row["turn_index"] == 0,
-                where,
-            )
-            checks.check("gaps between sessions exceed session_gap_minutes", delta > gap, f"{where}: {delta}")
+        day = stamp.date().isoformat()
+        if day not in week_of:
+            week_of[day] = (f"{stamp:%A}", f"{stamp:%G-W%V}")
+        if (row["date"], row["time"], row["day_name"], row["week"]) != (day, f"{stamp:%H:%M:%S}", *week_of[day]):
+            disagreeing.append(where(position))
+    checks.add("date, time, day_name and week agree with timestamp", len(group), disagreeing)
+    check_pairs(group, stamps, gap, checks, where)
     padding = [row["is_padding"] for row in group]
     checks.check("padding responses come last", padding == sorted(padding), conversation_id)
+
+
+@dataclass
+class PairChecks:
+    """The two checks of one kind of consecutive pair (same session, or the next session)."""
+
+    order_name: str
+    gap_name: str
+    pairs: int = 0
+    order_failures: list[str] = field(default_factory=list)
+    gap_failures: list[str] = field(default_factory=list)
+
+
+def check_pairs(
+    group: list[dict], stamps: list[datetime], gap: timedelta, checks: Checks, where: Callable[[int], str]
+) -> None:
+    """Consecutive responses: time never goes back; within a session turns count up and gaps stay short;
+    across sessions the next session starts at its first turn after a long gap."""
+    if len(group) < 2:
+        return
+    decreasing: list[str] = []
+    within = PairChecks("turn_index counts up within a session", "gaps within a session stay below session_gap_minutes")
+    across = PairChecks("sessions follow in order", "gaps between sessions exceed session_gap_minutes")
+    for position in range(1, len(group)):
+        row, previous, delta = group[position], group[position - 1], stamps[position] - stamps[position - 1]
+        if delta < timedelta(0):
+            decreasing.append(where(position))
+        if row["session_index"] == previous["session_index"]:
+            kind, in_order, gap_ok = within, row["turn_index"] == previous["turn_index"] + 1, delta < gap
+        else:
+            in_order = row["session_index"] == previous["session_index"] + 1 and row["turn_index"] == 0
+            kind, gap_ok = across, delta > gap
+        kind.pairs += 1
+        if not in_order:
+            kind.order_failures.append(where(position))
+        if not gap_ok:
+            kind.gap_failures.append(f"{where(position)}: {delta}")
+    checks.add("timestamps never decrease", len(group) - 1, decreasing)
+    second_starts_a_session = group[1]["session_index"] != group[0]["session_index"]
+    for kind in (across, within) if second_starts_a_session else (within, across):  # as they first apply
+        if kind.pairs:
+            checks.add(kind.order_name, kind.pairs, kind.order_failures)
+            checks.add(kind.gap_name, kind.pairs, kind.gap_failures)
