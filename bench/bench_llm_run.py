@@ -7,6 +7,9 @@ The server (tests/fakes/openai_server.py --fast --tcq) runs in its own process a
 from two regular expressions over each prompt, so its cost per request is small and outside gen. Ideal
 time = items x latency / concurrency. The step's own seconds come from run.json; the same number of requests
 through a bare AsyncOpenAI loop (bench_llm.bare_client_run) is measured in the same session for reference.
+Each run also shows gen's CPU seconds (user + system of the `gen run` process: steadier than wall time on a
+shared machine) and `other CPU`: the cores the rest of the machine kept busy meanwhile (/proc/stat less gen's
+and the fake server's own time; Linux only). Read that column before trusting a figure.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -71,7 +75,29 @@ def recipe(folder: Path, source: Path, base_url: str, per_conversation: int, con
     return path
 
 
-def gen_run(recipe_path: Path, out: Path, cache: Path) -> tuple[float, dict]:
+def busy_ticks() -> int:
+    """CPU ticks the whole machine spent busy (user, nice, system, irq, softirq, steal)."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    return sum(fields) - fields[3] - fields[4]  # less idle and iowait
+
+
+def process_ticks(pid: int) -> int:
+    """utime + stime of a live process."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:13])
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def gen_run(recipe_path: Path, out: Path, cache: Path, server_pid: int) -> tuple[float, float, float, dict]:
+    """(wall s, gen's CPU s, other CPU in cores, run.json) of one `gen run`."""
+    tick = os.sysconf("SC_CLK_TCK")
+    busy, served, cpu = busy_ticks(), process_ticks(server_pid), children_cpu()
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "gen", "run", str(recipe_path), "--output-dir", str(out), "--cache-dir", str(cache)],
@@ -80,9 +106,11 @@ def gen_run(recipe_path: Path, out: Path, cache: Path) -> tuple[float, dict]:
         env={**os.environ, "GEN_BENCH_KEY": "sk-bench", "PYTHONPATH": str(ROOT)},
     )
     wall = time.perf_counter() - started
+    own = children_cpu() - cpu
+    other = (busy_ticks() - busy - (process_ticks(server_pid) - served)) / tick - own
     if done.returncode != 0:
         raise SystemExit(f"gen run failed:\n{done.stderr}")
-    return wall, json.loads((out / "llm-run" / "run.json").read_text())
+    return wall, own, max(other, 0.0) / wall, json.loads((out / "llm-run" / "run.json").read_text())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,11 +134,11 @@ def main(argv: list[str] | None = None) -> int:
             path = recipe(folder, corpus(folder, copies), base_url, args.per_conversation, args.concurrency)
             rows = []
             for label in ("cold cache", "full cache"):
-                wall, report = gen_run(path, folder / "out", folder / "cache")
+                wall, cpu, other, report = gen_run(path, folder / "out", folder / "cache", server.pid)
                 step = report["llm"]["steps"][STEP]
                 items = report["configs"][STEP]["records"]
                 ideal = step["calls_made"] * args.latency / args.concurrency
-                rows.append((label, items, step["calls_made"], step["seconds"], wall, ideal))
+                rows.append((label, items, step["calls_made"], step["seconds"], wall, ideal, cpu, other))
             started = time.perf_counter()
             asyncio.run(bare_client_run(base_url, rows[0][2], args.concurrency, "bench-run"))
             bare = time.perf_counter() - started
@@ -118,10 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         server.stdin.close()
         server.wait()
     print(f"{args.concurrency} concurrent requests, {args.latency * 1000:.0f} ms each")
-    print(f"{'run':<12} {'items':>6} {'calls':>6} {'step s':>7} {'wall s':>7} {'ideal s':>8} {'step/ideal':>11}")
-    for label, items, calls, seconds, wall, ideal in rows:
+    print(
+        f"{'run':<12} {'items':>6} {'calls':>6} {'step s':>7} {'wall s':>7} {'ideal s':>8} {'step/ideal':>11}"
+        f" {'gen CPU s':>10} {'other CPU':>10}"
+    )
+    for label, items, calls, seconds, wall, ideal, cpu, other in rows:
         ratio = f"{ideal / seconds:.2f}" if calls else "-"
-        print(f"{label:<12} {items:>6,} {calls:>6,} {seconds:>7.2f} {wall:>7.2f} {ideal:>8.2f} {ratio:>11}")
+        print(
+            f"{label:<12} {items:>6,} {calls:>6,} {seconds:>7.2f} {wall:>7.2f} {ideal:>8.2f} {ratio:>11}"
+            f" {cpu:>10.2f} {other:>10.2f}"
+        )
     ideal = rows[0][2] * args.latency / args.concurrency
     print(f"bare AsyncOpenAI loop, {rows[0][2]:,} requests: {bare:.2f} s, ideal/actual {ideal / bare:.2f}")
     return 0
