@@ -66,8 +66,13 @@ def test_a_stored_conversation_reads_back_equal_here_in_a_forked_worker_and_afte
             [conversations[5], conversations[1]],
             [conversations[3]],
         ]
-    elsewhere = pickle.loads(pickle.dumps(store))  # what a Ray worker gets
+    elsewhere = pickle.loads(pickle.dumps(store))  # pickled the ordinary way, it carries its bytes
     assert [elsewhere[i] for i in range(len(elsewhere))] == conversations
+    buffers: list[pickle.PickleBuffer] = []  # what Ray does: large buffers travel beside the pickle
+    small = pickle.dumps(store, protocol=5, buffer_callback=buffers.append)
+    assert len(buffers) == 1 and b"turn 1 of c0" in bytes(buffers[0].raw()) and b"turn 1 of c0" not in small
+    shared = pickle.loads(small, buffers=buffers)
+    assert [shared[i] for i in range(len(shared))] == conversations
 
 
 def test_padding_from_the_store_is_the_padding_from_conversations_in_memory():
@@ -125,5 +130,5 @@ def test_no_file_is_left_in_the_temporary_folder_after_a_run_or_a_killed_run(tmp
             break
         time.sleep(0.01)
     process.wait(timeout=60)
-    assert process.returncode == -signal.SIGKILL, 'the run ended before it could be killed'
+    assert process.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     assert list(temporary.iterdir()) == []

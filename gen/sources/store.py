@@ -33,7 +33,7 @@ class ConversationStore:
     def __init__(self) -> None:
         # the store owns the file for as long as it lives; it goes with the last process that holds it
         self._file: IO[bytes] | None = tempfile.TemporaryFile(prefix="gen-conversations-")  # noqa: SIM115
-        self._bytes: bytes | None = None  # instead of the file, in a store unpickled elsewhere
+        self._bytes: memoryview | None = None  # instead of the file, in a store unpickled elsewhere
         self._spans: list[tuple[int, int]] = []  # (offset, length) per position
         self._end = 0
         self._unread = False  # written and not yet flushed to the file
@@ -65,18 +65,24 @@ class ConversationStore:
             self._unread = False
         return pickle.loads(os.pread(self._file.fileno(), length, offset))
 
-    def __getstate__(self) -> dict[str, Any]:
-        data = self._bytes
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        """Pickled, a store carries its bytes. With protocol 5 they travel as an out-of-band buffer, so Ray
+        keeps one copy in its object store and its workers read that copy instead of each holding its own."""
+        data: Any = self._bytes
         if data is None:
             assert self._file is not None
             self._file.flush()
-            data = os.pread(self._file.fileno(), self._end, 0)
-        return {"bytes": data, "spans": self._spans, "summaries": self.summaries}
+            self._file.seek(0)
+            data = self._file.read()  # a loop of reads inside: one pread stops short of 2 GiB
+        buffer = pickle.PickleBuffer(data) if protocol >= 5 else bytes(data)
+        return _reopen, (buffer, self._spans, self.summaries)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._file, self._unread = None, False
-        self._bytes, self._spans, self.summaries = state["bytes"], state["spans"], state["summaries"]
-        self._end = len(self._bytes)
+
+def _reopen(data: Any, spans: list[tuple[int, int]], summaries: list[Summary]) -> ConversationStore:
+    store = ConversationStore.__new__(ConversationStore)
+    store._bytes, store._spans, store.summaries = memoryview(data), spans, summaries
+    store._file, store._unread, store._end = None, False, store._bytes.nbytes
+    return store
 
 
 class Stored:
