@@ -143,11 +143,11 @@ def test_conversation_chronicles_layout_sample_log(tmp_path, capsys):
 
 def test_msc_persona_pairs_file(tmp_path):
     from gen.recipe import SourceSpec
-    from gen.sources import load_source
+    from gen.sources import read_source
 
     path = require_shared("msc/locomo_msc_personas_all.sample.json")
     raw = json.loads(path.read_text())
-    conversations = load_source(SourceSpec(format="msc_personas", path=path))
+    conversations = list(read_source(SourceSpec(format="msc_personas", path=path)))
     assert len(conversations) == sum(len(pairs) for pairs in raw.values())
     first = conversations[0]
     assert first.conversation_id == "msc-personas/train-0"

@@ -8,7 +8,7 @@ import pytest
 
 from gen.errors import GenError
 from gen.recipe import SourceSpec
-from gen.sources import cc, load_source, locomo, msc, select
+from gen.sources import cc, locomo, msc, read_source, select
 from tests.conftest import locomo_sample, write_json
 
 SAMPLE = locomo_sample(
@@ -19,9 +19,11 @@ SAMPLE = locomo_sample(
 
 
 def test_locomo_accepts_a_list_a_single_sample_and_a_bare_conversation(tmp_path):
-    as_list = load_source(SourceSpec(format="locomo", path=write_json(tmp_path / "l.json", [SAMPLE])))
-    single = load_source(SourceSpec(format="locomo", path=write_json(tmp_path / "s.json", SAMPLE)))
-    bare = load_source(SourceSpec(format="locomo", path=write_json(tmp_path / "my_log.json", SAMPLE["conversation"])))
+    as_list = list(read_source(SourceSpec(format="locomo", path=write_json(tmp_path / "l.json", [SAMPLE]))))
+    single = list(read_source(SourceSpec(format="locomo", path=write_json(tmp_path / "s.json", SAMPLE))))
+    bare = list(
+        read_source(SourceSpec(format="locomo", path=write_json(tmp_path / "my_log.json", SAMPLE["conversation"])))
+    )
     assert [c.conversation_id for c in as_list + single + bare] == ["locomo/conv-1", "locomo/conv-1", "locomo/my_log"]
     conversation = as_list[0]
     assert conversation.speakers == ("Ann", "Bob")
@@ -73,7 +75,7 @@ def test_a_file_that_is_not_json_is_an_error(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('[{"conversation": ', encoding="utf-8")
     with pytest.raises(GenError) as error:
-        load_source(SourceSpec(format="locomo", path=path))
+        list(read_source(SourceSpec(format="locomo", path=path)))
     assert error.value.file == path and "not valid JSON" in str(error.value)
 
 
@@ -119,7 +121,7 @@ def test_msc_persona_pairs_are_personas_only(tmp_path):
     path = write_json(
         tmp_path / "p.json", {"train": [{"Speaker 1": ["I am tall."], "Speaker 2": ["I am short."], "in_dataset": 1}]}
     )
-    (conversation,) = load_source(SourceSpec(format="msc_personas", path=path))
+    (conversation,) = list(read_source(SourceSpec(format="msc_personas", path=path)))
     assert conversation.conversation_id == "msc-personas/train-0"
     assert conversation.sessions == () and conversation.personas["Speaker 2"] == ["I am short."]
 
@@ -196,17 +198,17 @@ def test_json_lines_errors_name_the_line_and_an_empty_file_says_so(tmp_path):
     broken = tmp_path / "broken.jsonl"
     broken.write_text(f"{good}\n\n{good[:-1]}\n{good}\n", encoding="utf-8")  # line 3 lost its closing brace
     with pytest.raises(GenError) as error:
-        load_source(SourceSpec(format="cc", path=broken))
+        list(read_source(SourceSpec(format="cc", path=broken)))
     assert (error.value.file, error.value.record) == (broken, "line 3") and "not valid JSON" in str(error.value)
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(good.encode() + b"\n" + good.replace("episode", "\u00e9pisode").encode("latin-1") + b"\n")
     with pytest.raises(GenError) as error:
-        load_source(SourceSpec(format="cc", path=latin))
+        list(read_source(SourceSpec(format="cc", path=latin)))
     assert (error.value.file, error.value.record) == (latin, "line 2")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n \n", encoding="utf-8")
     with pytest.raises(GenError, match="file holds no records"):
-        load_source(SourceSpec(format="cc", path=empty))
+        list(read_source(SourceSpec(format="cc", path=empty)))
 
 
 def test_hf_sources_go_through_datasets_load_dataset(tmp_path, monkeypatch):
@@ -215,14 +217,14 @@ def test_hf_sources_go_through_datasets_load_dataset(tmp_path, monkeypatch):
     folder = tmp_path / "cc_dataset"
     folder.mkdir()
     (folder / "train.jsonl").write_text("\n".join(json.dumps(cc_episode(dataID=f"episode-{i}")) for i in range(3)))
-    conversations = load_source(SourceSpec(format="cc", hf=str(folder), split="train"))
+    conversations = list(read_source(SourceSpec(format="cc", hf=str(folder), split="train")))
     assert [c.conversation_id for c in conversations] == ["cc/episode-0", "cc/episode-1", "cc/episode-2"]
 
 
 def test_hf_source_that_cannot_load_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(GenError) as error:
-        load_source(SourceSpec(format="cc", hf=str(tmp_path / "nothing-here"), split="train"))
+        list(read_source(SourceSpec(format="cc", hf=str(tmp_path / "nothing-here"), split="train")))
     assert error.value.file == f"hf:{tmp_path / 'nothing-here'}" and error.value.field == "hf"
 
 
@@ -233,6 +235,6 @@ def test_cc_reads_a_list_json_lines_or_one_pretty_printed_episode(tmp_path):
     as_lines.write_text("\n".join(json.dumps(e) for e in episodes) + "\n\n")
     one = tmp_path / "one.json"
     one.write_text(json.dumps(episodes[0], indent=2))
-    ids = lambda path: [c.conversation_id for c in load_source(SourceSpec(format="cc", path=path))]  # noqa: E731
+    ids = lambda path: [c.conversation_id for c in read_source(SourceSpec(format="cc", path=path))]  # noqa: E731
     assert ids(as_list) == ids(as_lines) == ["cc/episode-0", "cc/episode-1"]
     assert ids(one) == ["cc/episode-0"]

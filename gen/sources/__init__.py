@@ -48,11 +48,6 @@ FORMATS: dict[str, tuple[str, Reader, Parser]] = {
 }
 
 
-def load_source(spec: SourceSpec) -> list[Conversation]:
-    """Every conversation of one source entry, before selection."""
-    return list(read_source(spec))
-
-
 def read_source(spec: SourceSpec) -> Iterator[Conversation]:
     """The conversations of one source entry, one at a time as the file is read (LoCoMo lists are streamed)."""
     expected, read, parse = FORMATS[spec.format]
