@@ -233,13 +233,16 @@ def check_conversation(
     failed: dict[str, list[str]] = {name: [] for name in ROW_CHECKS}  # every row is checked by each of these
     relevant, counted, not_empty, clock, asked, named, shared = (failed[name] for name in ROW_CHECKS)
     tests, now_text, current_session = set(options.tests), view.now_text, view.current_session
+    last: tuple[str, dict | None, Key] = ("", None, ("", ()))  # the previous row's test, params and their key
 
     def at(row: dict) -> str:  # only built for a failure
         return f"{conversation_id} {row['question_id']}"
 
     for row in rows:
         test, params, indices = row["test"], row["params"], row["relevant_response_indices"]
-        k = key(test, params)
+        if params is not last[1] or test != last[0]:  # the build gives a base question's rows one params dict
+            last = (test, params, key(test, params))
+        k = last[2]
         if k not in bases:
             window = view.window_of(k)
             present[test].add(k)
