@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import multiprocessing
 import signal
 from collections import deque
@@ -24,7 +25,13 @@ from gen.work import Prepared, ShardResult, process_shard
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
 
-LLM_BATCH = 64  # conversations per batch in the LLM stage: one engine step covers all their items
+# The LLM stage's batches: one engine step covers the items of a batch's conversations, and a step fills up
+# and drains at its ends, so a step should hold several times what may be in flight. The first batch has
+# LLM_BATCH conversations; the next are sized from the items per conversation seen so far, between LLM_BATCH
+# and LLM_BATCH_MAX conversations (what a batch holds in memory).
+LLM_BATCH = 64
+LLM_BATCH_MAX = 256
+LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
 
 _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, read by the workers
@@ -158,6 +165,17 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Iterator[ShardResult]:
-    count = len(prepared.conversations)
-    for first in range(0, count, LLM_BATCH):
-        yield process_shard(prepared, range(first, min(first + LLM_BATCH, count)), products, engine)
+    count, first, size = len(prepared.conversations), 0, LLM_BATCH
+    while first < count:
+        last, items_before = min(first + size, count), engine.items_run
+        yield process_shard(prepared, range(first, last), products, engine)
+        size = llm_batch_size(engine.items_run - items_before, last - first, engine.concurrency)
+        first = last
+
+
+def llm_batch_size(items: int, conversations: int, concurrency: int) -> int:
+    """Conversations in the next batch, for about LLM_ROUNDS_PER_STEP × concurrency items per step."""
+    if not items:
+        return LLM_BATCH_MAX
+    wanted = math.ceil(LLM_ROUNDS_PER_STEP * concurrency * conversations / items)
+    return max(LLM_BATCH, min(LLM_BATCH_MAX, wanted))

@@ -195,6 +195,16 @@ class Engine:
         return {name: ep.config for name, ep in self._endpoints.items()}
 
     @property
+    def concurrency(self) -> int:
+        """Requests every endpoint together may have in flight at once."""
+        return sum(ep.config.max_concurrency for ep in self._endpoints.values())
+
+    @property
+    def items_run(self) -> int:
+        """Items given to `run_step` so far, over every step and round (cached ones included)."""
+        return sum(stats.items for stats in self._accounts.steps.values())
+
+    @property
     def rejects(self) -> list[dict[str, Any]]:
         """Every item the engine gave up on, in the order the steps ran."""
         return self._accounts.rejects

@@ -1,0 +1,73 @@
+"""The LLM stage's batches of conversations: sized from the items per conversation seen so far, so each engine
+step holds several times what may be in flight; and whatever the batches, the same records."""
+
+from __future__ import annotations
+
+import json
+
+from gen import executors
+from gen.executors import llm_batch_size
+from gen.llm.config import RunSettings
+from gen.products.registry import load
+from gen.runner import run
+from tests.conftest import REPO, write_recipe
+from tests.fakes.openai_server import FakeOpenAI, tcq_question
+
+SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
+
+
+def test_the_next_batch_holds_about_eight_rounds_of_the_concurrency():
+    # 64 conversations gave 640 items (10 each); at 256 in flight, 8 rounds are 2,048 items: 205 conversations
+    assert llm_batch_size(640, 64, 256) == 205
+    assert llm_batch_size(640, 64, 2048) == executors.LLM_BATCH_MAX  # 1,639 wanted, capped: memory
+    assert llm_batch_size(640, 64, 64) == executors.LLM_BATCH  # 52 wanted, but never fewer than the first
+    assert llm_batch_size(0, 64, 256) == executors.LLM_BATCH_MAX  # no item: conversations are cheap
+
+
+def copies_recipe(tmp_path, base_url: str, name: str):
+    samples = json.loads(SAMPLE.read_text())
+    corpus = tmp_path / "copies.json"
+    corpus.write_text(json.dumps([{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(12) for s in samples]))
+    data = {
+        "name": name,
+        "seed": 5,
+        "sources": [{"format": "locomo", "path": str(corpus)}],
+        "llm": {
+            "main": {
+                "model": "fake-model",
+                "base_url": base_url,
+                "api_key_env": None,
+                "structured_output": "json_schema",
+                "max_concurrency": 2,
+            }
+        },
+        "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 2}],
+    }
+    return load(write_recipe(tmp_path / f"{name}.yaml", data))[0]
+
+
+def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
+    batches: list[int] = []
+    process_shard = executors.process_shard
+
+    def recording(prepared, positions, products, engine=None):
+        if engine is not None:
+            batches.append(len(positions))
+        return process_shard(prepared, positions, products, engine)
+
+    monkeypatch.setattr(executors, "process_shard", recording)
+    written = {}
+    with FakeOpenAI(tcq_question) as server:
+        for name, first, most in (("one-batch", 64, 256), ("small-batches", 5, 7)):
+            monkeypatch.setattr(executors, "LLM_BATCH", first)
+            monkeypatch.setattr(executors, "LLM_BATCH_MAX", most)
+            recipe = copies_recipe(tmp_path, server.base_url, name)
+            folder = run(recipe, tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path / name, progress="off"))
+            written[name] = {
+                config: (folder / config / "test.jsonl").read_bytes() for config in ("log", "time_content_questions")
+            }
+    # 24 conversations, 2 items each, 2 in flight: after 5 conversations (10 items) the next batches want
+    # 8 x 2 x 5 / 10 = 8 conversations, capped at 7: 5, 7, 7, then the last 5
+    assert batches == [24, 5, 7, 7, 5]
+    assert written["one-batch"] == written["small-batches"]
+    assert written["one-batch"]["time_content_questions"].count(b"\n") == 48
