@@ -151,3 +151,22 @@ def test_by_default_three_dialogues_per_base_question_drawn_from_all_of_them():
     too_many = [*rows, next(r for r in every if r["question_id"] not in {x["question_id"] for x in rows})]
     report = ctx.validate("ambiguous_time_queries", too_many, options).report()
     assert report["at most max_variants_per_group variants per base question"]["failed"] == 1
+
+
+def test_validator_catches_dialogues_that_are_not_the_seeded_draw():
+    rows, _, ctx, options = build_both(ann_bob(), tests=["session"])
+    every, _, _, _ = build_both(ann_bob(), tests=["session"], max_variants_per_group="all")
+    kept = {r["question_id"] for r in rows}
+    swapped = [dict(r) for r in rows]
+    other = next(r for r in every if r["group_id"] == rows[0]["group_id"] and r["question_id"] not in kept)
+    swapped[0] = {**other}  # a dialogue of the same base question, but not one the seed drew
+    report = ctx.validate("ambiguous_time_queries", swapped, options).report()
+    assert {name for name, r in report.items() if r["failed"]} == {
+        "each base question keeps its seeded sample of dialogues"
+    }
+    # the same records checked as the run of a recipe with another seed
+    reseeded = context(ann_bob(), seed=1)
+    reseeded.build("time_queries", time_queries.Options(tests=["session"]))
+    report = reseeded.validate("ambiguous_time_queries", rows, options).report()
+    seeded = report["each base question keeps its seeded sample of dialogues"]
+    assert seeded["checked"] == len({r["group_id"] for r in every}) and seeded["failed"] > 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
+from datetime import date
 from typing import Literal
 
 from pydantic import Field
@@ -20,8 +21,15 @@ from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Nee
 from gen.products.checks import Checks
 from gen.products.schema import STRING, Schema, list_of, schema, struct
 from gen.products.temporal import window_checks
-from gen.products.temporal.time_queries import pick, question_id, window_features, worded_windows
-from gen.products.temporal.windows import WindowOptions
+from gen.products.temporal.time_queries import (
+    Yearless,
+    pick,
+    question_id,
+    seeded_draw,
+    window_features,
+    worded_windows,
+)
+from gen.products.temporal.windows import WindowOptions, group_id
 from gen.products.temporal.wordings import SLOT, Wordings
 from gen.recipe import Recipe
 
@@ -83,12 +91,7 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
         seen: set[tuple] = set()
         for base, phrases, fields in worded_windows(unit.stamped, options, wordings):
             group = base.group_id
-            dialogues = wordings.dialogues(base.test, speakers, options.frames)
-            if options.pairing == "all":
-                combos = [(d, p) for d in dialogues for p in phrases]
-            else:
-                offset = int(group, 16) % len(phrases)
-                combos = [(d, phrases[(j + offset) % len(phrases)]) for j, d in enumerate(dialogues)]
+            combos = dialogue_combos(wordings.dialogues(base.test, speakers, options.frames), phrases, options, group)
             for (frame, number, turns), (phrase, style) in pick(
                 combos, options.variant_limit, ctx.seed, NAME, base.conversation_id, group
             ):
@@ -126,7 +129,8 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         group = records[NAME]
         conversation_id = unit.conversation_id
-        window_checks.check_unit(unit, group, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
+        view = window_checks.check_unit(unit, group, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
+        check_seeded_dialogues(unit, group, view, self.options, ctx, checks)
         speaker_a, speaker_b = unit.conversation.speakers
         unambiguous = {row["group_id"]: row["relevant_response_indices"] for row in unit.records_of("time_queries")}
         dialogues = Counter(tuple(turn["text"] for turn in row["dialogue"]) for row in group)
@@ -180,3 +184,43 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
         out = window_checks.summary(counts, self.options.tests)
         out["by_frame"] = dict(sorted((key[1], n) for key, n in counts.items() if key[0] == "frame"))
         return out
+
+
+def dialogue_combos(dialogues: list, phrases: list[tuple[str, str]], options: Options, group: str) -> list[tuple]:
+    """Every (dialogue, (phrase, style)) a base question may be worded with, in the order the sample draws from."""
+    if options.pairing == "all":
+        return [(d, p) for d in dialogues for p in phrases]
+    offset = int(group, 16) % len(phrases)
+    return [(d, phrases[(j + offset) % len(phrases)]) for j, d in enumerate(dialogues)]
+
+
+def check_seeded_dialogues(
+    unit: Unit, rows: Sequence[Record], view: window_checks.LogView, options: Options, ctx: BuildContext, checks: Checks
+) -> None:
+    """Each base question keeps the seeded sample of its dialogues, less those the conversation already used:
+    drawn again here, for the base questions the validator lists from the log (as time_queries' check does)."""
+    kept: defaultdict[str, list[tuple[str, ...]]] = defaultdict(list)
+    for row in rows:
+        kept[row["group_id"]].append(tuple(turn["text"] for turn in row["dialogue"]))
+    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+    yearless = Yearless(map(date.fromisoformat, set(view.date)))
+    speakers = unit.conversation.speakers
+    seen: set[tuple[str, ...]] = set()
+    wrong = []
+    bases = view.base_questions(options)
+    for test, params in bases:
+        group = group_id(unit.conversation_id, test, params)
+        phrases = wordings.phrases(test, params, yearless.ok(params))
+        combos = dialogue_combos(wordings.dialogues(test, speakers, options.frames), phrases, options, group)
+        expected = []
+        for i in seeded_draw(len(combos), options.variant_limit, ctx.seed, NAME, unit.conversation_id, group):
+            (_, _, turns), (phrase, _) = combos[i]
+            signature = tuple(text.replace(SLOT, phrase) for _, text in turns)
+            if signature not in seen:
+                seen.add(signature)
+                expected.append(signature)
+        if kept.get(group, []) != expected:
+            wrong.append(
+                f"{unit.conversation_id} {test} {params}: {len(kept.get(group, []))} kept, {len(expected)} drawn"
+            )
+    checks.add("each base question keeps its seeded sample of dialogues", len(bases), wrong)

@@ -222,7 +222,7 @@ def check_seeded_wordings(
         phrases = wordings.phrases(test, params, yearless.ok(params))
         frames = wordings.frames(test)
         expected = []
-        for i in seeded_draw(len(phrases) * len(frames), options.variant_limit, ctx.seed, conversation_id, group):
+        for i in seeded_draw(len(phrases) * len(frames), options.variant_limit, ctx.seed, NAME, conversation_id, group):
             phrase, frame = phrases[i // len(frames)][0], frames[i % len(frames)]  # phrases outermost
             text = frame.replace(SLOT, phrase)
             if text not in seen:
@@ -240,10 +240,10 @@ def sample_difference(where: str, kept: list[str], expected: list[str]) -> str:
     return f"{where}: {len(kept)} kept, {len(expected)} drawn; wording {at + 1}: {first[0]!r} kept, {first[1]!r} drawn"
 
 
-def seeded_draw(n: int, limit: int | None, seed: int, conversation_id: str, group: str) -> Sequence[int]:
+def seeded_draw(n: int, limit: int | None, seed: int, product: str, conversation_id: str, group: str) -> Sequence[int]:
     """The positions, in order, of the wordings a base question with n of them keeps. A sample of all n is
     all of them, so the random draw is only made when the limit leaves some out."""
     if limit is None or limit >= n:
         return range(n)
-    rng = random.Random(f"{seed}/{NAME}/{conversation_id}/{group}")
+    rng = random.Random(f"{seed}/{product}/{conversation_id}/{group}")
     return sorted(rng.sample(range(n), limit))
