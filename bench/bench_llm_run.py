@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import yaml
 from bench_llm import bare_client_run
+from procstat import busy_ticks, process_ticks
 
 SAMPLE = ROOT / "gen" / "data" / "sample_locomo.json"
 STEP = "time_content_questions"
@@ -73,20 +74,6 @@ def recipe(folder: Path, source: Path, base_url: str, per_conversation: int, con
     }
     path.write_text(yaml.safe_dump(data))
     return path
-
-
-def busy_ticks() -> int:
-    """CPU ticks the whole machine spent busy (user, nice, system, irq, softirq, steal)."""
-    with open("/proc/stat") as stat:
-        fields = [int(x) for x in stat.readline().split()[1:]]
-    return sum(fields) - fields[3] - fields[4]  # less idle and iowait
-
-
-def process_ticks(pid: int) -> int:
-    """utime + stime of a live process."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:13])
 
 
 def children_cpu() -> float:

@@ -33,8 +33,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import yaml
+from procstat import busy_ticks, process_ticks
 
 from tests.realmodel import server
 from tests.realmodel.proxy import CountingProxy
@@ -95,20 +97,6 @@ HEADER = [
 TEXT_COLUMNS = {0, 1, 8}
 
 
-def busy_ticks() -> int:
-    """CPU ticks the whole machine spent busy (user, nice, system, irq, softirq, steal)."""
-    with open("/proc/stat") as stat:
-        fields = [int(x) for x in stat.readline().split()[1:]]
-    return sum(fields) - fields[3] - fields[4]  # less idle and iowait
-
-
-def process_ticks(pid: int) -> int:
-    """utime + stime of one live process, and of the children it reaped."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15])
-
-
 def load_average() -> float:
     with open("/proc/loadavg") as loadavg:
         return float(loadavg.read().split()[0])
@@ -148,7 +136,9 @@ def bench_one(llama: server.LlamaServer, product: str, mode: str, per_conversati
         path = recipe(folder / "recipe.yaml", product, mode, proxy.base_url, per_conversation)
         env = {**os.environ, "GEN_CACHE_DIR": str(folder / "cache")}
         load = load_average()
-        server_before, busy_before, gen_before = process_ticks(llama.process.pid), busy_ticks(), children_ticks()
+        server_pid = llama.process.pid
+        server_before = process_ticks(server_pid, reaped_children=True)
+        busy_before, gen_before = busy_ticks(), children_ticks()
         started = time.monotonic()
         run = subprocess.Popen(
             [sys.executable, "-m", "gen", "run", str(path), "--output-dir", str(folder / "out")],
@@ -161,7 +151,7 @@ def bench_one(llama: server.LlamaServer, product: str, mode: str, per_conversati
         _, stderr = run.communicate()
         wall = time.monotonic() - started
         gen_ticks = children_ticks() - gen_before
-        server_ticks = process_ticks(llama.process.pid) - server_before
+        server_ticks = process_ticks(server_pid, reaped_children=True) - server_before
         other = (busy_ticks() - busy_before - server_ticks - gen_ticks) / TICKS / wall
         requests = proxy.count
     if run.returncode != 0:
