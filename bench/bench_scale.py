@@ -12,7 +12,7 @@ configs[*].records), wall seconds, records per second of wall time, peak RSS of 
 (VmRSS of the gen process and all its descendants, read from /proc every ~50 ms and summed: pages shared
 between forked workers are counted once per process, so this is an upper bound), peak PSS of the tree (the
 same samples, each shared page counted 1/n in each of the n processes that share it: the memory the run
-occupies), the output folder's size
+occupies; read once a second, as reading it slows the process down), the output folder's size
 on disk, the CPU the run used (cores: CPU seconds of the tree / wall; the larger of what gen reaped and the
 sum over every process seen in the tree, since an executor's daemons, e.g. Ray's workers, are not reaped by
 gen), the CPU other work on the machine used during the run (all busy CPU from /proc/stat minus the
@@ -46,7 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import write_synthetic_copy  # bench/corpora.py
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_S = 0.05
+SAMPLE_S = 0.25
+PSS_EVERY = 4  # samples: PSS is read once a second
 MB = 1024 * 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Output of one copy of locomo10 (log + time_queries + conversations + card): ~33 MB on disk; used to check
@@ -196,14 +197,16 @@ def run_once(
     started = time.perf_counter()
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
-        peak_kb, peak_pss_kb, seen = 0, 0, set()
+        peak_kb, peak_pss_kb, samples, seen = 0, 0, 0, set()
         cpu_seen: dict[int, float] = {}  # pid → its own CPU seconds when last sampled in the tree
         try:
             while True:
                 tree = process_tree(proc.pid)
                 seen.update(tree)
                 peak_kb = max(peak_kb, sum(rss_kb(pid) for pid in tree))
-                peak_pss_kb = max(peak_pss_kb, sum(pss_kb(pid) for pid in tree))
+                if samples % PSS_EVERY == 0:  # reading smaps_rollup locks the process's memory map: not too often
+                    peak_pss_kb = max(peak_pss_kb, sum(pss_kb(pid) for pid in tree))
+                samples += 1
                 for pid in tree:
                     cpu_seen[pid] = max(cpu_seen.get(pid, 0.0), own_cpu_s(pid))
                 if proc.poll() is not None:

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from gen.llm.engine import Engine
 
 # The LLM stage's batches: one engine step covers the items of a batch's conversations, and a step fills up
-# and drains at its ends, so a step should hold several times what may be in flight. The first batch has
-# LLM_BATCH conversations; the next are sized from the items per conversation seen so far, between LLM_BATCH
-# and LLM_BATCH_MAX conversations (what a batch holds in memory).
+# and drains at its ends, so a step should hold several times what may be in flight. The first batch has as
+# many conversations as may be in flight; the next are sized from the items per conversation seen so far;
+# every batch has between LLM_BATCH and LLM_BATCH_MAX conversations (what a batch holds in memory).
 LLM_BATCH = 64
 LLM_BATCH_MAX = 256
 LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
@@ -165,7 +165,8 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Iterator[ShardResult]:
-    count, first, size = len(prepared.conversations), 0, LLM_BATCH
+    # every product asks at least one item per conversation: a first batch as large as the concurrency fills it
+    count, first, size = len(prepared.conversations), 0, max(LLM_BATCH, min(LLM_BATCH_MAX, engine.concurrency))
     while first < count:
         last, items_before = min(first + size, count), engine.items_run
         yield process_shard(prepared, range(first, last), products, engine)
