@@ -165,7 +165,7 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Iterator[ShardResult]:
-    # every product asks at least one item per conversation: a first batch as large as the concurrency fills it
+    # products ask one item or more per conversation: a first batch as large as the concurrency fills a step
     count, first, size = len(prepared.conversations), 0, max(LLM_BATCH, min(LLM_BATCH_MAX, engine.concurrency))
     while first < count:
         last, items_before = min(first + size, count), engine.items_run
