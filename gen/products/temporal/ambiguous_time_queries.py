@@ -10,8 +10,7 @@ phrases in rotation (`pairing: rotate`); `pairing: all` crosses every dialogue w
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
-from datetime import date
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -22,14 +21,13 @@ from gen.products.checks import Checks
 from gen.products.schema import STRING, Schema, list_of, schema, struct
 from gen.products.temporal import window_checks
 from gen.products.temporal.time_queries import (
-    Yearless,
     pick,
     question_id,
-    seeded_draw,
+    seeded_sample_failures,
     window_features,
     worded_windows,
 )
-from gen.products.temporal.windows import WindowOptions, group_id
+from gen.products.temporal.windows import WindowOptions
 from gen.products.temporal.wordings import SLOT, Wordings
 from gen.recipe import Recipe
 
@@ -197,30 +195,22 @@ def dialogue_combos(dialogues: list, phrases: list[tuple[str, str]], options: Op
 def check_seeded_dialogues(
     unit: Unit, rows: Sequence[Record], view: window_checks.LogView, options: Options, ctx: BuildContext, checks: Checks
 ) -> None:
-    """Each base question keeps the seeded sample of its dialogues, less those the conversation already used:
-    drawn again here, for the base questions the validator lists from the log (as time_queries' check does)."""
-    kept: defaultdict[str, list[tuple[str, ...]]] = defaultdict(list)
+    """Each base question keeps the seeded sample of its dialogues (time_queries' check, on dialogues)."""
+    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+    speakers = unit.conversation.speakers
+
+    def variants(test: str, params: dict, group: str, yearless_ok: bool) -> tuple[int, Callable[[int], Hashable]]:
+        phrases = wordings.phrases(test, params, yearless_ok)
+        combos = dialogue_combos(wordings.dialogues(test, speakers, options.frames), phrases, options, group)
+
+        def dialogue(i: int) -> tuple[str, ...]:
+            (_, _, turns), (phrase, _) = combos[i]
+            return tuple(text.replace(SLOT, phrase) for _, text in turns)
+
+        return len(combos), dialogue
+
+    kept: defaultdict[str, list[Hashable]] = defaultdict(list)
     for row in rows:
         kept[row["group_id"]].append(tuple(turn["text"] for turn in row["dialogue"]))
-    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
-    yearless = Yearless(map(date.fromisoformat, set(view.date)))
-    speakers = unit.conversation.speakers
-    seen: set[tuple[str, ...]] = set()
-    wrong = []
-    bases = view.base_questions(options)
-    for test, params in bases:
-        group = group_id(unit.conversation_id, test, params)
-        phrases = wordings.phrases(test, params, yearless.ok(params))
-        combos = dialogue_combos(wordings.dialogues(test, speakers, options.frames), phrases, options, group)
-        expected = []
-        for i in seeded_draw(len(combos), options.variant_limit, ctx.seed, NAME, unit.conversation_id, group):
-            (_, _, turns), (phrase, _) = combos[i]
-            signature = tuple(text.replace(SLOT, phrase) for _, text in turns)
-            if signature not in seen:
-                seen.add(signature)
-                expected.append(signature)
-        if kept.get(group, []) != expected:
-            wrong.append(
-                f"{unit.conversation_id} {test} {params}: {len(kept.get(group, []))} kept, {len(expected)} drawn"
-            )
-    checks.add("each base question keeps its seeded sample of dialogues", len(bases), wrong)
+    wrong, checked = seeded_sample_failures(unit.conversation_id, kept, view, options, ctx.seed, NAME, variants)
+    checks.add("each base question keeps its seeded sample of dialogues", checked, wrong)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from datetime import date
 from typing import Any
 
@@ -202,38 +202,58 @@ def check_seeded_wordings(
     ctx: BuildContext,
     checks: Checks,
 ) -> None:
-    """Each base question keeps the seeded sample of its wordings: min(limit, wordings) of them, less those whose
-    text the conversation already used. Drawn again here from the full list of wordings, so a choice that
-    depended on the worker, the order of work or a shared random state would show.
+    """Each base question keeps the seeded sample of its wordings (frames × time phrases, phrases outermost)."""
+    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
 
-    The base questions, their order and whether their dates may go without the year come from the log (the
-    validator's own list of windows); their wordings only from the test, the params and that flag (the
-    phrases) and the test (the frames), and only the drawn ones are put into words."""
-    kept: defaultdict[str, list[str]] = defaultdict(list)
+    def variants(test: str, params: dict, group: str, yearless_ok: bool) -> tuple[int, Callable[[int], Hashable]]:
+        phrases, frames = wordings.phrases(test, params, yearless_ok), wordings.frames(test)
+        return len(phrases) * len(frames), lambda i: frames[i % len(frames)].replace(SLOT, phrases[i // len(frames)][0])
+
+    kept: defaultdict[str, list[Hashable]] = defaultdict(list)
     for row in rows:
         kept[row["group_id"]].append(row["question"])
-    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+    wrong, checked = seeded_sample_failures(conversation_id, kept, view, options, ctx.seed, NAME, variants)
+    checks.add("each base question keeps its seeded sample of wordings", checked, wrong)
+
+
+Variants = Callable[[str, dict, str, bool], tuple[int, Callable[[int], Hashable]]]
+
+
+def seeded_sample_failures(
+    conversation_id: str,
+    kept: Mapping[str, list[Hashable]],
+    view: window_checks.LogView,
+    options: WindowOptions,
+    seed: int,
+    product: str,
+    variants: Variants,
+) -> tuple[list[str], int]:
+    """The base questions whose kept variants are not the seeded sample: min(limit, variants) drawn, less those
+    the conversation already used. Drawn again here from the full list, so a choice that depended on the worker,
+    the order of work or a shared random state would show. Returns the failures and how many were checked.
+
+    The base questions, their order and whether their dates may go without the year come from the log (the
+    validator's own list of windows); `variants(test, params, group, yearless_ok)` gives how many variants a
+    base question has and how to put the i-th into words, so only the drawn ones are."""
     yearless = Yearless(map(date.fromisoformat, set(view.date)))
-    seen: set[str] = set()
+    seen: set[Hashable] = set()
     wrong = []
     bases = view.base_questions(options)
     for test, params in bases:
         group = group_id(conversation_id, test, params)
-        phrases = wordings.phrases(test, params, yearless.ok(params))
-        frames = wordings.frames(test)
+        count, variant = variants(test, params, group, yearless.ok(params))
         expected = []
-        for i in seeded_draw(len(phrases) * len(frames), options.variant_limit, ctx.seed, NAME, conversation_id, group):
-            phrase, frame = phrases[i // len(frames)][0], frames[i % len(frames)]  # phrases outermost
-            text = frame.replace(SLOT, phrase)
+        for i in seeded_draw(count, options.variant_limit, seed, product, conversation_id, group):
+            text = variant(i)
             if text not in seen:
                 seen.add(text)
                 expected.append(text)
         if kept.get(group, []) != expected:
             wrong.append(sample_difference(f"{conversation_id} {test} {params}", kept.get(group, []), expected))
-    checks.add("each base question keeps its seeded sample of wordings", len(bases), wrong)
+    return wrong, len(bases)
 
 
-def sample_difference(where: str, kept: list[str], expected: list[str]) -> str:
+def sample_difference(where: str, kept: Sequence[Hashable], expected: Sequence[Hashable]) -> str:
     """The first text where the kept wordings and the seeded sample part, for the validation report."""
     at = next((i for i, (a, b) in enumerate(zip(kept, expected)) if a != b), min(len(kept), len(expected)))
     first = [texts[at] if at < len(texts) else None for texts in (kept, expected)]
