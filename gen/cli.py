@@ -14,6 +14,7 @@ from typing import TextIO
 import typer
 from rich.console import Console
 
+from gen import DISTRIBUTION
 from gen.cli_options import (
     CACHE_DIR,
     MAX_CONCURRENCY,
@@ -42,7 +43,7 @@ def show_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        typer.echo(f"gen {version('gen')}")
+        typer.echo(f"gen {version(DISTRIBUTION)}")
         raise typer.Exit()
 
 
@@ -92,7 +93,7 @@ def run(
         ExecutorName.local,
         "--executor",
         help="Who runs the products that need no LLM: local (this process or a pool) or ray (Ray tasks; needs "
-        "pip install 'gen[ray]'). LLM products always run in this process (one cache, one set of limits).",
+        "pip install 'gen-memory[ray]'). LLM products always run in this process (one cache, one set of limits).",
     ),
     ray_address: str | None = typer.Option(
         None,
@@ -293,7 +294,7 @@ def baseline(
         False, "--whole-dialogue", help="ambiguous_time_queries: use the whole dialogue, not its last utterance."
     ),
 ) -> None:
-    """Write a reference system's predictions for every question config of a dataset (needs pip install 'gen[eval]').
+    """Write a reference system's predictions for every question config of a dataset (needs pip install 'gen-memory[eval]').
 
     Example: gen baseline bm25 outputs/locomo-temporal --output bm25.jsonl --k 30
     """

