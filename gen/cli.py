@@ -294,7 +294,8 @@ def baseline(
         False, "--whole-dialogue", help="ambiguous_time_queries: use the whole dialogue, not its last utterance."
     ),
 ) -> None:
-    """Write a reference system's predictions for every question config of a dataset (needs pip install 'gen-memory[eval]').
+    """Write a reference system's predictions for every question config of a dataset (needs the eval extra:
+    pip install 'gen-memory[eval]').
 
     Example: gen baseline bm25 outputs/locomo-temporal --output bm25.jsonl --k 30
     """

@@ -26,13 +26,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from gen import DISTRIBUTION
 from gen.card import render_card
 from gen.errors import GenError, Stopped
 from gen.executors import llm_results, local_results, ray_results
 from gen.jsonl import encode_lines, write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
-from gen import DISTRIBUTION
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
 from gen.work import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     from gen.llm.engine import Engine
 
 # run.json names gen itself "gen"; its distribution on the package index is DISTRIBUTION
-PACKAGES = {"gen": DISTRIBUTION} | {name: name for name in ("datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub")}
+PACKAGES = {"gen": DISTRIBUTION} | {
+    name: name for name in ("datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub")
+}
 
 
 def package_versions() -> dict[str, str]:
@@ -156,7 +158,8 @@ def build_and_write(
             passed = report["validation"][info["product"]]["passed"]
             say(f"{name}: {info['records']:,} records, validation {'passed' if passed else 'FAILED'}")
             if missing := info.get("summary", {}).get("not_produced"):
-                say(f"{name}: asked for, but no conversation gave any: {', '.join(missing)}")
+                which = "that test" if len(missing) == 1 else "those tests"
+                say(f"{name}: no question for {', '.join(missing)}: nothing in these conversations fits {which}")
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
             kept = folder.keep_at("failed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -28,6 +29,19 @@ def require_shared(relative: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent")
     return path
+
+
+def requires_extra(extra: str, *modules: str):
+    """Mark a test that needs an optional extra (`pip install -e '.[EXTRA]'`, or a package the extra's notes
+    name): it skips with the reason where a module is missing, and carries the `extras` marker so .ci/run can
+    run exactly this group again once it has installed every extra."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    reason = f"needs {', '.join(missing)}, not installed here (.ci/run installs the {extra} extra and its packages)"
+
+    def mark(test):
+        return pytest.mark.skipif(bool(missing), reason=reason)(pytest.mark.extras(test))
+
+    return mark
 
 
 def write_json(path: Path, data) -> Path:

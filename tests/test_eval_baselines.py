@@ -11,7 +11,7 @@ import pytest
 from gen import embedding as embed
 from gen.embedding import Embedder, MiniLM, model_folder
 from gen.eval.baselines import meta_text
-from tests.conftest import run_cli
+from tests.conftest import requires_extra, run_cli
 from tests.test_eval_dataset import (
     AMBIGUOUS,
     TIME_QUERIES,
@@ -19,6 +19,10 @@ from tests.test_eval_dataset import (
     time_query,
     write_run_folder,
 )
+
+needs_bm25s = requires_extra("eval", "bm25s")
+needs_minilm = requires_extra("eval", "tokenizers", "safetensors", embed.MODEL_PACKAGE)
+needs_eval_packages = requires_extra("eval", "tokenizers", "safetensors")
 
 
 def baseline(name, dataset, tmp_path, capsys, *options) -> dict[str, list[int]]:
@@ -54,6 +58,7 @@ def test_recent_scored_by_gen_eval(hand_dataset, tmp_path, capsys):  # noqa: F81
     assert tq["mean_over_tests"] == {"recall": 0.75, "f2": 0.75}
 
 
+@needs_bm25s
 def test_bm25_ranks_the_exact_word_match_first_and_only(hand_dataset, tmp_path, capsys):  # noqa: F811
     ranked = baseline("bm25", hand_dataset, tmp_path, capsys, "--k", "5")
     # "Tell me about Biscuit the kitten": only response 0 shares a word with it
@@ -63,6 +68,7 @@ def test_bm25_ranks_the_exact_word_match_first_and_only(hand_dataset, tmp_path, 
     assert ranked["q4"] == [0]
 
 
+@needs_bm25s
 def test_bm25_whole_dialogue_reads_every_utterance(hand_dataset, tmp_path, capsys):  # noqa: F811
     last_only = baseline("bm25", hand_dataset, tmp_path, capsys, "--k", "3")
     whole = baseline("bm25", hand_dataset, tmp_path, capsys, "--k", "3", "--whole-dialogue")
@@ -72,6 +78,7 @@ def test_bm25_whole_dialogue_reads_every_utterance(hand_dataset, tmp_path, capsy
     assert AMBIGUOUS[0]["final_utterance"] == "Can you summarize it?"
 
 
+@needs_minilm
 def test_semantic_puts_the_pet_question_on_the_kitten_session(hand_dataset, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
     ranked = baseline("semantic", hand_dataset, tmp_path, capsys, "--k", "3")
@@ -86,6 +93,7 @@ def test_semantic_meta_embeds_when_each_response_was_said():
     assert meta_text(response) == "Friday, March 1, 2024, 10:00, session 1: I adopted a kitten."
 
 
+@needs_minilm
 def test_the_numpy_model_matches_sentence_transformers():
     """The reference numbers are sentence-transformers 6.2.0's encode(normalize_embeddings=True) of the same
     package's model, first six dimensions, computed once on CPU."""
@@ -97,6 +105,7 @@ def test_the_numpy_model_matches_sentence_transformers():
     assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0], abs=1e-6)
 
 
+@needs_minilm
 def test_batching_and_length_order_do_not_change_a_vector():
     model = MiniLM(model_folder())
     texts = ["short", "a much longer sentence about training for a marathon in the rain", "", "short"]
@@ -124,6 +133,7 @@ def test_the_embedder_encodes_each_text_once():
     assert first[:, 0].tolist() == [2, 1, 2] and second[:, 0].tolist() == [1, 3]
 
 
+@needs_eval_packages
 def test_without_the_model_package_the_error_says_what_to_install(hand_dataset, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.setattr(embed, "MODEL_PACKAGE", "no_such_model_package")
     code, _out, err = run_cli(["baseline", "semantic", hand_dataset, "--output", tmp_path / "s.jsonl"], capsys)

@@ -124,6 +124,16 @@ def test_dry_run_prints_target_files_and_card_and_sends_nothing(small_run, hub, 
     assert TOKEN not in out + err
 
 
+def test_dry_run_needs_no_repo_id_and_a_real_push_still_does(small_run, hub, capsys):
+    # small_run's recipe has no export.hub section: the dry run stands in me/<folder name>, a push refuses
+    code, out, err = run_cli(["push", small_run, "--dry-run"], capsys)
+    assert code == 0, err
+    assert f"me/{Path(small_run).name}" in err and f"{hub.url}/datasets/me/{Path(small_run).name}" in out
+    assert hub_calls(hub) == [] and hub.repos == {}
+    code, out, err = run_cli(["push", small_run], capsys)
+    assert code == 2 and "--repo-id" in err and hub_calls(hub) == []
+
+
 def test_dry_run_on_the_quickstart_shows_the_card_a_hub_reader_expects(quickstart, hub, capsys):
     code, out, err = run_cli(["push", quickstart, "--repo-id", "me/quickstart", "--dry-run"], capsys)
     assert code == 0, err

@@ -302,4 +302,4 @@ def test_the_card_names_the_output_folder_given_and_empty_tests_are_reported(tmp
     assert summary["by_test"]["session_span"] == {"base_questions": 0, "variants": 0, "conversations": 0}
     assert summary["by_test"]["session"]["base_questions"] == 9  # one per real session: 6 + 3
     assert summary["not_produced"] == ["session_span"]
-    assert "no conversation gave any: session_span" in done.stderr
+    assert "no question for session_span: nothing in these conversations fits that test" in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -10,7 +11,10 @@ import typer
 def push(
     output_dir: Path = typer.Argument(..., help="The run folder `gen run` wrote (outputs/<name>)."),
     repo_id: str | None = typer.Option(
-        None, "--repo-id", help="owner/name of the dataset repo (default: export.hub.repo_id of the run's recipe)."
+        None,
+        "--repo-id",
+        help="owner/name of the dataset repo (default: export.hub.repo_id of the run's recipe; for --dry-run, "
+        "me/<folder name>).",
     ),
     private: bool | None = typer.Option(
         None,
@@ -54,9 +58,13 @@ def push(
         defaults = None  # an explicit --repo-id does not need the recipe's export section
     settings = defaults.model_dump() if defaults else {}
     if repo_id is None and defaults is None:
-        raise GenError(
-            "say where to push: --repo-id owner/name (or export.hub.repo_id in the recipe)", field="--repo-id"
-        )
+        if not dry_run:
+            raise GenError(
+                "say where to push: --repo-id owner/name (or export.hub.repo_id in the recipe)", field="--repo-id"
+            )
+        # nothing is sent: a stand-in owner lets the card and the file list be shown
+        repo_id = "me/" + (re.sub(r"[^A-Za-z0-9._-]+", "-", output_dir.resolve().name).strip("-.") or "dataset")
+        typer.echo(f"dry run without --repo-id: showing the export as it would be for {repo_id}", err=True)
     overrides = {"repo_id": repo_id, "private": private, "revision": revision, "max_shard_size": max_shard_size}
     settings.update({key: value for key, value in overrides.items() if value is not None})
     settings["create_pr"] = create_pr or settings.get("create_pr", False)
