@@ -278,7 +278,7 @@ def summary_tables(summary: Any) -> list[dict]:
         return [grid(None, "name", summary)]
     tables, scalars, totals = [], {}, {}
     for key, value in summary.items():
-        if value in ([], {}, None):  # an empty list (no test without questions) says nothing worth a row
+        if isinstance(value, list) or value in ({}, None):  # a list (the tests with no question) repeats a zero row
             continue
         if is_scalar(value):
             scalars[key] = value
@@ -288,8 +288,6 @@ def summary_tables(summary: Any) -> list[dict]:
             totals = value
         elif isinstance(value, dict):
             tables.append(pairs(key, key.removeprefix("by_"), value))
-        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
-            scalars[key] = ", ".join(value)
         else:
             scalars[key] = json.dumps(value, ensure_ascii=False)
     target = next((t for t in tables if t["title"] and set(totals) <= set(t["columns"])), None)

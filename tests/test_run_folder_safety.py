@@ -303,3 +303,5 @@ def test_the_card_names_the_output_folder_given_and_empty_tests_are_reported(tmp
     assert summary["by_test"]["session"]["base_questions"] == 9  # one per real session: 6 + 3
     assert summary["not_produced"] == ["session_span"]
     assert "no question for session_span: nothing in these conversations fits that test" in done.stderr
+    card = (folder / "README.md").read_text()
+    assert "| session_span | 0 | 0 | 0 |" in card and "not_produced" not in card
