@@ -84,6 +84,12 @@ def exports(quickstart, tmp_path_factory) -> dict[str, Path]:
 # --- what the test knows of the run, read straight from its files -------------------------------------------
 
 
+def exported_ids(export_folder: Path) -> dict[str, str]:
+    """The export's conversation names (sample_id, folder, LongMemEval id part) → gen's conversation ids."""
+    manifest = json.loads((export_folder / "gen-export.json").read_text())
+    return {name: info["conversation_id"] for name, info in manifest["conversations"].items()}
+
+
 def log_by_conversation(run_dir: Path) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = defaultdict(list)
     for record in read_jsonl(run_dir / "log" / "test.jsonl"):
@@ -132,11 +138,13 @@ def test_locomo_samples_have_locomo_keys_and_date_style(quickstart, exports):
     sample_keys = set(LOCOMO_SAMPLE)
     plain_turn = set(LOCOMO_SAMPLE["conversation"]["session_1"][0])
     image_turn = set(LOCOMO_SAMPLE["conversation"]["session_1"][1])
+    ids = exported_ids(exports["locomo"])
     for config in QUESTION_CONFIGS:
         samples = json.loads((exports["locomo"] / f"{config}.json").read_text())
-        assert [sample["sample_id"] for sample in samples] == list(known)
+        assert [ids[sample["sample_id"]] for sample in samples] == list(known)
         for sample in samples:
-            record = known[sample["sample_id"]]
+            assert re.fullmatch(r"[A-Za-z0-9.-]+", sample["sample_id"])  # a file name for LoCoMo's RAG code
+            record = known[ids[sample["sample_id"]]]
             assert list(sample) == list(LOCOMO_SAMPLE)  # the same keys in LoCoMo's order
             assert set(sample) == sample_keys
             block = sample["conversation"]
@@ -155,8 +163,9 @@ def test_locomo_samples_have_locomo_keys_and_date_style(quickstart, exports):
                     assert turn["dia_id"] == f"D{number}:{position}"
                     assert turn["speaker"] in (record["speaker_a"], record["speaker_b"])
             for qa in sample["qa"]:
-                # no gold answer in these configs, so no answer key; the rest as LoCoMo has it
-                assert list(qa) == ["question", "evidence", "category"]
+                # no gold answer in these configs: answer is "" (LoCoMo's scorer reads it); gen's id last
+                assert list(qa) == ["question", "answer", "evidence", "category", "question_id"]
+                assert qa["answer"] == ""
                 assert qa["category"] == 2 and qa["evidence"]
                 assert shape(qa["evidence"]) == shape(LOCOMO_SAMPLE["qa"][0]["evidence"])
 
@@ -166,8 +175,9 @@ def test_locomo_questions_carry_now_in_locomo_style(quickstart, exports):
     samples = json.loads((exports["locomo"] / "time_queries.json").read_text())
     asked = {record["question_id"]: record for record in read_jsonl(quickstart / "time_queries" / "test.jsonl")}
     texts = {record["question"] for record in asked.values()}
+    ids = exported_ids(exports["locomo"])
     for sample in samples:
-        record = known[sample["sample_id"]]
+        record = known[ids[sample["sample_id"]]]
         for qa in sample["qa"]:
             found = re.match(r"^It is (.+), at the start of session (\d+)\. (\w+) asks (\w+): (.+)$", qa["question"])
             assert found, qa["question"]
@@ -182,7 +192,8 @@ def test_locomo_dialogue_questions_keep_every_turn(quickstart, exports):
     known = conversations(quickstart)
     records = list(read_jsonl(quickstart / "ambiguous_time_queries" / "test.jsonl"))
     samples = json.loads((exports["locomo"] / "ambiguous_time_queries.json").read_text())
-    exported = {s["sample_id"]: iter(s["qa"]) for s in samples}
+    ids = exported_ids(exports["locomo"])
+    exported = {ids[s["sample_id"]]: iter(s["qa"]) for s in samples}
     for record in records:
         lines = next(exported[record["conversation_id"]])["question"].split("\n")
         now = datetime.strptime(
@@ -211,7 +222,7 @@ def test_locomo_export_matches_the_real_locomo10(exports):
         assert all(block_key.match(key) for key in sample["conversation"])
         turns = [turn for key, value in sample["conversation"].items() if isinstance(value, list) for turn in value]
         assert {frozenset(turn) for turn in turns} <= real_turn_keys
-        assert {key for qa in sample["qa"] for key in qa} <= real_qa_keys
+        assert {key for qa in sample["qa"] for key in qa} - {"question_id"} <= real_qa_keys
         assert all(type(qa["category"]) is int for qa in sample["qa"])
     # the date style: every real session date, read and written again by the exporter's formatter
     dates = [v for s in real for k, v in s["conversation"].items() if k.endswith("_date_time")]
@@ -225,12 +236,13 @@ def test_locomo_evidence_maps_back_to_the_relevant_responses(quickstart, exports
     for config in QUESTION_CONFIGS:
         records = list(read_jsonl(quickstart / config / "test.jsonl"))
         samples = json.loads((exports["locomo"] / f"{config}.json").read_text())
-        exported = [(sample["sample_id"], qa) for sample in samples for qa in sample["qa"]]
+        ids = exported_ids(exports["locomo"])
+        exported = [(ids[sample["sample_id"]], qa) for sample in samples for qa in sample["qa"]]
         assert len(exported) == len(records)  # every wording is a question
         # samples follow the conversations, questions keep the file's order within a conversation
         ordered = sorted(records, key=lambda r: list(logs).index(r["conversation_id"]))
         for record, (sample_id, qa) in zip(ordered, exported, strict=True):
-            assert sample_id == record["conversation_id"]
+            assert sample_id == record["conversation_id"] and qa["question_id"] == record["question_id"]
             indices = []
             for dia in qa["evidence"]:
                 session, turn = map(int, re.fullmatch(r"D(\d+):(\d+)", dia).groups())
@@ -249,7 +261,7 @@ def test_locomo_turns_are_the_log_in_order(quickstart, exports):
             if key.startswith("session_") and isinstance(value, list)
             for turn in value
         ]
-        log = logs[sample["sample_id"]]
+        log = logs[exported_ids(exports["locomo"])[sample["sample_id"]]]
         assert [(t["speaker"], t["text"]) for t in turns] == [(r["speaker"], r["text"]) for r in log]
         assert [t.get("blip_caption") for t in turns] == [r["image_caption"] for r in log]
 
@@ -287,9 +299,15 @@ def test_longmemeval_instances_have_longmemeval_keys_and_date_style(quickstart, 
             turns = [turn for session in item["haystack_sessions"] for turn in session]
             log = logs[record["conversation_id"]]
             assert [turn["content"] for turn in turns] == [spoken(r) for r in log]
-            for turn in turns:
-                assert turn["role"] == "user"
-                assert set(turn) <= {"role", "content", "has_answer"} and turn.get("has_answer", True) is True
+            assert all(turn["role"] == "user" for turn in turns)
+            # LongMemEval's code knows evidence by "answer" in a session id, and asks every turn of such a
+            # session for has_answer (true or false); other sessions carry no has_answer
+            for session_id, session in zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True):
+                evidence = session_id in item["answer_session_ids"]
+                assert ("answer" in session_id) == evidence, session_id
+                keys = {"role", "content", "has_answer"} if evidence else {"role", "content"}
+                assert all(set(turn) == keys for turn in session)
+                assert not evidence or any(turn["has_answer"] is True for turn in session)
 
 
 def test_longmemeval_has_answer_turns_map_back_to_the_relevant_responses(quickstart, exports):
@@ -301,7 +319,7 @@ def test_longmemeval_has_answer_turns_map_back_to_the_relevant_responses(quickst
             log = logs[record["conversation_id"]]
             marked, sessions_marked = [], []
             for session_id, turns in zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True):
-                session = int(session_id.rsplit("_", 1)[1])
+                session = int(session_id.rsplit("_s", 1)[1])
                 places = [
                     index_of_turn(log, session, n) for n, turn in enumerate(turns, start=1) if turn.get("has_answer")
                 ]
@@ -374,6 +392,11 @@ def test_beir_queries_carry_now(quickstart, exports):
         now = datetime.fromisoformat(known[conversation_id]["now"]).strftime("%A %Y-%m-%d %H:%M:%S")
         lines = read_jsonl(exports["beir"] / "time_queries" / name / "queries.jsonl")
         assert all(line["text"].startswith(f"It is {now}, at the start of session ") for line in lines)
+        # each query's test, to split results by test, in the query and in the manifest
+        records = questions(quickstart, "time_queries")
+        assert all(line["metadata"] == {"test": records[line["_id"]]["test"]} for line in lines)
+        tests = manifest["configs"]["time_queries"]["tests"]
+        assert all(tests[line["_id"]] == records[line["_id"]]["test"] for line in lines)
 
 
 # --- inputs and outputs --------------------------------------------------------------------------------------
@@ -487,7 +510,10 @@ def test_time_content_questions_export_with_the_question_as_written(tmp_path):
     records = list(read_jsonl(run_dir / "time_content_questions" / "test.jsonl"))
     assert len(records) == 8
     known, logs = conversations(run_dir), log_by_conversation(run_dir)
-    samples = {s["sample_id"]: s for s in json.loads((tmp_path / "locomo" / "time_content_questions.json").read_text())}
+    ids = exported_ids(tmp_path / "locomo")
+    samples = {
+        ids[s["sample_id"]]: s for s in json.loads((tmp_path / "locomo" / "time_content_questions.json").read_text())
+    }
     by_conversation = defaultdict(list)
     for record in records:
         by_conversation[record["conversation_id"]].append(record)

@@ -1,17 +1,15 @@
 """BEIR folders (corpus.jsonl, queries.jsonl, qrels/test.tsv), one per conversation.
 
-A question asks about its own conversation ("what did we discuss in session 1?" means these two people's
-session 1), so each conversation is its own retrieval collection, as BEIR's CQADupStack is split into
-sub-forums: load each folder, score it, and average. A document is one response: `_id` is its
-response_index (so a BEIR run maps straight back to `gen eval` predictions), `title` says when it was said and
-in which session, `text` who said what. A query is the question with "now" written into it; every relevant
-response is a qrel of score 1. A conversation without questions in the config gets no folder (BEIR's loader
-cannot open a folder with no queries).
-"""
+A question asks about its own conversation ("what did we discuss in session 1?" means these two people's session 1),
+so each conversation is its own retrieval collection, as BEIR's CQADupStack is split into sub-forums: load each
+folder, score it, and average. A document is one response: `_id` is its response_index (so a BEIR run maps straight
+back to `gen eval` predictions), `title` says when it was said and in which session, `text` who said what. A query
+is the question with "now" written into it; every relevant response is a qrel of score 1; a query's `metadata` holds
+its `test`, so results can be split by test. A conversation without questions in the config gets no folder (BEIR's
+loader cannot open a folder with no queries)."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from pathlib import Path
 
@@ -20,39 +18,20 @@ import orjson
 from gen.export.harness.dates import beir_style
 from gen.export.harness.questions import ExportQuestion, question_text
 from gen.export.harness.source import Conversation
-from gen.hashing import stable_id
 from gen.templating import render
 
 SPLIT = "test"
 TITLE_TEMPLATE = "harness/beir_title.j2"
 TURN_TEMPLATE = "harness/turn.j2"
-UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def folder_names(conversation_ids: list[str]) -> dict[str, str]:
-    """A file-system-safe folder name per conversation ("locomo/sample-1" → "locomo-sample-1"); two ids that
-    would share a name both get a short hash of the id appended."""
-    plain = {
-        conversation_id: UNSAFE.sub("-", conversation_id).strip("-.") or "conversation"
-        for conversation_id in conversation_ids
-    }
-    taken: dict[str, int] = {}
-    for name in plain.values():
-        taken[name] = taken.get(name, 0) + 1
-    return {
-        conversation_id: name if taken[name] == 1 else f"{name}-{stable_id(conversation_id, 8)}"
-        for conversation_id, name in plain.items()
-    }
 
 
 def write_collections(
-    root: Path, conversations: dict[str, Conversation], questions: list[ExportQuestion]
+    root: Path, conversations: dict[str, Conversation], questions: list[ExportQuestion], names: dict[str, str]
 ) -> dict[str, str]:
     """Write one folder per conversation that has questions under `root`; returns conversation id → folder name."""
     by_conversation: dict[str, list[ExportQuestion]] = {}
     for question in questions:
         by_conversation.setdefault(question.conversation_id, []).append(question)
-    names = folder_names(list(conversations))
     root.mkdir()  # even with no questions, so the manifest's path exists
     written = {}
     for conversation_id, asked in by_conversation.items():
@@ -71,7 +50,8 @@ def write_collection(folder: Path, conversation: Conversation, questions: list[E
     with (folder / "queries.jsonl").open("wb") as queries:
         for question in questions:
             text = question_text(question, conversation, now)
-            queries.write(orjson.dumps({"_id": question.question_id, "text": text}) + b"\n")
+            query = {"_id": question.question_id, "text": text, "metadata": {"test": question.test}}
+            queries.write(orjson.dumps(query) + b"\n")
     lines = ["query-id\tcorpus-id\tscore"]
     lines += [f"{question.question_id}\t{index}\t1" for question in questions for index in question.relevant]
     (folder / "qrels" / f"{SPLIT}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")

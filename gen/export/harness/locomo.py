@@ -1,13 +1,14 @@
 """Samples shaped like LoCoMo's locomo10.json, so its loaders read them unchanged.
 
-Each conversation is one sample: `sample_id` (the conversation id), `conversation` with `speaker_a`,
-`speaker_b` and `session_N_date_time` / `session_N` pairs (the padding session included, numbered on), turns
-`{speaker, dia_id, text}` (plus `blip_caption` for a response that shared an image, as LoCoMo's image turns
-have), and `qa`: one entry per question with `question` ("now" written into it), `answer` only where the
-config has a gold answer, `evidence` (the relevant responses' dia_ids) and `category` 2 (LoCoMo's temporal
-category). LoCoMo's model-written annotations (event_summary, observation, session_summary) have no
-counterpart here and are left out rather than faked.
-"""
+Each conversation is one sample: `sample_id` (the conversation's name from safe_names: LoCoMo's RAG code makes a
+file name of it; gen-export.json maps it back), `conversation` with `speaker_a`, `speaker_b` and
+`session_N_date_time` / `session_N` pairs (the padding session included, numbered on), turns `{speaker, dia_id,
+text}` (plus `blip_caption` for a response that shared an image, as LoCoMo's image turns have), and `qa`: one entry
+per question with `question` ("now" written into it), `answer` (the gold answer, or "" where the config has
+none: LoCoMo's QA scorer reads the key unconditionally), `evidence` (the relevant responses' dia_ids),
+`category` 2 (LoCoMo's temporal category) and `question_id` (gen's id, which LoCoMo's code carries through to its
+output, so results map back). LoCoMo's model-written annotations (event_summary, observation, session_summary) have
+no counterpart here and are left out rather than faked."""
 
 from __future__ import annotations
 
@@ -25,22 +26,24 @@ def dia_id(session: int, position: int) -> str:
     return f"D{session}:{position + 1}"
 
 
-def samples(conversations: dict[str, Conversation], questions: list[ExportQuestion]) -> list[dict[str, Any]]:
+def samples(
+    conversations: dict[str, Conversation], questions: list[ExportQuestion], names: dict[str, str]
+) -> list[dict[str, Any]]:
     by_conversation: dict[str, list[ExportQuestion]] = {}
     for question in questions:
         by_conversation.setdefault(question.conversation_id, []).append(question)
     return [
-        sample(conversation, by_conversation.get(conversation_id, []))
+        sample(conversation, by_conversation.get(conversation_id, []), names[conversation_id])
         for conversation_id, conversation in conversations.items()
     ]
 
 
-def sample(conversation: Conversation, questions: list[ExportQuestion]) -> dict[str, Any]:
+def sample(conversation: Conversation, questions: list[ExportQuestion], name: str) -> dict[str, Any]:
     # LoCoMo's key order: qa first, then the conversation, then the id
     return {
         "qa": [qa_entry(question, conversation) for question in questions],
         "conversation": conversation_block(conversation),
-        "sample_id": conversation.conversation_id,
+        "sample_id": name,
     }
 
 
@@ -60,10 +63,12 @@ def turn(session: int, position: int, response: dict[str, Any]) -> dict[str, Any
 
 
 def qa_entry(question: ExportQuestion, conversation: Conversation) -> dict[str, Any]:
-    entry: dict[str, Any] = {"question": question_text(question, conversation, locomo_style(conversation.now))}
-    if question.answer is not None:
-        entry["answer"] = question.answer
+    entry: dict[str, Any] = {
+        "question": question_text(question, conversation, locomo_style(conversation.now)),
+        "answer": question.answer if question.answer is not None else "",
+    }
     places = relevant_by_session(question, conversation)
     entry["evidence"] = [dia_id(session, position) for session in sorted(places) for position in places[session]]
     entry["category"] = TEMPORAL_CATEGORY
+    entry["question_id"] = question.question_id
     return entry

@@ -3,9 +3,13 @@ conversation as the haystack.
 
 `haystack_sessions` holds every session (padding included) as a list of turns; LongMemEval's sessions are a
 user talking to an assistant, ours two people talking, so both speakers are `user` turns whose content starts
-with the speaker's name ("Maya: ..."). The relevant responses carry `has_answer: true` (LongMemEval's
-turn-level evidence), and `answer_session_ids` lists the sessions that hold them. `question_date` is the
-conversation's "now"; `answer` is "" where the config has no gold answer (retrieval only).
+with the speaker's name ("Maya: ..."). LongMemEval's retrieval code knows evidence by its id alone: a session
+whose id contains "answer" holds evidence, and at turn level a turn's id is `<session id>_<turn number>`, kept
+as gold only where the turn has `has_answer: true`. So, per instance, a session holding a relevant response is
+named `answer_<conversation>_s<N>` and the others `<conversation>_s<N>` (the conversation's name never contains
+"answer"), and every turn of an evidence session carries `has_answer` true or false. `answer_session_ids`
+lists the evidence sessions; `question_date` is the conversation's "now"; `answer` is "" where the config has
+no gold answer (retrieval only).
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ QUESTION_TYPE = "temporal-reasoning"
 TURN_TEMPLATE = "harness/turn.j2"
 
 
-def session_id(conversation: Conversation, session: int) -> str:
-    return f"{conversation.conversation_id}/session_{session}"
+EVIDENCE = "answer"  # the word LongMemEval's retrieval code looks for in a session's id
+
+
+def session_id(name: str, session: int, evidence: bool) -> str:
+    return f"{EVIDENCE}_{name}_s{session}" if evidence else f"{name}_s{session}"
 
 
 def haystack(conversation: Conversation) -> list[list[dict[str, Any]]]:
@@ -45,37 +52,38 @@ def haystack(conversation: Conversation) -> list[list[dict[str, Any]]]:
     ]
 
 
-def instances(conversations: dict[str, Conversation], questions: list[ExportQuestion]) -> Iterator[dict[str, Any]]:
-    """One instance per question (the caller passes one wording per group)."""
+def instances(
+    conversations: dict[str, Conversation], questions: list[ExportQuestion], names: dict[str, str]
+) -> Iterator[dict[str, Any]]:
+    """One instance per question (the caller passes one wording per group); `names` from safe_names."""
     haystacks: dict[str, list[list[dict[str, Any]]]] = {}
     for question in questions:
         conversation = conversations[question.conversation_id]
         if question.conversation_id not in haystacks:
             haystacks[question.conversation_id] = haystack(conversation)
-        yield instance(question, conversation, haystacks[question.conversation_id])
+        yield instance(question, conversation, haystacks[question.conversation_id], names[question.conversation_id])
 
 
-def instance(question: ExportQuestion, conversation: Conversation, sessions: list[list[dict[str, Any]]]):
+def instance(
+    question: ExportQuestion, conversation: Conversation, sessions: list[list[dict[str, Any]]], name: str
+) -> dict[str, Any]:
     places = relevant_by_session(question, conversation)
-    marked = [mark(turns, places.get(number, [])) for number, turns in enumerate(sessions, start=1)]
+    marked = [mark(turns, places[number]) if number in places else turns for number, turns in enumerate(sessions, 1)]
+    ids = [session_id(name, number, number in places) for number in range(1, len(sessions) + 1)]
     return {
         "question_id": question.question_id,
         "question_type": QUESTION_TYPE,
         "question": question_text(question, conversation, ""),  # "now" is question_date
         "answer": question.answer if question.answer is not None else "",
         "question_date": longmemeval_style(conversation.now),
-        "haystack_session_ids": [session_id(conversation, number) for number in range(1, len(sessions) + 1)],
+        "haystack_session_ids": ids,
         "haystack_dates": [longmemeval_style(start) for start in conversation.session_starts],
         "haystack_sessions": marked,
-        "answer_session_ids": [session_id(conversation, number) for number in sorted(places)],
+        "answer_session_ids": [ids[number - 1] for number in sorted(places)],
     }
 
 
 def mark(turns: list[dict[str, Any]], positions: list[int]) -> list[dict[str, Any]]:
-    """The session's turns with has_answer on the relevant ones (a copy only where something is marked)."""
-    if not positions:
-        return turns
-    marked = list(turns)
-    for position in positions:
-        marked[position] = {**turns[position], "has_answer": True}
-    return marked
+    """An evidence session's turns, each with has_answer: true on the relevant ones, false on the others."""
+    relevant = set(positions)
+    return [{**turn, "has_answer": position in relevant} for position, turn in enumerate(turns)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gen.errors import GenError
-from gen.eval.dataset import Located, require
+from gen.eval.dataset import Located, Question, require
 from gen.export.harness.source import Conversation, Source
 from gen.hashing import stable_id
 from gen.templating import render
@@ -31,6 +31,7 @@ class ExportQuestion:
     config: str
     question_id: str
     group: str  # the base question (group_id); a config without groups has one question per group
+    test: str  # what gen eval splits scores by (time queries' test, time+content questions' reference_kind)
     conversation_id: str
     relevant: list[int]  # sorted response indices, as in the record
     question: str  # the question, or for a dialogue its last utterance
@@ -58,19 +59,28 @@ def read_questions(source: Source, config: str) -> list[ExportQuestion]:
                 record=item.place,
                 field="relevant_response_indices",
             )
-        found.append(
-            export_question(config, question.question_id, conversation.conversation_id, question.relevant, item)
-        )
+        found.append(export_question(config, question, conversation.conversation_id))
     return found
 
 
-def export_question(config: str, question_id: str, conversation_id: str, relevant: list[int], item: Located):
+def export_question(config: str, question: Question, conversation_id: str) -> ExportQuestion:
+    item = question.item
     dialogue = dialogue_turns(item) if "dialogue" in item.record else []
     text = dialogue[-1]["text"] if dialogue else require(item, "question", str)
-    group = item.record.get("group_id") or question_id
+    group = item.record.get("group_id") or question.question_id
     answer_field = ANSWER_FIELDS.get(config)
     answer = str(item.record[answer_field]) if answer_field else None
-    return ExportQuestion(config, question_id, str(group), conversation_id, sorted(relevant), text, dialogue, answer)
+    return ExportQuestion(
+        config,
+        question.question_id,
+        str(group),
+        question.group,
+        conversation_id,
+        sorted(question.relevant),
+        text,
+        dialogue,
+        answer,
+    )
 
 
 def dialogue_turns(item: Located) -> list[dict[str, str]]:
