@@ -261,15 +261,22 @@ def evaluate(
     ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the scores to this JSON file."),
     k: int | None = typer.Option(None, "--k", min=1, help="Score only the first K indices of each ranking."),
+    questions_from: Path | None = typer.Option(
+        None,
+        "--questions-from",
+        help="Score only the questions a `gen export` folder holds (a LongMemEval export keeps one wording per "
+        "base question).",
+    ),
 ) -> None:
-    """Score retrieved response indices: recall and F2 per test, and their mean over tests, per question config.
+    """Score retrieved response indices: recall and F2 per test, their mean over tests and the pooled mean over
+    questions, per question config.
 
     Example: gen eval outputs/locomo-temporal --predictions mine.jsonl --k 10
     """
     from gen.eval.report import format_result, result_json
     from gen.eval.score import evaluate as score
 
-    result = score(dataset, predictions, k)
+    result = score(dataset, predictions, k, questions_from)
     typer.echo(format_result(result))
     if json_out is not None:
         from gen.jsonl import write_json

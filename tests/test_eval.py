@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, question_score
+from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, pooled, question_score
 from tests.conftest import gen_subprocess, run_cli
 from tests.test_eval_dataset import hand_dataset  # noqa: F401 - a fixture
 
@@ -62,12 +62,15 @@ def test_each_test_weighs_the_same_whatever_its_size():
         ("dates", QuestionScore(0.5, 0.2)),
     ]
     tests = means_per_test(scored)
+    # dates: one of three questions found everything (recall 1), two found something
     assert tests == {
-        "dates": GroupScore(3, pytest.approx(0.5), pytest.approx(0.4)),
-        "session": GroupScore(1, 1.0, 0.5),
+        "dates": GroupScore(3, pytest.approx(0.5), pytest.approx(0.4), pytest.approx(1 / 3), pytest.approx(2 / 3)),
+        "session": GroupScore(1, 1.0, 0.5, 1.0, 1.0),
     }
-    # (0.5 + 1) / 2 and (0.4 + 0.5) / 2; pooling the 4 questions would give 0.625 and 0.425
+    # (0.5 + 1) / 2 and (0.4 + 0.5) / 2
     assert mean_over_tests(tests) == QuestionScore(pytest.approx(0.75), pytest.approx(0.45))
+    # pooling the 4 questions: (1 + 0 + 1 + 0.5) / 4, (1 + 0 + 0.5 + 0.2) / 4; all found 2/4, any 3/4
+    assert pooled(tests) == GroupScore(4, pytest.approx(0.625), pytest.approx(0.425), 0.5, 0.75)
 
 
 # --- gen eval on the hand-made dataset -------------------------------------------------------------------
@@ -95,7 +98,7 @@ def test_gen_eval_prints_and_writes_the_hand_computed_scores(hand_dataset, tmp_p
     scores = json.loads((tmp_path / "s.json").read_text())
     tq = scores["configs"]["time_queries"]
     assert (tq["questions"], tq["predicted"], tq["missing"]) == (4, 3, 1)
-    assert tq["tests"]["session"] == {"questions": 2, "recall": 0.5, "f2": 0.5}
+    assert tq["tests"]["session"] == {"questions": 2, "recall": 0.5, "f2": 0.5, "all_found": 0.5, "any_found": 0.5}
     assert tq["tests"]["dates"]["recall"] == pytest.approx(1 / 6)
     assert tq["tests"]["dates"]["f2"] == pytest.approx(5 / 28)
     # (0.5 + 1/6) / 2 = 1/3; (0.5 + 5/28) / 2 = 19/56
@@ -103,6 +106,17 @@ def test_gen_eval_prints_and_writes_the_hand_computed_scores(hand_dataset, tmp_p
     assert scores["not_scored"] == ["ambiguous_time_queries", "time_content_questions"]
     assert "time_queries: 4 questions, 1 without a prediction" in out
     assert "mean over tests          4   0.333   0.339" in out
+    # pooled over the 4 questions: recall (1 + 0 + 1/3 + 0) / 4 = 1/3, F2 (1 + 0 + 5/14 + 0) / 4 = 19/56,
+    # all found 1/4 (q1), any found 2/4 (q1, q3) -- here equal to the mean over tests by the tests' equal sizes
+    assert tq["pooled"] == {
+        "questions": 4,
+        "recall": pytest.approx(1 / 3),
+        "f2": pytest.approx(19 / 56),
+        "all_found": 0.25,
+        "any_found": 0.5,
+    }
+    assert "pooled                   4   0.333   0.339      0.250      0.500" in out
+    assert "LoCoMo's and LongMemEval's scripts" in out
 
 
 def test_gen_eval_k_cuts_every_ranking(hand_dataset, tmp_path, capsys):  # noqa: F811
@@ -126,7 +140,7 @@ def test_an_empty_predictions_file_scores_every_config_as_empty(hand_dataset, tm
     code, out, _ = run_cli(["eval", hand_dataset, "--predictions", predictions], capsys)
     assert code == 0
     assert "time_content_questions: 1 questions, 1 without a prediction" in out
-    assert out.count("mean over tests") == 3
+    assert out.count("\nmean over tests ") == 3 and out.count("\npooled ") == 3
 
 
 BAD_LINES = [

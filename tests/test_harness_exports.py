@@ -441,8 +441,13 @@ def test_a_stopped_or_failed_run_is_refused(quickstart, tmp_path, capsys):
         quickstart, tmp_path / ".quickstart.stopped", lambda r: r.update(stopped={"reason": "Ctrl-C"})
     )
     code, _, err = run_cli(["export", stopped, "--format", "beir", "--output", tmp_path / "a"], capsys)
-    assert code == 2 and "this run stopped before its end (Ctrl-C)" in err and "Traceback" not in err
+    assert code == 2 and "this run stopped: Ctrl-C; only a finished run is exported" in err and "Traceback" not in err
     assert not (tmp_path / "a").exists()
+    # gen eval says the same, even where the stopped run lacks a config's data file
+    (stopped / "ambiguous_time_queries" / "test.jsonl").unlink()
+    (tmp_path / "p.jsonl").write_text("")
+    code, _, err = run_cli(["eval", stopped, "--predictions", tmp_path / "p.jsonl"], capsys)
+    assert code == 2 and "this run stopped: Ctrl-C; only a finished run is scored" in err and "missing" not in err
 
     def fail(report):
         report["validation"]["time_queries"]["passed"] = False

@@ -110,6 +110,39 @@ class Dataset:
         }
 
 
+def finished_report(folder: Path, use: str) -> dict[str, Any]:
+    """run.json (both layouts carry it), refusing a run that stopped early or failed validation: its records are
+    incomplete or unchecked. `use` says what is refused ("exported", "scored")."""
+    path = folder / "run.json"
+    if not folder.is_dir():
+        raise GenError("no such folder", file=folder, expected="a folder gen run wrote (outputs/<name>)")
+    if not path.is_file():
+        raise GenError("not a dataset folder: run.json is missing", file=folder, expected="a folder gen run wrote")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise GenError(f"run.json is not valid JSON ({exc.msg})", file=path) from None
+    if not isinstance(report, dict):
+        raise GenError("run.json is not a gen run report", file=path, expected="a JSON object")
+    if report.get("stopped"):
+        reason = report["stopped"].get("reason", "?") if isinstance(report["stopped"], dict) else "?"
+        raise GenError(
+            f"this run stopped: {reason}; only a finished run is {use}",
+            file=path,
+            field="stopped",
+            expected="the folder of a run that finished (run the same command again to resume it)",
+        )
+    validation = report.get("validation") or {}
+    failed = [name for name, result in validation.items() if not (isinstance(result, dict) and result.get("passed"))]
+    if failed:
+        raise GenError(
+            f"validation failed for {', '.join(failed)}; a failed run is never {use}",
+            file=path,
+            field="validation",
+        )
+    return report
+
+
 def open_dataset(folder: Path) -> Dataset:
     folder = Path(folder)
     if not folder.is_dir():

@@ -1,4 +1,5 @@
-"""Recall and F2 of retrieved response indices against the relevant ones, then means per test and over tests.
+"""Recall and F2 of retrieved response indices against the relevant ones, then means per test, over tests and
+over questions.
 
 Pure functions over plain values: no file, no dataset. F2 weighs recall four times as much as precision
 (F-beta with beta = 2), because an answer built from a few extra responses is usually still right and one
@@ -22,6 +23,8 @@ class GroupScore:
     questions: int
     recall: float
     f2: float
+    all_found: float  # share of questions whose every relevant index was retrieved (LongMemEval's recall_all)
+    any_found: float  # share with at least one retrieved (LongMemEval's recall_any)
 
 
 def question_score(relevant: Collection[int], retrieved: Sequence[int], k: int | None = None) -> QuestionScore:
@@ -39,14 +42,33 @@ def question_score(relevant: Collection[int], retrieved: Sequence[int], k: int |
 
 
 def means_per_test(scored: Iterable[tuple[str, QuestionScore]]) -> dict[str, GroupScore]:
-    """Mean recall and F2 over the questions of each test, tests in order of first appearance."""
+    """Mean recall and F2 (and the shares of questions with all or any relevant index found) over the questions
+    of each test, tests in order of first appearance."""
     sums: dict[str, list[float]] = {}
     for test, score in scored:
-        total = sums.setdefault(test, [0, 0.0, 0.0])
+        total = sums.setdefault(test, [0, 0.0, 0.0, 0, 0])
         total[0] += 1
         total[1] += score.recall
         total[2] += score.f2
-    return {test: GroupScore(int(n), recall / n, f2 / n) for test, (n, recall, f2) in sums.items()}
+        total[3] += score.recall == 1.0
+        total[4] += score.recall > 0.0
+    return {
+        test: GroupScore(int(n), recall / n, f2 / n, every / n, some / n)
+        for test, (n, recall, f2, every, some) in sums.items()
+    }
+
+
+def pooled(tests: Mapping[str, GroupScore]) -> GroupScore:
+    """The mean over every question, whatever its test: what a harness that scores one file of questions (LoCoMo,
+    LongMemEval, BEIR on one folder) reports. A large test weighs more than a small one."""
+    count = sum(t.questions for t in tests.values())
+    if not count:
+        return GroupScore(0, 0.0, 0.0, 0.0, 0.0)
+
+    def weighted(field: str) -> float:
+        return sum(getattr(t, field) * t.questions for t in tests.values()) / count
+
+    return GroupScore(count, *(weighted(field) for field in ("recall", "f2", "all_found", "any_found")))
 
 
 def mean_over_tests(tests: Mapping[str, GroupScore]) -> QuestionScore:

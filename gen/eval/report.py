@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from gen.eval.metrics import GroupScore
 from gen.eval.score import ConfigResult, EvalResult
+
+# Which summary each harness's own scoring code prints, for the line under every table
+CONVENTIONS = (
+    "mean over tests: every test weighs the same (the method's headline). pooled: every question weighs the same, "
+    "as LoCoMo's and LongMemEval's scripts and BEIR's evaluator (on one folder) compute it; all/any found: "
+    "LongMemEval's recall_all/recall_any."
+)
 
 
 def format_result(result: EvalResult) -> str:
     cut = f"first {result.k} of each ranking" if result.k is not None else "whole rankings"
     blocks = [f"{result.predictions} on {result.dataset} ({cut})"]
+    if result.subset is not None:
+        blocks[0] += f"\nonly the questions of the export {result.subset}"
     blocks += [config_table(config) for config in result.results]
+    if result.results:
+        blocks.append(CONVENTIONS)
     if result.unscored:
         blocks.append(f"not scored (no prediction in the file): {', '.join(result.unscored)}")
     return "\n\n".join(blocks)
@@ -20,14 +32,32 @@ def config_table(config: ConfigResult) -> str:
     width = max([len(test) for test in config.tests] + [len("mean over tests")])
     lines = [
         f"{config.config}: {config.questions:,} questions, {config.missing:,} without a prediction (scored as empty)",
-        f"{config.group_field:<{width}}  {'questions':>9}  {'recall':>6}  {'F2':>6}",
+        f"{config.group_field:<{width}}  {'questions':>9}  {'recall':>6}  {'F2':>6}  {'all found':>9}  "
+        f"{'any found':>9}",
     ]
     for test, score in config.tests.items():
-        lines.append(f"{test:<{width}}  {score.questions:>9,}  {score.recall:>6.3f}  {score.f2:>6.3f}")
-    lines.append(
-        f"{'mean over tests':<{width}}  {config.questions:>9,}  {config.mean.recall:>6.3f}  {config.mean.f2:>6.3f}"
-    )
+        lines.append(row(test, width, score))
+    mean = config.mean
+    lines.append(f"{'mean over tests':<{width}}  {config.questions:>9,}  {mean.recall:>6.3f}  {mean.f2:>6.3f}")
+    lines.append(row("pooled", width, config.pooled))
     return "\n".join(lines)
+
+
+def row(label: str, width: int, score: GroupScore) -> str:
+    return (
+        f"{label:<{width}}  {score.questions:>9,}  {score.recall:>6.3f}  {score.f2:>6.3f}  "
+        f"{score.all_found:>9.3f}  {score.any_found:>9.3f}"
+    )
+
+
+def scores(score: GroupScore) -> dict[str, float | int]:
+    return {
+        "questions": score.questions,
+        "recall": score.recall,
+        "f2": score.f2,
+        "all_found": score.all_found,
+        "any_found": score.any_found,
+    }
 
 
 def result_json(result: EvalResult) -> dict[str, Any]:
@@ -41,13 +71,12 @@ def result_json(result: EvalResult) -> dict[str, Any]:
                 "questions": config.questions,
                 "predicted": config.predicted,
                 "missing": config.missing,
-                "tests": {
-                    test: {"questions": score.questions, "recall": score.recall, "f2": score.f2}
-                    for test, score in config.tests.items()
-                },
+                "tests": {test: scores(score) for test, score in config.tests.items()},
                 "mean_over_tests": {"recall": config.mean.recall, "f2": config.mean.f2},
+                "pooled": scores(config.pooled),
             }
             for config in result.results
         },
         "not_scored": result.unscored,
+        "only_questions_of": str(result.subset) if result.subset is not None else None,
     }

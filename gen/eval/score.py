@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gen.errors import GenError
-from gen.eval.dataset import QUESTION_CONFIGS, Dataset, Question, open_dataset
-from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, question_score
+from gen.eval.dataset import QUESTION_CONFIGS, Dataset, Question, finished_report, open_dataset
+from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, pooled, question_score
 from gen.eval.predictions import Target, read_predictions
 
 
@@ -18,7 +19,8 @@ class ConfigResult:
     questions: int
     predicted: int  # questions with a line in the predictions file
     tests: dict[str, GroupScore]
-    mean: QuestionScore
+    mean: QuestionScore  # over tests: every test weighs the same (the method's headline)
+    pooled: GroupScore  # over questions: what the harnesses' own scripts report
 
     @property
     def missing(self) -> int:
@@ -32,13 +34,19 @@ class EvalResult:
     k: int | None
     results: list[ConfigResult] = field(default_factory=list)
     unscored: list[str] = field(default_factory=list)  # question configs the file has no line for
+    subset: Path | None = None  # the export whose questions alone were scored
 
 
-def evaluate(dataset_path: Path, predictions_path: Path, k: int | None = None) -> EvalResult:
+def evaluate(
+    dataset_path: Path, predictions_path: Path, k: int | None = None, subset: Path | None = None
+) -> EvalResult:
+    finished_report(Path(dataset_path), "scored")
     dataset = open_dataset(dataset_path)
     questions = {config: dataset.questions(config) for config in require_questions(dataset)}
     predictions = read_predictions(predictions_path, targets(dataset, questions))
-    result = EvalResult(Path(dataset_path), Path(predictions_path), k)
+    if subset is not None:
+        questions = only_exported(questions, subset)
+    result = EvalResult(Path(dataset_path), Path(predictions_path), k, subset=subset)
     anything = bool(predictions)  # an empty file scores every config (all empty); otherwise only those it covers
     for config, items in questions.items():
         predicted = sum(q.question_id in predictions for q in items)
@@ -47,6 +55,27 @@ def evaluate(dataset_path: Path, predictions_path: Path, k: int | None = None) -
             continue
         result.results.append(score_config(config, dataset, items, predictions, k, predicted))
     return result
+
+
+def only_exported(questions: dict[str, list[Question]], export: Path) -> dict[str, list[Question]]:
+    """The questions a `gen export` folder holds (its gen-export.json lists each config's question ids): a
+    LongMemEval export keeps one wording per base question, and the other wordings are not missing answers."""
+    path = export / "gen-export.json" if export.is_dir() else export
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        kept = {config: set(info["tests"]) for config, info in manifest["configs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise GenError(
+            f"cannot read the export's list of questions ({exc.__class__.__name__}: {exc})",
+            file=path,
+            field="configs.<config>.tests",
+            expected="the gen-export.json of a folder `gen export` wrote",
+        ) from None
+    return {
+        config: [q for q in items if q.question_id in kept[config]]
+        for config, items in questions.items()
+        if config in kept
+    }
 
 
 def require_questions(dataset: Dataset) -> list[str]:
@@ -83,4 +112,6 @@ def score_config(
 ) -> ConfigResult:
     scored = ((q.group, question_score(q.relevant, predictions.get(q.question_id, []), k)) for q in items)
     tests = means_per_test(scored)
-    return ConfigResult(config, QUESTION_CONFIGS[config], len(items), predicted, tests, mean_over_tests(tests))
+    return ConfigResult(
+        config, QUESTION_CONFIGS[config], len(items), predicted, tests, mean_over_tests(tests), pooled(tests)
+    )

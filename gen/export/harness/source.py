@@ -5,7 +5,6 @@ A stopped or failed run is refused, as `gen push` refuses it: its records are in
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.eval.dataset import QUESTION_CONFIGS, Dataset, Located, open_dataset, require
+from gen.eval.dataset import QUESTION_CONFIGS, Dataset, Located, finished_report, open_dataset, require
 
 NEEDED = "a dataset written with the log and conversations configs (gen writes conversations with any question)"
 
@@ -79,7 +78,7 @@ class Source:
 
 
 def open_source(folder: Path) -> Source:
-    report = finished_report(Path(folder))
+    report = finished_report(Path(folder), "exported")
     dataset = open_dataset(Path(folder))
     for config in ("log", "conversations"):
         if config not in dataset.files:
@@ -97,38 +96,6 @@ def open_source(folder: Path) -> Source:
             expected="one conversations record per conversation of the log",
         )
     return Source(dataset, report, conversations)
-
-
-def finished_report(folder: Path) -> dict[str, Any]:
-    """run.json (both layouts carry it), refusing a run that stopped early or failed validation."""
-    path = folder / "run.json"
-    if not folder.is_dir():
-        raise GenError("no such folder", file=folder, expected="a folder gen run wrote (outputs/<name>)")
-    if not path.is_file():
-        raise GenError("not a dataset folder: run.json is missing", file=folder, expected="a folder gen run wrote")
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise GenError(f"run.json is not valid JSON ({exc.msg})", file=path) from None
-    if not isinstance(report, dict):
-        raise GenError("run.json is not a gen run report", file=path, expected="a JSON object")
-    if report.get("stopped"):
-        reason = report["stopped"].get("reason", "?") if isinstance(report["stopped"], dict) else "?"
-        raise GenError(
-            f"this run stopped before its end ({reason}); only a finished run is exported",
-            file=path,
-            field="stopped",
-            expected="the folder of a run that finished (run the same command again to resume it)",
-        )
-    validation = report.get("validation") or {}
-    failed = [name for name, result in validation.items() if not (isinstance(result, dict) and result.get("passed"))]
-    if failed:
-        raise GenError(
-            f"validation failed for {', '.join(failed)}; a failed run is never exported",
-            file=path,
-            field="validation",
-        )
-    return report
 
 
 def read_conversation(item: Located, responses: dict[str, list[dict[str, Any]]]) -> Conversation:
