@@ -25,7 +25,7 @@ from gen.cli_options import (
 )
 from gen.errors import GenError, Stopped
 from gen.export.cli import push
-from gen.export.harness.cli import export
+from gen.export.harness.cli import export, import_predictions
 from gen.judging.cli import judge
 from gen.model import DataWarning
 
@@ -314,6 +314,7 @@ def baseline(
 
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/cli.py
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/cli.py
+app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions
 app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/judging/cli.py
 
 

@@ -31,15 +31,23 @@ def require_shared(relative: str) -> Path:
     return path
 
 
-def requires_extra(extra: str, *modules: str):
-    """Mark a test that needs an optional extra (`pip install -e '.[EXTRA]'`, or a package the extra's notes
-    name): it skips with the reason where a module is missing, and carries the `extras` marker so .ci/run can
-    run exactly this group again once it has installed every extra."""
+def extra_marks(extra: str, *modules: str) -> list[pytest.MarkDecorator]:
+    """The marks of a test that needs an optional extra (`pip install -e '.[EXTRA]'`, or a package the extra's
+    notes name): it skips with the reason where a module is missing, and carries the `extras` marker so .ci/run
+    can run exactly this group again once it has installed every extra."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     reason = f"needs {', '.join(missing)}, not installed here (.ci/run installs the {extra} extra and its packages)"
+    return [pytest.mark.extras, pytest.mark.skipif(bool(missing), reason=reason)]
+
+
+def requires_extra(extra: str, *modules: str):
+    """extra_marks as one decorator."""
+    marks = extra_marks(extra, *modules)
 
     def mark(test):
-        return pytest.mark.skipif(bool(missing), reason=reason)(pytest.mark.extras(test))
+        for each in marks:
+            test = each(test)
+        return test
 
     return mark
 

@@ -47,3 +47,40 @@ def export(
             err=True,
         )
     typer.echo(f"wrote {output} ({MANIFEST} describes it)", err=True)
+
+
+def import_predictions(
+    results: Path = typer.Argument(..., metavar="RESULTS", help="The result file the harness's own code wrote."),
+    format_name: HarnessFormat = typer.Option(
+        ...,
+        "--format",
+        help="longmemeval (run_retrieval.py's retrieval log), locomo (the QA evaluation's output with RAG), or "
+        "beir (a run dict as JSON, or a TREC run file).",
+    ),
+    export_folder: Path | None = typer.Option(
+        None, "--export", help="The gen export folder the harness read (needed for locomo and longmemeval)."
+    ),
+    output: Path = typer.Option(..., "--output", help="The predictions file to write (JSONL, as gen eval reads)."),
+    prediction_key: str | None = typer.Option(
+        None, "--prediction-key", help="locomo: the key the evaluation wrote (default: the one `*_context` key)."
+    ),
+) -> None:
+    """Read a harness's results on a gen export back into gen's predictions, for `gen eval`'s per-test table.
+
+    Example: gen import-predictions retrievallog --format longmemeval --export exports/lme --output preds.jsonl
+    """
+    from gen.errors import GenError
+    from gen.export.harness.results import import_results
+    from gen.jsonl import encode_lines, replace_file
+
+    if export_folder is None and format_name != HarnessFormat.beir:
+        raise GenError(f"--format {format_name.value} needs the export folder it was run on", field="--export")
+    lines = import_results(results, format_name.value, export_folder or Path("."), prediction_key)
+    replace_file(output, encode_lines(lines), "predictions")
+    typer.echo(f"wrote {len(lines):,} predictions to {output}", err=True)
+    if format_name == HarnessFormat.longmemeval:
+        typer.echo(
+            f"score them with: gen eval DATASET --predictions {output} --questions-from {export_folder} "
+            "(the export keeps one wording per base question)",
+            err=True,
+        )

@@ -96,6 +96,7 @@ def manifest(format_name: str, source: Source, written: list[Written], names: di
             names[conversation_id]: {
                 "conversation_id": conversation_id,
                 "session_starts": session_starts(conversation.places),
+                "responses": len(conversation.responses),
             }
             for conversation_id, conversation in source.conversations.items()
         },

@@ -1,0 +1,219 @@
+"""A harness's own result file read back into gen's predictions (`gen import-predictions`), so a user who ran
+LoCoMo's, LongMemEval's or BEIR's official code on an export gets gen's per-test table from `gen eval`.
+
+Every id a harness reports is one the export wrote, and the export's gen-export.json says what it means: a
+conversation's name, where each of its sessions starts, how many responses it has. Questions keep gen's ids in
+all three layouts. A result that names a session rather than a turn (LongMemEval at session granularity, a
+LoCoMo summary's `S<n>`) stands for every response of that session, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gen.errors import GenError
+from gen.export.harness.folder import MANIFEST
+
+LONGMEMEVAL_ID = re.compile(r"^(?:answer_|noans_)?(?P<name>[A-Za-z0-9.-]+)_s(?P<session>\d+)(?:_(?P<turn>\d+))?$")
+LOCOMO_ID = re.compile(r"^D(?P<session>\d+):(?P<turn>\d+)$|^S(?P<only>\d+)$")
+
+
+@dataclass
+class Layout:
+    """A conversation as the export laid it out: where each session starts, and its size."""
+
+    session_starts: list[int]
+    responses: int
+
+    def responses_of(self, session: int, turn: int | None) -> list[int] | None:
+        """The response indices of a session (or of one turn of it, counted from 1); None if there is none."""
+        if not 1 <= session <= len(self.session_starts):
+            return None
+        start = self.session_starts[session - 1]
+        end = self.session_starts[session] if session < len(self.session_starts) else self.responses
+        if turn is None:
+            return list(range(start, end))
+        return [start + turn - 1] if 1 <= turn <= end - start else None
+
+
+def read_layouts(export: Path) -> dict[str, Layout]:
+    path = export / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            name: Layout(list(info["session_starts"]), int(info["responses"]))
+            for name, info in manifest["conversations"].items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise GenError(
+            f"cannot read how the export laid out its conversations ({exc.__class__.__name__}: {exc})",
+            file=path,
+            field="conversations",
+            expected="the folder `gen export` wrote for the harness that produced the results",
+        ) from None
+
+
+def unique(indices: Iterator[int]) -> list[int]:
+    return list(dict.fromkeys(indices))
+
+
+def longmemeval(results: Path, layouts: dict[str, Layout]) -> Iterator[tuple[str, list[int]]]:
+    """LongMemEval's retrieval log (run_retrieval.py's output): JSON lines with `question_id` and
+    `retrieval_results.ranked_items[].corpus_id`, a session id or `<session id>_<turn>`."""
+    for number, record in json_lines(results):
+        where = f"line {number}"
+        try:
+            question_id = record["question_id"]
+            ranked = [item["corpus_id"] for item in record["retrieval_results"]["ranked_items"]]
+        except (KeyError, TypeError) as exc:
+            raise GenError(
+                f"not a LongMemEval retrieval log line (no {exc})",
+                file=results,
+                record=where,
+                field="retrieval_results.ranked_items",
+                expected="the retrieval log run_retrieval.py writes",
+            ) from None
+        yield (
+            question_id,
+            unique(index for corpus_id in ranked for index in longmemeval_id(corpus_id, layouts, results, where)),
+        )
+
+
+def longmemeval_id(corpus_id: Any, layouts: dict[str, Layout], results: Path, where: str) -> list[int]:
+    found = LONGMEMEVAL_ID.match(corpus_id) if isinstance(corpus_id, str) else None
+    if not found or found["name"] not in layouts:
+        raise GenError(
+            f"{corpus_id!r} is not an id this export wrote",
+            file=results,
+            record=where,
+            field="corpus_id",
+            expected="<name>_s<session>[_<turn>], with a name from gen-export.json's conversations",
+        )
+    turn = int(found["turn"]) if found["turn"] else None
+    return located(layouts[found["name"]], int(found["session"]), turn, results, where)
+
+
+def located(layout: Layout, session: int, turn: int | None, results: Path, where: str) -> list[int]:
+    found = layout.responses_of(session, turn)
+    if found is None:
+        place = f"session {session}" + (f", turn {turn}" if turn is not None else "")
+        raise GenError(
+            f"{place} is not in this conversation ({len(layout.session_starts)} sessions)", file=results, record=where
+        )
+    return found
+
+
+def locomo(results: Path, layouts: dict[str, Layout], key: str | None) -> Iterator[tuple[str, list[int]]]:
+    """LoCoMo's QA output (evaluate_qa.py with RAG): the samples again, each qa entry holding the retrieved
+    dia_ids under `<prediction key>_context`, and the `question_id` the export put there."""
+    samples = read_json(results)
+    if not isinstance(samples, list):
+        raise GenError("not a list of LoCoMo samples", file=results, expected="the file LoCoMo's QA evaluation writes")
+    for position, sample in enumerate(samples):
+        name = sample.get("sample_id") if isinstance(sample, dict) else None
+        if name not in layouts:
+            raise GenError(
+                f"sample_id {name!r} is not one this export wrote", file=results, record=f"sample {position}"
+            )
+        for number, qa in enumerate(sample.get("qa") or []):
+            where = f"sample {name}, qa {number}"
+            context = qa.get(context_key(qa, key, results, where))
+            if not isinstance(qa.get("question_id"), str) or not isinstance(context, list):
+                raise GenError("a qa entry without question_id or a list of retrieved ids", file=results, record=where)
+            yield (
+                qa["question_id"],
+                unique(index for dia_id in context for index in locomo_id(dia_id, layouts[name], results, where)),
+            )
+
+
+def context_key(qa: dict[str, Any], key: str | None, results: Path, where: str) -> str:
+    if key is not None:
+        return f"{key}_context"
+    keys = [name for name in qa if name.endswith("_context")]
+    if len(keys) != 1:
+        raise GenError(
+            f"cannot tell which retrieval to read ({', '.join(keys) or 'no key ends in _context'})",
+            file=results,
+            record=where,
+            field="--prediction-key",
+            expected="the prediction key LoCoMo's evaluation used (its <key>_context holds the retrieved ids)",
+        )
+    return keys[0]
+
+
+def locomo_id(dia_id: Any, layout: Layout, results: Path, where: str) -> list[int]:
+    found = LOCOMO_ID.match(dia_id) if isinstance(dia_id, str) else None
+    if not found:
+        raise GenError(
+            f"{dia_id!r} is not a LoCoMo turn or session id", file=results, record=where, expected="D<s>:<t> or S<s>"
+        )
+    if found["only"]:
+        return located(layout, int(found["only"]), None, results, where)
+    return located(layout, int(found["session"]), int(found["turn"]), results, where)
+
+
+def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
+    """A BEIR run: the JSON dict a retriever returns ({query id: {document id: score}}), or a TREC run file
+    (`query Q0 document rank score tag`). Document ids are response indices; higher scores rank first."""
+    text = results.read_text(encoding="utf-8")
+    scored: dict[str, dict[str, float]] = {}
+    if text.lstrip().startswith("{"):
+        data = read_json(results)
+        scored = {str(query): dict(docs) for query, docs in data.items()} if isinstance(data, dict) else {}
+    else:
+        for number, line in enumerate(text.splitlines(), start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise GenError(
+                    "not a TREC run line",
+                    file=results,
+                    record=f"line {number}",
+                    expected="query Q0 document rank score tag",
+                )
+            scored.setdefault(parts[0], {})[parts[2]] = float(parts[4])
+    for query, docs in scored.items():
+        ranked = sorted(docs, key=lambda doc: -float(docs[doc]))
+        try:
+            yield query, unique(int(doc) for doc in ranked)
+        except ValueError:
+            raise GenError("a document id is not a response index", file=results, record=f"query {query}") from None
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise GenError(f"not valid JSON ({exc})", file=path, record=f"line {number}") from None
+            if not isinstance(record, dict):
+                raise GenError("the line is not a JSON object", file=path, record=f"line {number}")
+            yield number, record
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise GenError(f"not valid JSON ({exc})", file=path) from None
+
+
+def import_results(results: Path, format_name: str, export: Path, key: str | None = None) -> list[dict[str, Any]]:
+    """gen's prediction lines ({question_id, retrieved}) from one harness result file."""
+    if not results.is_file():
+        raise GenError("no such file", file=results, expected="the result file the harness wrote")
+    if format_name == "beir":
+        pairs = beir(results)
+    else:
+        layouts = read_layouts(export)
+        pairs = longmemeval(results, layouts) if format_name == "longmemeval" else locomo(results, layouts, key)
+    return [{"question_id": question_id, "retrieved": retrieved} for question_id, retrieved in pairs]
