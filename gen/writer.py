@@ -5,8 +5,14 @@ Layout: <config>/<split>.jsonl per product, README.md (dataset card), run.json, 
 Everything is built in a temporary sibling `.<name>.tmp-<pid>`, then put in place by two renames: the old
 folder to `.<name>.old-<pid>`, the new one to `<name>`. A crash between the two leaves both siblings, and the
 next run into that output directory puts the complete new folder (or, failing that, the old one) back under
-the name before anything else. gen replaces only folders it wrote itself (they hold its run.json), never a
-folder holding one of the recipe's inputs, and removes the temporary siblings of processes that are gone.
+the name before anything else.
+
+What gen wrote is recognised by its marker, `.gen-files.json`: put in a folder the moment gen creates it (so a
+crash leaves a folder gen may sweep) and completed, last, with the list of every file gen wrote there. gen
+replaces or removes a folder only when it carries the marker and holds nothing else (a file added by hand, a
+symbolic link: the folder is refused, naming them), never a folder holding one of the recipe's inputs, and
+never follows a symbolic link in place of the folder. Every command that writes a folder (`gen run`,
+`gen push --export-dir`, `gen export`) follows this rule.
 """
 
 from __future__ import annotations
@@ -23,15 +29,101 @@ from typing import Literal
 from gen.errors import GenError
 
 SIBLING = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)$")
+MARKER = ".gen-files.json"
+WRITER = "gen"
+# Run folders written before the marker existed: recognised by run.json's report keys and the files a run writes
+LEGACY_FILES = {"README.md", "run.json", "recipe.yaml", "rejects.jsonl"}
+
+
+def claim(folder: Path) -> None:
+    """Create `folder` as gen's own (the marker first, with no file list yet: gen is still writing it)."""
+    folder.mkdir()
+    (folder / MARKER).write_text(json.dumps({"written_by": WRITER, "files": None}) + "\n", encoding="utf-8")
+
+
+def seal(folder: Path) -> None:
+    """Complete the marker with every file gen wrote into `folder` (call it last)."""
+    files = sorted(path for path in entries(folder) if path != MARKER)
+    text = json.dumps({"written_by": WRITER, "files": files}, indent=1)
+    (folder / MARKER).write_text(text + "\n", encoding="utf-8")
+
+
+def entries(folder: Path) -> list[str]:
+    """Every file, symbolic link and empty folder under `folder`, as posix paths relative to it; links are
+    listed, never followed."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        base = Path(root).relative_to(folder)
+        for name in files + [d for d in dirs if (Path(root) / d).is_symlink()]:
+            found.append((base / name).as_posix())
+        if not dirs and not files and base != Path("."):
+            found.append(base.as_posix() + "/")
+    return found
+
+
+def marker(folder: Path) -> dict | None:
+    try:
+        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("written_by") == WRITER else None
+
+
+def claimed(folder: Path) -> bool:
+    """A folder gen created (complete or not): only such a folder is ever swept."""
+    return not folder.is_symlink() and folder.is_dir() and marker(folder) is not None
+
+
+def legacy_files(folder: Path) -> set[str] | None:
+    """What a run folder written before the marker holds, from its run.json; None if it is not one."""
+    try:
+        report = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        configs = report["configs"] if {"recipe", "packages"} <= report.keys() else None
+        return LEGACY_FILES | {info["path"] for info in configs.values()} if configs is not None else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def foreign(folder: Path) -> list[str] | None:
+    """What in `folder` gen did not write ([] for an untouched folder of gen's), or None when gen did not write
+    the folder at all (no marker, and not a run folder from before the marker)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    found = marker(folder)
+    listed = set(found["files"]) if found and isinstance(found.get("files"), list) else None
+    if found is None:
+        listed = legacy_files(folder)
+    if listed is None:
+        return None
+    return [path for path in entries(folder) if path != MARKER and path not in listed]
 
 
 def written_by_gen(folder: Path) -> bool:
-    """A folder gen wrote: it holds a run.json with gen's report keys."""
-    try:
-        report = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(report, dict) and {"recipe", "packages", "configs"} <= report.keys()
+    """A folder gen wrote, holding nothing anyone else put there."""
+    return foreign(folder) == []
+
+
+def refuse_foreign(final: Path, expected: str) -> None:
+    """Raise unless `final` is free or a folder gen wrote that nobody added to; the message names the path."""
+    if final.is_symlink():
+        raise GenError(
+            "this is a symbolic link; gen neither follows nor replaces one",
+            file=final,
+            expected=f"{expected}, or the link's target itself",
+        )
+    if not final.exists() or (final.is_dir() and not any(final.iterdir())):  # nothing to lose
+        return
+    extra = foreign(final)
+    if extra is None:
+        kind = "folder" if final.is_dir() else "file"
+        raise GenError(f"a {kind} gen did not write is in the way; not replacing it", file=final, expected=expected)
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise GenError(
+            f"this folder holds files gen did not write ({shown}); not replacing it",
+            file=final,
+            expected=f"{expected}, or move those files out",
+        )
 
 
 def process_alive(pid: int) -> bool:
@@ -60,19 +152,21 @@ def recover_and_clean(parent: Path, say: Callable[[str], None]) -> None:
     siblings = dead_siblings(parent)
     for path, name, kind, pid in siblings:
         target = parent / name
-        if kind != "old" or target.exists():
+        if kind != "old" or target.exists() or target.is_symlink() or not claimed(path):
             continue
         new = parent / f".{name}.tmp-{pid}"
-        restored = new if (new / "README.md").is_file() and written_by_gen(new) else path
+        restored = new if written_by_gen(new) else path
         restored.rename(target)
         which = "the completed new run" if restored == new else "the previous run"
         say(f"recovered {target} ({which}) after an interrupted replace")
     for path, _, _, _ in dead_siblings(parent):
-        shutil.rmtree(path, ignore_errors=True)
+        if claimed(path):  # a folder of that name gen did not create is left alone
+            shutil.rmtree(path, ignore_errors=True)
+            say(f"removed {path}, left by an earlier gen process that is gone")
 
 
 def refuse_to_replace(final: Path, inputs: Sequence[Path]) -> None:
-    """Raise unless `final` is free or a folder gen wrote that holds none of the recipe's inputs."""
+    """Raise unless `final` is free or a folder gen wrote, untouched, that holds none of the recipe's inputs."""
     resolved = final.resolve()
     for path in inputs:
         if path.resolve() == resolved or path.resolve().is_relative_to(resolved):
@@ -81,13 +175,7 @@ def refuse_to_replace(final: Path, inputs: Sequence[Path]) -> None:
                 file=final,
                 expected="another recipe name or --output-dir",
             )
-    if final.exists() and not (final.is_dir() and written_by_gen(final)):
-        kind = "folder" if final.is_dir() else "file"
-        raise GenError(
-            f"a {kind} gen did not write is in the way (no gen run.json in it); not replacing it",
-            file=final,
-            expected="another recipe name or --output-dir, or move it yourself",
-        )
+    refuse_foreign(final, "another recipe name or --output-dir")
 
 
 class RunFolder:
@@ -115,8 +203,9 @@ class RunFolder:
             raise GenError(f"cannot prepare the output folder: {exc.strerror}", file=self.final.parent) from None
         refuse_to_replace(self.final, self.inputs)
         try:
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.path.mkdir()
+            if claimed(self.path):  # an earlier process with this pid left it
+                shutil.rmtree(self.path)
+            claim(self.path)
         except OSError as exc:
             raise GenError(f"cannot create the output folder: {exc.strerror}", file=self.final.parent) from None
         return self
@@ -139,8 +228,8 @@ class RunFolder:
         return False
 
     def replace(self, target: Path) -> None:
-        if target.exists() and not written_by_gen(target):  # appeared while the run was going
-            refuse_to_replace(target, ())
+        seal(self.path)
+        refuse_foreign(target, "another recipe name or --output-dir")  # again: it may have appeared meanwhile
         swap_into_place(self.path, target)
 
 

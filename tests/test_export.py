@@ -75,7 +75,8 @@ def test_export_layout_is_parquet_per_config_plus_card_recipe_and_report(quickst
     expected = {"README.md", "recipe.yaml", "run.json"} | {
         f"data/{name}/test-00000-of-00001.parquet" for name in configs
     }
-    assert relative_files(exported.folder) == expected  # rejects.jsonl is empty in the quickstart, so left out
+    # rejects.jsonl is empty in the quickstart, so left out; gen's marker lists what gen wrote
+    assert relative_files(exported.folder) == expected | {".gen-files.json"}
     published = yaml.safe_load((exported.folder / "recipe.yaml").read_text())
     assert published["sources"] == [{"format": "locomo", "path": "sample_locomo.json"}]  # no folder of this machine
     assert {k: v for k, v in published.items() if k != "sources"} == {
@@ -432,7 +433,7 @@ def test_the_export_never_overwrites_an_unrelated_folder(quickstart, tmp_path):
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
-    with pytest.raises(GenError, match="not an earlier export"):
+    with pytest.raises(GenError, match="a folder gen did not write is in the way"):
         build_export(quickstart, precious)
     with pytest.raises(GenError, match="outside the run folder"):
         build_export(quickstart, quickstart / "export")

@@ -419,7 +419,11 @@ def test_one_config_only(quickstart, tmp_path, capsys):
         capsys,
     )
     assert code == 0, err
-    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["ambiguous_time_queries.json", "gen-export.json"]
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [
+        ".gen-files.json",
+        "ambiguous_time_queries.json",
+        "gen-export.json",
+    ]
     code, _, err = run_cli(
         ["export", quickstart, "--format", "locomo", "--output", tmp_path / "y", "--config", "log"], capsys
     )
@@ -468,7 +472,7 @@ def test_what_gen_did_not_write_is_never_replaced(quickstart, tmp_path, capsys):
     a_file = tmp_path / "data.json"
     a_file.write_text("[]")
     code, _, err = run_cli(["export", quickstart, "--format", "longmemeval", "--output", a_file], capsys)
-    assert code == 2 and "a file gen export did not write" in err and a_file.read_text() == "[]"
+    assert code == 2 and "a file gen did not write is in the way" in err and a_file.read_text() == "[]"
     code, _, err = run_cli(["export", quickstart, "--format", "beir", "--output", quickstart / "beir"], capsys)
     assert code == 2 and "outside the dataset folder" in err and not (quickstart / "beir").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
@@ -545,6 +549,7 @@ def test_what_a_killed_export_left_is_cleared(quickstart, tmp_path, capsys):
     left empty) is put back before the new one replaces it."""
     dead = 2**22 + 1  # above Linux's largest pid, so no process has it
     (tmp_path / f".x.tmp-{dead}" / "half").mkdir(parents=True)
+    (tmp_path / f".x.tmp-{dead}" / ".gen-files.json").write_text('{"written_by": "gen", "files": null}')  # gen's
     code, _, err = run_cli(["export", quickstart, "--format", "locomo", "--output", tmp_path / "x"], capsys)
     assert code == 0, err
     (tmp_path / "x").rename(tmp_path / f".x.old-{dead}")

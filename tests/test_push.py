@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -87,6 +88,8 @@ def test_push_makes_one_private_commit_with_the_export_and_never_shows_the_token
     commits = hub.commits()
     assert len(commits) == 1
     exported = files_under(export_dir)
+    # the folder keeps gen's marker (what gen wrote there); the marker is never published
+    assert json.loads(exported.pop(".gen-files.json")) == {"written_by": "gen", "files": sorted(exported)}
     assert set(exported) == {"README.md", "recipe.yaml", "run.json"} | {
         f"data/{name}/test-00000-of-00001.parquet" for name in configs_of(quickstart)
     }
@@ -316,3 +319,50 @@ def test_a_failed_push_after_gen_run_keeps_the_run_and_says_how_to_retry(hub, ca
     assert code == 2
     assert "the run was written to" in err and "gen push" in err and "belongs to 'someone'" in err
     assert (tmp_path / "out" / "quickstart" / "log" / "test.jsonl").is_file()
+
+
+# --- what push may replace, and what it may publish -------------------------------------------------------
+
+
+def test_export_dir_never_empties_a_folder_gen_did_not_write(small_run, capsys, tmp_path):
+    """A folder that looks like an export (README.md, data/, run.json) but also holds the user's notes and a .git
+    is refused whole, byte for byte; an earlier export of gen's is replaced; one a user added a file to is refused
+    naming the file."""
+    mine = tmp_path / "mine"
+    for relative, text in {
+        "README.md": "card",
+        "run.json": "{}",
+        "data/x.txt": "x",
+        "NOTES.txt": "n",
+        ".git/HEAD": "h",
+    }.items():
+        (mine / relative).parent.mkdir(parents=True, exist_ok=True)
+        (mine / relative).write_text(text)
+    before = files_under(mine)
+    code, _, err = run_cli(["push", small_run, "--dry-run", "--export-dir", mine], capsys)
+    assert code == 2 and f"{mine}: a folder gen did not write is in the way" in err and "Traceback" not in err
+    assert files_under(mine) == before
+    ours = tmp_path / "ours"
+    assert run_cli(["push", small_run, "--dry-run", "--export-dir", ours], capsys)[0] == 0
+    assert run_cli(["push", small_run, "--dry-run", "--export-dir", ours], capsys)[0] == 0  # its own: replaced
+    (ours / "NOTES.txt").write_text("mine now")
+    code, _, err = run_cli(["push", small_run, "--dry-run", "--export-dir", ours], capsys)
+    assert code == 2 and "holds files gen did not write (NOTES.txt)" in err
+    assert (ours / "NOTES.txt").read_text() == "mine now"
+
+
+@pytest.mark.parametrize("inside", ["log/test.jsonl", "README.md", "recipe.yaml", "rejects.jsonl"])
+def test_push_never_publishes_a_file_from_outside_the_run_folder(small_run, inside, hub, capsys, tmp_path):
+    """A symbolic link in the run folder (a data file, the card, the recipe, an extra file) pointing outside it
+    is refused on every push path (a dry run, --export-dir, a real push), and nothing is sent."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(small_run, run_dir)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the Hub\n")
+    (run_dir / inside).unlink(missing_ok=True)
+    (run_dir / inside).symlink_to(secret)
+    for options in (["--dry-run"], ["--dry-run", "--export-dir", tmp_path / "e"], []):
+        code, out, err = run_cli(["push", run_dir, "--repo-id", "me/quickstart", *options], capsys)
+        assert code == 2 and f"{run_dir / inside}: this is a symbolic link" in err, (options, err)
+        assert "not for the Hub" not in out + err
+    assert hub_calls(hub) == [] and not (tmp_path / "e").exists()

@@ -107,10 +107,24 @@ def test_a_folder_gen_wrote_is_replaced(tmp_path):
 # --- 2 and 3. a crash at any instant of the replace; dead temporary folders ---------------------------
 
 
+def gen_marker(path: Path, files: list[str] | None) -> None:
+    """gen's marker as gen writes it: files None while a folder is being written, the list once complete."""
+    write_json(path / ".gen-files.json", {"written_by": "gen", "files": files})
+
+
 def gen_folder(path: Path, label: str) -> Path:
-    """A complete run folder as gen leaves one (run.json with gen's keys, a card), tagged with `label`."""
+    """A complete run folder as gen leaves one (run.json with gen's keys, a card, the marker listing them),
+    tagged with `label`."""
     write_json(path / "run.json", {"recipe": {"name": label}, "packages": {}, "configs": {}})
     (path / "README.md").write_text(label)
+    gen_marker(path, ["README.md", "run.json"])
+    return path
+
+
+def partial_folder(path: Path) -> Path:
+    """A folder gen was still writing when its process died: the marker without a file list, a config folder."""
+    (path / "log").mkdir(parents=True)
+    gen_marker(path, None)
     return path
 
 
@@ -135,13 +149,15 @@ def test_a_crash_at_any_instant_of_the_replace_leaves_a_complete_folder(tmp_path
     recover_and_clean(tmp_path, said.append)
     assert (final / "README.md").read_text() == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
-    assert bool(said) == (instant == "between the renames")
+    assert any(line.startswith("recovered") for line in said) == (instant == "between the renames")
+    # the one folder left beside it is gen's, and its removal is said
+    assert sum(line.startswith("removed") for line in said) == 1
 
 
 def test_a_crash_before_the_new_folder_was_complete_restores_the_old_one(tmp_path):
     pid, final = dead_pid(), tmp_path / "run"
     gen_folder(tmp_path / f".run.old-{pid}", "old")
-    (tmp_path / f".run.tmp-{pid}" / "log").mkdir(parents=True)  # a partial folder: no run.json, no card
+    partial_folder(tmp_path / f".run.tmp-{pid}")
     recover_and_clean(tmp_path, lambda _: None)
     assert (final / "README.md").read_text() == "old"
 
@@ -149,7 +165,7 @@ def test_a_crash_before_the_new_folder_was_complete_restores_the_old_one(tmp_pat
 def test_the_next_run_recovers_and_says_so_and_removes_dead_temporary_folders(tmp_path):
     out, pid = tmp_path / "out", dead_pid()
     gen_folder(out / f".mine.old-{pid}", "old")
-    (out / f".other.tmp-{pid}" / "log").mkdir(parents=True)  # a dead run of another recipe
+    partial_folder(out / f".other.tmp-{pid}")  # a dead run of another recipe
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (out / f".busy.tmp-{alive.pid}").mkdir()  # a run still going: left alone
@@ -160,7 +176,23 @@ def test_the_next_run_recovers_and_says_so_and_removes_dead_temporary_folders(tm
         alive.wait()
     assert done.returncode == 0, done.stderr
     assert f"recovered {out / 'mine'}" in done.stderr
+    assert f"removed {out / f'.other.tmp-{pid}'}, left by an earlier gen process that is gone" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == [f".busy.tmp-{alive.pid}", "mine"]
+
+
+def test_folders_named_like_gen_s_temporary_ones_but_not_gen_s_are_never_swept(tmp_path):
+    """A user's own `.X.tmp-<pid>` / `.X.old-<pid>` of a process that is gone, without gen's marker, survives a
+    run into that output folder, byte for byte, and nothing is said about it."""
+    out, pid = tmp_path / "out", dead_pid()
+    for name in (f".notes.tmp-{pid}", f".mine.old-{pid}"):
+        (out / name).mkdir(parents=True)
+        (out / name / "diary.txt").write_text("mine\n")
+    recipe = log_recipe(tmp_path / "r.yaml", "mine", SAMPLE)
+    done = gen_subprocess("run", recipe, "--output-dir", out)
+    assert done.returncode == 0, done.stderr
+    for name in (f".notes.tmp-{pid}", f".mine.old-{pid}"):
+        assert (out / name / "diary.txt").read_text() == "mine\n"
+    assert "removed" not in done.stderr and "recovered" not in done.stderr
 
 
 # --- 4. a reject-limit stop keeps what was made ------------------------------------------------------
@@ -305,3 +337,20 @@ def test_the_card_names_the_output_folder_given_and_empty_tests_are_reported(tmp
     assert "no question for session_span: nothing in these conversations fits that test" in done.stderr
     card = (folder / "README.md").read_text()
     assert "| session_span | 0 | 0 | 0 |" in card and "not_produced" not in card
+
+
+def test_a_symlinked_output_folder_is_refused_and_left_as_it_was(tmp_path):
+    """gen neither follows nor replaces a symbolic link at outputs/<name>: one message naming it, the link and
+    what it points at unchanged, and no `.old-PID` or temporary folder left beside it."""
+    out = tmp_path / "out"
+    recipe = log_recipe(tmp_path / "r.yaml", "mine", SAMPLE)
+    elsewhere = tmp_path / "elsewhere"
+    assert gen_subprocess("run", recipe, "--output-dir", elsewhere).returncode == 0
+    before = {p.relative_to(elsewhere).as_posix(): p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()}
+    out.mkdir()
+    (out / "mine").symlink_to(elsewhere / "mine")
+    done = gen_subprocess("run", recipe, "--output-dir", out)
+    assert done.returncode == 2 and f"{out / 'mine'}: this is a symbolic link" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert (out / "mine").is_symlink() and sorted(p.name for p in out.iterdir()) == ["mine"]
+    assert {p.relative_to(elsewhere).as_posix(): p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()} == before

@@ -159,6 +159,7 @@ def test_a_recipe_without_time_products_needs_no_timeline_or_padding(tmp_path, c
     code, _, err = run_cli(["run", tmp_path / "a.yaml", "--output-dir", tmp_path / "out"], capsys)
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "out" / "no-time").iterdir()) == [
+        ".gen-files.json",
         "README.md",
         "recipe.yaml",
         "rejects.jsonl",

@@ -26,6 +26,7 @@ from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
 from gen.jsonl import read_jsonl
 from gen.products.schema import Schema, as_features
 from gen.provenance import public_llm_report, public_origin, public_recipe
+from gen.writer import claim, refuse_foreign, seal
 
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
 EXTRA_FILES = ("recipe.yaml", "run.json", "rejects.jsonl")
@@ -131,9 +132,26 @@ def read_run(run_dir: Path) -> dict:
     for name, info in configs.items():
         if not (run_dir / info["path"]).is_file():
             raise GenError(f"the data file of config {name} is missing", file=run_dir / info["path"])
+    for relative in [info["path"] for info in configs.values()] + ["README.md", *EXTRA_FILES]:
+        refuse_outside(run_dir, run_dir / relative)
     if not isinstance(split, str) or not split:
         raise GenError("run.json has no split name", file=report_path, field="split")
     return report
+
+
+def refuse_outside(run_dir: Path, path: Path) -> None:
+    """Publishing reads only the run folder's own files: a symbolic link anywhere on the way (which could name
+    any file of this machine) is refused, naming it."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    relative = path.relative_to(run_dir)
+    for step in [run_dir / Path(*relative.parts[: i + 1]) for i in range(len(relative.parts))]:
+        if step.is_symlink():
+            raise GenError(
+                f"this is a symbolic link (to {step.readlink()}); gen publishes only files inside the run folder",
+                file=step,
+                expected="the file itself in the run folder",
+            )
 
 
 def product_features(name: str, where: Path) -> Schema:
@@ -326,7 +344,7 @@ def build_export(
     """Write the export of `run_dir` into `dest` (which must not exist, or be empty, or be an earlier export)."""
     import pyarrow.parquet as pq
 
-    run_dir, dest = Path(run_dir).resolve(), Path(dest).resolve()
+    run_dir, dest = Path(run_dir).resolve(), Path(dest).absolute()  # dest unresolved: a link there is refused
     report = read_run(run_dir)
     try:
         max_bytes = parse_size(max_shard_size)
@@ -367,22 +385,20 @@ def build_export(
         )
     copy_extras(run_dir, dest, export)
     export.write_card(repo_id, existing, overrides)
+    seal(dest)
     return export
 
 
 def prepare_dest(dest: Path, run_dir: Path) -> None:
-    if dest == run_dir or run_dir.is_relative_to(dest) or dest.is_relative_to(run_dir):
+    """`dest` emptied for a new export: only a folder gen wrote and nobody added to is ever removed."""
+    resolved = dest.resolve()
+    if resolved == run_dir or run_dir.is_relative_to(resolved) or resolved.is_relative_to(run_dir):
         raise GenError("the export folder must be outside the run folder (and not contain it)", file=dest)
+    refuse_foreign(dest, "a new or empty folder, or an earlier export gen wrote")
     if dest.exists():
-        entries = {p.name for p in dest.iterdir()}
-        if entries and not ({"README.md", "data", "run.json"} <= entries):
-            raise GenError(
-                "the export folder exists and is not an earlier export; not overwriting it",
-                file=dest,
-                expected="a new or empty folder",
-            )
         shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    claim(dest)
 
 
 def copy_extras(run_dir: Path, dest: Path, export: Export) -> None:

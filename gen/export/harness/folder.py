@@ -1,6 +1,7 @@
 """The export's output folder: built in a hidden sibling, then renamed into place, so a reader never meets a
-half-written export and a failed export leaves the previous one as it was. gen replaces only a folder that
-holds its manifest (gen-export.json) or an empty one; anything else in the way is refused."""
+half-written export and a failed export leaves the previous one as it was. As every folder gen writes, it
+carries gen's marker (gen/writer.py): gen replaces only a folder it wrote that nobody added to, or an empty
+one; anything else in the way is refused, naming it."""
 
 from __future__ import annotations
 
@@ -12,45 +13,30 @@ from types import TracebackType
 from typing import Any, Literal
 
 from gen.errors import GenError
-from gen.writer import dead_siblings, swap_into_place
+from gen.writer import claim, claimed, dead_siblings, refuse_foreign, seal, swap_into_place, written_by_gen
 
 MANIFEST = "gen-export.json"
 WRITER = "gen export"
 
 
-def written_by_export(folder: Path) -> bool:
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("written_by") == WRITER
-
-
 def refuse_to_replace(final: Path, dataset: Path) -> None:
-    final, dataset = final.resolve(), dataset.resolve()
-    if final == dataset or final.is_relative_to(dataset) or dataset.is_relative_to(final):
+    resolved, dataset = final.resolve(), dataset.resolve()
+    if resolved == dataset or resolved.is_relative_to(dataset) or dataset.is_relative_to(resolved):
         raise GenError(
             "the export must go outside the dataset folder (and not contain it)",
             file=final,
             expected="an --output path beside the dataset",
         )
-    if not final.exists() or (final.is_dir() and (written_by_export(final) or not any(final.iterdir()))):
-        return
-    kind = "folder" if final.is_dir() else "file"
-    raise GenError(
-        f"a {kind} gen export did not write is in the way (no {MANIFEST} in it); not replacing it",
-        file=final,
-        expected="a new path, an empty folder or an earlier export",
-    )
+    refuse_foreign(final, "a new path, an empty folder or an earlier export")  # unresolved: a link is refused
 
 
 def clean_after_crash(final: Path) -> None:
     """What an export killed mid-way left beside `final`: its temporary folder is removed, and a previous
     export moved aside just before the crash is put back when nothing took its place."""
     for sibling, name, kind, _ in dead_siblings(final.parent):
-        if name != final.name:
+        if name != final.name or not claimed(sibling):  # a folder of that name gen did not create stays
             continue
-        if kind == "old" and not final.exists() and written_by_export(sibling):
+        if kind == "old" and not final.exists() and written_by_gen(sibling):
             sibling.rename(final)
         else:
             shutil.rmtree(sibling, ignore_errors=True)
@@ -69,8 +55,9 @@ class OutputFolder:
         try:
             self.final.parent.mkdir(parents=True, exist_ok=True)
             clean_after_crash(self.final)
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.path.mkdir()
+            if claimed(self.path):  # an earlier process with this pid left it
+                shutil.rmtree(self.path)
+            claim(self.path)
         except OSError as exc:
             raise GenError(f"cannot create the export folder: {exc.strerror}", file=self.final.parent) from None
         return self
@@ -97,5 +84,6 @@ class OutputFolder:
         return False
 
     def replace(self) -> None:
+        seal(self.path)
         refuse_to_replace(self.final, self.dataset)  # again: something may have appeared meanwhile
         swap_into_place(self.path, self.final)
