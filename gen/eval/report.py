@@ -6,13 +6,7 @@ from typing import Any
 
 from gen.eval.metrics import GroupScore
 from gen.eval.score import ConfigResult, EvalResult
-
-# Which summary each harness's own scoring code prints, for the line under every table
-CONVENTIONS = (
-    "mean over tests: every test weighs the same (the method's headline). pooled: every question weighs the same, "
-    "as LoCoMo's and LongMemEval's scripts and BEIR's evaluator (on one folder) compute it; all/any found: "
-    "LongMemEval's recall_all/recall_any."
-)
+from gen.templating import render
 
 
 def format_result(result: EvalResult) -> str:
@@ -22,7 +16,7 @@ def format_result(result: EvalResult) -> str:
         blocks[0] += f"\nonly the questions of the export {result.subset}"
     blocks += [config_table(config) for config in result.results]
     if result.results:
-        blocks.append(CONVENTIONS)
+        blocks.append(render("eval/conventions.j2").strip())  # which summary each harness prints
     if result.unscored:
         blocks.append(f"not scored (no prediction in the file): {', '.join(result.unscored)}")
     return "\n\n".join(blocks)
