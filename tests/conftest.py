@@ -110,3 +110,23 @@ def locomo_sample(sample_id: str, speakers=("Ann", "Bob"), sessions=None) -> dic
             {"speaker": speakers[i % 2], "dia_id": f"D{number}:{i + 1}", "text": text} for i, text in enumerate(texts)
         ]
     return {"sample_id": sample_id, "conversation": conversation}
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory) -> Path:
+    """The quickstart recipe run into a temporary folder (once per test module that asks for it)."""
+    from gen.recipe import load_recipe
+    from gen.runner import run
+
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
+
+
+@pytest.fixture(scope="module")
+def exports(quickstart, tmp_path_factory) -> dict[str, Path]:
+    """The quickstart run exported in each harness layout: format name → its export folder."""
+    from gen.export.harness.exporter import export
+
+    base = tmp_path_factory.mktemp("exports")
+    for name in ("locomo", "longmemeval", "beir"):
+        export(quickstart, name, base / name)
+    return {name: base / name for name in ("locomo", "longmemeval", "beir")}

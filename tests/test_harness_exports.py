@@ -66,21 +66,6 @@ LONGMEMEVAL_DATE = re.compile(r"^\d{4}/\d{2}/\d{2} \((Mon|Tue|Wed|Thu|Fri|Sat|Su
 WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
 
-@pytest.fixture(scope="module")
-def quickstart(tmp_path_factory) -> Path:
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
-
-
-@pytest.fixture(scope="module")
-def exports(quickstart, tmp_path_factory) -> dict[str, Path]:
-    from gen.export.harness.exporter import export
-
-    base = tmp_path_factory.mktemp("exports")
-    for name in ("locomo", "longmemeval", "beir"):
-        export(quickstart, name, base / name)
-    return {name: base / name for name in ("locomo", "longmemeval", "beir")}
-
-
 # --- what the test knows of the run, read straight from its files -------------------------------------------
 
 

@@ -5,7 +5,8 @@ LongMemEval's retrieval scoring (tests/official/longmemeval_retrieval.py), LoCoM
 (tests/official/locomo_evaluation.py) and BEIR's EvaluateRetrieval must print the number `gen eval` reports as
 its pooled figure: LongMemEval's recall_any / recall_all are gen's "any found" / "all found", LoCoMo's recall and
 BEIR's Recall@10 gen's pooled recall. The official side reads only the exported files; the harness's own output
-(a retrieval log, a QA output file, a run dict) goes back through `gen import-predictions`.
+(a retrieval log, a QA output file, a run dict) goes back through `gen import-predictions`. The quickstart run
+and its exports are fixtures of tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, extra_marks, read_jsonl, requires_extra, run_cli
+from tests.conftest import extra_marks, read_jsonl, requires_extra, run_cli
 from tests.official import locomo_evaluation, longmemeval_retrieval
 
 K = 10
@@ -26,24 +27,6 @@ BASELINES = [
     pytest.param("recent", id="recent"),
     pytest.param("bm25", id="bm25", marks=extra_marks("eval", "bm25s")),
 ]
-
-
-@pytest.fixture(scope="module")
-def quickstart(tmp_path_factory) -> Path:
-    from gen.recipe import load_recipe
-    from gen.runner import run
-
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
-
-
-@pytest.fixture(scope="module")
-def exports(quickstart, tmp_path_factory) -> dict[str, Path]:
-    from gen.export.harness.exporter import export
-
-    base = tmp_path_factory.mktemp("exports")
-    for name in ("locomo", "longmemeval", "beir"):
-        export(quickstart, name, base / name)
-    return {name: base / name for name in ("locomo", "longmemeval", "beir")}
 
 
 @pytest.fixture(scope="module")
