@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from gen import strict_json
 from gen.errors import GenError
 
 
@@ -48,9 +49,11 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = strict_json.loads(line)
             except json.JSONDecodeError as exc:
                 raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
+            except strict_json.Broken as exc:
+                raise GenError(exc.reason, file=path, record=f"line {number}") from None
             if not isinstance(row, dict):
                 raise GenError("a record is not a JSON object", file=path, record=f"line {number}")
             yield row

@@ -199,7 +199,9 @@ def test_json_lines_errors_name_the_line_and_an_empty_file_says_so(tmp_path):
     broken.write_text(f"{good}\n\n{good[:-1]}\n{good}\n", encoding="utf-8")  # line 3 lost its closing brace
     with pytest.raises(GenError) as error:
         list(read_source(SourceSpec(format="cc", path=broken)))
-    assert (error.value.file, error.value.record) == (broken, "line 3") and "not valid JSON" in str(error.value)
+    # the column just past the line's text, where its closing brace is missing
+    assert (error.value.file, error.value.record) == (broken, f"line 3, column {len(good)}")
+    assert "not valid JSON" in str(error.value)
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(good.encode() + b"\n" + good.replace("episode", "\u00e9pisode").encode("latin-1") + b"\n")
     with pytest.raises(GenError) as error:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import ijson
-
+from gen import strict_json
 from gen.errors import GenError
+from gen.strict_json import Broken, line_and_column
 
 
 def read_text(path: Path, expected: str) -> str:
@@ -21,14 +23,26 @@ def read_text(path: Path, expected: str) -> str:
         raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
 
 
+def reason_and_offset(error: Exception) -> tuple[str, int | None]:
+    if isinstance(error, Broken):
+        return error.reason, error.offset
+    assert isinstance(error, json.JSONDecodeError)
+    return f"not valid JSON ({error.msg})", error.pos
+
+
+def broken(path: Path, text: str, error: Exception, expected: str, record: str | None = None) -> GenError:
+    """One message for a text that is not accepted: what is wrong and where (record, line and column)."""
+    reason, offset = reason_and_offset(error)
+    place = ", ".join(part for part in (record, line_and_column(text, offset) if offset is not None else None) if part)
+    return GenError(reason, file=path, record=place or None, expected=expected)
+
+
 def read_json(path: Path, expected: str) -> Any:
     text = read_text(path, expected)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GenError(
-            f"not valid JSON ({exc.msg})", file=path, record=f"line {exc.lineno}, column {exc.colno}", expected=expected
-        ) from None
+        return strict_json.loads(text)
+    except (Broken, json.JSONDecodeError) as exc:
+        raise broken(path, text, exc, expected) from None
 
 
 def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
@@ -37,23 +51,29 @@ def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
     if text.lstrip().startswith("["):
         return list(read_json(path, expected))
     try:  # one (possibly pretty-printed) object; JSON lines fail fast here with "Extra data" after line 1
-        whole = json.loads(text)
+        whole = strict_json.loads(text)
         return [whole] if isinstance(whole, dict) else list(whole)
     except json.JSONDecodeError:
         pass
+    except Broken as exc:
+        raise broken(path, text, exc, expected) from None
     records = []
     for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise GenError(
-                f"not valid JSON ({exc.msg})", file=path, record=f"line {line_number}", expected=expected
-            ) from None
+        if line.strip():
+            records.append(line_record(path, line, line_number, expected))
     if not records:
         raise GenError("file holds no records", file=path, expected=expected)
     return records
+
+
+def line_record(path: Path, line: str, line_number: int, expected: str) -> Any:
+    text = line.rstrip("\r\n")
+    try:
+        return strict_json.loads(text)
+    except (Broken, json.JSONDecodeError) as exc:
+        reason, offset = reason_and_offset(exc)
+        where = f"line {line_number}" + (f", column {offset + 1}" if offset is not None else "")
+        raise GenError(reason, file=path, record=where, expected=expected) from None
 
 
 def stream_records(path: Path, expected: str) -> Iterator[Any]:
@@ -82,9 +102,11 @@ def _first_line_is_json(handle: Any) -> bool:
     for line in handle:
         if line.strip():
             try:
-                json.loads(line)
+                strict_json.loads(line.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 return False
+            except Broken:
+                return True  # JSON lines, one of them broken: _json_lines says where
             return True
     return False
 
@@ -95,26 +117,105 @@ def _json_lines(handle: Any, path: Path, expected: str) -> Iterator[Any]:
         if not line.strip():
             continue
         try:
-            yield json.loads(line.decode("utf-8"))
+            text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise GenError(
                 f"cannot read file: {exc}", file=path, record=f"line {line_number}", expected=expected
             ) from None
-        except json.JSONDecodeError as exc:
-            raise GenError(
-                f"not valid JSON ({exc.msg})", file=path, record=f"line {line_number}", expected=expected
-            ) from None
+        yield line_record(path, text, line_number, expected)
         found = True
     if not found:
         raise GenError("file holds no records", file=path, expected=expected)
 
 
+BLANKS = re.compile(r"\s*")
+CHUNK = 1 << 20  # characters read at a time from a JSON list; an item larger than this is read in growing pieces
+
+
 def _list_items(handle: Any, path: Path, expected: str) -> Iterator[Any]:
+    """The items of a JSON list, one at a time, in the memory of the largest item."""
+    reader = ListReader(io.TextIOWrapper(handle, encoding="utf-8"))
+    number = 0
     try:
-        yield from ijson.items(handle, "item", use_float=True)
-    except (ijson.JSONError, UnicodeDecodeError):
-        read_json(path, expected)  # the standard parser names the line and column of the problem
-        raise GenError("not valid JSON", file=path, expected=expected) from None
+        reader.expect("[")
+        if reader.peek() == "]":
+            reader.position += 1
+            return
+        while True:
+            yield reader.item()
+            number += 1
+            if reader.expect(",]") == "]":
+                break
+        if reader.peek() != "":
+            raise json.JSONDecodeError("Extra data", reader.buffer, reader.position)
+    except (Broken, json.JSONDecodeError) as exc:
+        reason, offset = reason_and_offset(exc)
+        where = ", ".join([f"item {number}", *([reader.place(offset)] if offset is not None else [])])
+        raise GenError(reason, file=path, record=where, expected=expected) from None
+    except UnicodeDecodeError as exc:
+        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
+
+
+class ListReader:
+    """A window on a JSON list's text: items decoded where they start, more text read when one runs past the
+    window's end; the text before the current item is dropped (its lines counted, for error positions)."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.buffer = ""
+        self.position = 0
+        self.lines_dropped = 0
+        self.columns_dropped = 0
+        self.ended = False
+
+    def more(self, size: int = CHUNK) -> bool:
+        piece = self.reader.read(size)
+        self.ended = not piece
+        self.buffer += piece
+        return bool(piece)
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end), reading on as needed."""
+        while True:
+            self.position = BLANKS.match(self.buffer, self.position).end()  # type: ignore[union-attr]
+            if self.position < len(self.buffer) or not self.more():
+                return self.buffer[self.position : self.position + 1]
+
+    def expect(self, allowed: str) -> str:
+        found = self.peek()
+        if found == "" or found not in allowed:
+            wanted = " or ".join(repr(c) for c in allowed)
+            raise json.JSONDecodeError(f"Expecting {wanted}", self.buffer, self.position)
+        self.position += 1
+        return found
+
+    def item(self) -> Any:
+        self.peek()
+        self.drop_read()
+        while True:
+            try:
+                value, end = strict_json.decode(self.buffer, self.position)
+            except json.JSONDecodeError:
+                if not self.ended and self.more(max(CHUNK, len(self.buffer))):  # maybe cut short: read on
+                    continue
+                raise
+            self.position = end
+            return value
+
+    def drop_read(self) -> None:
+        """Forget the text before the current item, counting the lines and the columns of the current line it
+        held, so a place in the window can still be named by the file's line and column."""
+        read = self.buffer[: self.position]
+        newlines = read.count("\n")
+        self.lines_dropped += newlines
+        self.columns_dropped = len(read) - read.rfind("\n") - 1 if newlines else self.columns_dropped + len(read)
+        self.buffer, self.position = self.buffer[self.position :], 0
+
+    def place(self, offset: int) -> str:
+        """The file's line and column of an offset into the window."""
+        line = self.buffer.count("\n", 0, offset)
+        column = offset - self.buffer.rfind("\n", 0, offset) if line else self.columns_dropped + offset + 1
+        return f"line {self.lines_dropped + line + 1}, column {column}"
 
 
 def require_str(value: Any, *, file, record: str, field: str, expected: str = "a non-empty string") -> str:
