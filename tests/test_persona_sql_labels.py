@@ -397,3 +397,31 @@ def test_a_source_without_personas_is_one_clear_error(tmp_path):
         episode_of(harness.units[0], product.options, load_schema(product.options, None))
     assert caught.value.field == "personas" and caught.value.record == "locomo/sample-1"
     assert "sample_locomo.json" in str(caught.value.file)
+
+
+# --- size and time: a label cannot build a huge value ---------------------------------------------------------
+
+GROW = "UPDATE persona SET pets = replace(printf('%.*c', 90000, 'x'), 'x', 'xx') WHERE speaker = 'Speaker 1';"
+BOMB = "UPDATE persona SET pets = printf('%.*c', 50000000, 'x') WHERE speaker = 'Speaker 1';"
+
+
+def test_a_value_past_the_size_limit_fails_inside_sqlite():
+    """90,000 characters doubled is 180,000, past the 100,000-byte limit on any value: SQLite refuses to build it
+    (instead of allocating it, as it would a 50,000,000-character printf) and the reason says which limit."""
+    schema = SCHEMA_FULL()
+    with Sandbox(schema, seeded_rows(schema, (S1, S2), True), 1.0) as sandbox:
+        with pytest.raises(SandboxError, match=r"failed: it builds a value or is longer than the limit \(100,000"):
+            sandbox.execute(GROW)
+        with pytest.raises(SandboxError, match="longer than the limit"):
+            sandbox.execute("UPDATE persona SET pets = '" + "y" * 100_001 + "' WHERE speaker = 'Speaker 1';")
+        sandbox.execute(BOMB)  # SQLite's printf gives NULL past the limit: nothing big is ever held
+        assert max(len(str(value)) for row in sandbox.rows() for value in row.values()) < 100
+
+
+@pytest.mark.parametrize(("reply", "reason"), [(GROW, "failed"), (BOMB, "nothing stored")])
+def test_a_label_that_builds_a_huge_value_is_rejected(tmp_path, reply, reason):
+    model = Model({CATS: [reply, reply]})
+    pairs_out, episode, rejects, checks = run(tmp_path, model)
+    assert checks.passed, checks.report()
+    assert_rejected_pair(pairs_out, episode, rejects, reason, reply)
+    assert all(len(record["table_after"]) < 10_000 for record in pairs_out)

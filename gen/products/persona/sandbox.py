@@ -5,8 +5,11 @@ and the rows a pair starts from (both with the authorizer off), then the stateme
 on. The authorizer allows writing (INSERT or UPDATE) and reading only the persona table of the main database,
 and only functions on an allow-list of pure ones: DROP, DELETE, ATTACH, PRAGMA, CREATE, transactions, other
 tables and anything that could reach the file system or depend on the clock or chance are refused. A
-progress handler stops any statement that runs past its time limit. A read-only mode (retrieval labels)
-allows SELECT and reading only.
+progress handler stops any statement that runs past its time limit, and SQLite itself refuses to build any
+string or blob longer than MAX_VALUE_BYTES or to read a statement longer than MAX_STATEMENT_BYTES: a single
+function call on a huge string (printf, replace, instr...) is one step the progress handler cannot interrupt,
+so the size limit is what bounds its time and memory. A read-only mode (retrieval labels) allows SELECT and
+reading only.
 
 A table is handled as its rows: a list of {column: value} dicts in rowid order, the form records store (as
 JSON) and the prompt shows.
@@ -22,6 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 Row = dict[str, Any]
+# A persona field is a few words; these leave room for any honest label and none for a memory bomb.
+MAX_VALUE_BYTES = 100_000
+MAX_STATEMENT_BYTES = 100_000
 
 # Deterministic, file-free scalar and aggregate functions. random(), the date and time functions (they read the
 # clock), load_extension() and everything else are refused, so replaying a label always gives the same table.
@@ -130,6 +136,8 @@ class Sandbox:
         self.conn = sqlite3.connect(":memory:", isolation_level=None)
         self.conn.executescript(schema.ddl)
         load_rows(self.conn, schema, rows)
+        self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        self.conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_STATEMENT_BYTES)
         self.conn.set_authorizer(self._authorize)
         self.deadline = 0.0
         self.conn.set_progress_handler(self._progress, 1000)
@@ -156,6 +164,9 @@ class Sandbox:
                 raise SandboxError("not allowed", self.refusal()) from None
             if "interrupted" in str(exc):
                 raise SandboxError("failed", f"it ran past the time limit of {self.time_limit_s:g} s") from None
+            if any(word in str(exc) for word in ("too big", "too long", "too large")):
+                limit = f"{MAX_VALUE_BYTES:,} bytes for a value, {MAX_STATEMENT_BYTES:,} for a statement"
+                raise SandboxError("failed", f"it builds a value or is longer than the limit ({limit})") from None
             raise SandboxError("failed", f"SQLite says {exc}") from None
         finally:
             self.deadline = 0.0
