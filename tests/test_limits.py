@@ -4,9 +4,11 @@ the record and the line and column, worked out by hand from how each file is wri
 
 from __future__ import annotations
 
+import json
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +81,56 @@ def test_nesting_of_64_levels_is_accepted(tmp_path):
     sample += '{"speaker": "A", "dia_id": "D1:1", "text": "hi"}]}}'
     done = validate(tmp_path, "ok.json", f"[{sample}]")
     assert "1 of 1 conversations" in done.stderr and "nested" not in done.stderr, done.stderr
+
+
+# --- the locale of the program gen runs in changes nothing --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def german(tmp_path_factory):
+    """A German locale compiled into a temporary folder (LOCPATH), so no system change is needed; skipped where
+    the machine has no localedef or no locale sources."""
+    import shutil
+
+    if shutil.which("localedef") is None or not Path("/usr/share/i18n/locales/de_DE").exists():
+        pytest.skip("no localedef or no de_DE locale source on this machine to build a non-English locale from")
+    folder = tmp_path_factory.mktemp("locales")
+    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(folder / "de_DE.UTF-8")], capture_output=True)
+    if made.returncode not in (0, 1):  # 1: warnings only
+        pytest.skip(f"localedef could not build de_DE.UTF-8: {made.stderr.decode()[:200]}")
+    return {"LOCPATH": str(folder), "LC_ALL": "de_DE.UTF-8"}
+
+
+EMBEDDED = """
+import datetime, locale, sys
+locale.setlocale(locale.LC_ALL, "")  # as a program that embeds gen may do
+print(datetime.date(2023, 5, 8).strftime("%A %B"), file=sys.stderr)
+from gen.cli import main
+sys.argv = ["gen", "run", sys.argv[1], "--output-dir", "out"]
+main()
+"""
+
+
+def test_the_quickstart_is_the_same_bytes_under_a_german_locale(tmp_path, german):
+    runs = {}
+    for name, env in (("german", german), ("plain", {"LC_ALL": "C"})):
+        folder = tmp_path / name
+        folder.mkdir()
+        done = subprocess.run(
+            [sys.executable, "-c", EMBEDDED, str(REPO / "recipes" / "quickstart.yaml")],
+            capture_output=True,
+            text=True,
+            cwd=folder,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", **env},
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        runs[name] = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        report = json.loads(runs[name]["out/quickstart/run.json"])
+        report.pop("timings_s")  # how long each step took: the one thing two runs never share
+        runs[name]["out/quickstart/run.json"] = json.dumps(report).encode()
+        runs[name + " weekday"] = done.stderr.splitlines()[0]
+    assert runs["german weekday"] == "Montag Mai" and runs["plain weekday"] == "Monday May"  # the locale took effect
+    assert runs["german"].keys() == runs["plain"].keys()
+    different = [path for path in runs["plain"] if runs["german"][path] != runs["plain"][path]]
+    assert different == []

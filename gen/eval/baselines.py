@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from gen.calendar_names import month_name, weekday_name
 from gen.embedding import Embedder, MiniLM, default_store, model_folder, require_eval_packages
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Located, Question, open_dataset
@@ -178,7 +179,7 @@ def meta_text(response: dict[str, Any]) -> str:
     """The response with when it was said, as a reader would write it: "Friday, March 22, 2024, 16:12,
     session 1: <text>"."""
     moment = datetime.fromisoformat(response["timestamp"])
-    when = f"{moment:%A}, {moment:%B} {moment.day}, {moment.year}, {moment:%H:%M}"
+    when = f"{weekday_name(moment)}, {month_name(moment.month)} {moment.day}, {moment.year}, {moment:%H:%M}"
     return f"{when}, session {response.get('session_index', '?')}: {response['text']}"
 
 

@@ -7,13 +7,14 @@ conversation has the same day and month.
 
 from __future__ import annotations
 
-import calendar
 from collections import Counter
 from collections.abc import Iterable
 from datetime import date
 from functools import lru_cache
 
 from num2words import num2words
+
+from gen.calendar_names import month_name, weekday_name
 
 WORDS_UP_TO = 100
 
@@ -31,11 +32,11 @@ def ordinal(n: int, style: str) -> str:
 def date_variables(day: date, style: str = "digits", prefix: str = "") -> dict[str, str]:
     """Template variables of a date: month ("May"), day ("8"), day_ordinal ("8th"/"eighth"), year, weekday."""
     return {
-        f"{prefix}month": calendar.month_name[day.month],
+        f"{prefix}month": month_name(day.month),
         f"{prefix}day": str(day.day),
         f"{prefix}day_ordinal": ordinal(day.day, style),
         f"{prefix}year": str(day.year),
-        f"{prefix}weekday": calendar.day_name[day.weekday()],
+        f"{prefix}weekday": weekday_name(day),
     }
 
 

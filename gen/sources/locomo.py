@@ -8,11 +8,11 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any, NoReturn
 
+from gen.calendar_names import parse_locomo_date
 from gen.errors import GenError
 from gen.model import MIN_YEAR, Conversation, DataWarning, Session, Turn
 from gen.sources._io import require_list, require_str
 
-DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 SESSION_KEY = re.compile(r"^session_(\d+)$")
 DATE_EXAMPLE = 'a date like "1:56 pm on 8 May, 2023"'
 YEAR_AT_END = re.compile(r"(\d+)\s*$")
@@ -31,14 +31,14 @@ def parse_date(text: Any, *, file, record: str, field: str) -> datetime:
             expected=f"a four-digit year, {MIN_YEAR} to 9999, in {DATE_EXAMPLE}",
         )
     try:
-        return datetime.strptime(value.strip(), DATE_FORMAT)
+        return parse_locomo_date(value)
     except ValueError:
         raise GenError(
             f"cannot parse date {value!r}",
             file=file,
             record=record,
             field=field,
-            expected=f"{DATE_EXAMPLE} (%I:%M %p on %d %B, %Y)",
+            expected=f"{DATE_EXAMPLE}: hour:minute am/pm on day month, year",
         ) from None
 
 

@@ -20,7 +20,6 @@ question that only names the topic scores low. :func:`copied_run` is the longest
 
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -28,6 +27,7 @@ from functools import lru_cache
 
 from num2words import num2words
 
+from gen.calendar_names import month_name, weekday_name
 from gen.llm.step import Problem
 from gen.products.content.anchors import stems_without, words
 
@@ -64,7 +64,7 @@ def _alternation(options) -> str:
 
 def month_alternation(month: int) -> str:
     """The month in full or abbreviated, with an optional full stop ("Apr", "Apr.", "Sept.")."""
-    forms = [re.escape(calendar.month_name[month]), re.escape(calendar.month_abbr[month]) + r"\.?"]
+    forms = [re.escape(month_name(month)), re.escape(month_name(month)[:3]) + r"\.?"]
     if month == 9:
         forms.append(r"Sept\.?")
     return "(?:" + "|".join(forms) + ")"
@@ -113,9 +113,9 @@ def time_words(day: date, session_index: int) -> frozenset[str]:
     """Words of any rendering of the anchor's date or session: never counted as overlap with the anchor.
     Cached: spelling numbers out (num2words) costs more than the rest of the checks."""
     out = {
-        calendar.month_name[day.month].lower(),
-        calendar.month_abbr[day.month].lower(),
-        calendar.day_name[day.weekday()].lower(),
+        month_name(day.month).lower(),
+        month_name(day.month)[:3].lower(),
+        weekday_name(day).lower(),
         "session",
     }
     for n in (day.day, session_index):

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from gen.calendar_names import weekday_name
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.schema import BOOL, DATE, INT64, STRING, TIMESTAMP, Schema, schema
@@ -27,7 +28,7 @@ def record(conversation_id: str, response: Response) -> dict:
         "timestamp": stamp.isoformat(timespec="seconds"),
         "date": stamp.date().isoformat(),
         "time": stamp.strftime("%H:%M:%S"),
-        "day_name": stamp.strftime("%A"),
+        "day_name": weekday_name(stamp),
         "week": f"{year}-W{week:02d}",
         "is_padding": response.is_padding,
         "image_caption": response.image_caption,
@@ -108,7 +109,7 @@ def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, 
     for position, (row, stamp) in enumerate(zip(group, stamps)):
         day = stamp.date().isoformat()
         if day not in week_of:
-            week_of[day] = (f"{stamp:%A}", f"{stamp:%G-W%V}")
+            week_of[day] = (weekday_name(stamp), f"{stamp:%G-W%V}")
         if (row["date"], row["time"], row["day_name"], row["week"]) != (day, f"{stamp:%H:%M:%S}", *week_of[day]):
             disagreeing.append(where(position))
     checks.add("date, time, day_name and week agree with timestamp", len(group), disagreeing)

@@ -9,12 +9,12 @@ so a missing or extra base question is caught as well as a wrong relevant set.
 
 from __future__ import annotations
 
-import calendar
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from gen.calendar_names import month_name, weekday_name
 from gen.products.base import Unit
 from gen.products.checks import Checks
 from gen.products.temporal.windows import TESTS, WindowOptions
@@ -160,9 +160,7 @@ class LogView:
             for d in reversed(self.real_dates):
                 back = self.days_before_today(d)
                 if 1 <= back <= 7:
-                    out.append(
-                        {"weekday": calendar.day_name[date.fromisoformat(d).weekday()], "date": d, "days_ago": back}
-                    )
+                    out.append({"weekday": weekday_name(date.fromisoformat(d)), "date": d, "days_ago": back})
             return out
         if test == "earlier_today":
             return [{"date": self.today.isoformat()}] if self.today.isoformat() in self.real_dates else []
@@ -184,15 +182,15 @@ def key(test: str, params: dict) -> Key:
 def names_mentioned(test: str, params: dict) -> list[str]:
     """Words a time expression of this test must contain: month and weekday names it refers to by name."""
 
-    def month_name(iso: str) -> str:
-        return calendar.month_name[int(iso[5:7])]
+    def month_of(iso: str) -> str:
+        return month_name(int(iso[5:7]))
 
     if test == "dates":
-        return [month_name(params["date"])]
+        return [month_of(params["date"])]
     if test in ("date_span",):
-        return [month_name(params["first_date"]), month_name(params["last_date"])]
+        return [month_of(params["first_date"]), month_of(params["last_date"])]
     if test == "month":
-        return [month_name(params["month"] + "-01")]
+        return [month_of(params["month"] + "-01")]
     if test == "last_day":
         return [params["weekday"]]
     return []

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, field_validator
 
+from gen.calendar_names import weekday_name
 from gen.hashing import stable_id
 from gen.recipe import StrictModel
 from gen.timeline import Response, Timeline
@@ -215,7 +216,7 @@ def enumerate_last_day(w: Windows, options: WindowOptions):
     for back in range(1, 8):
         day = w.today - timedelta(days=back)
         if day in w.real_dates:
-            yield {"weekday": f"{day:%A}", "date": day.isoformat(), "days_ago": back}, w.by_date[day]
+            yield {"weekday": weekday_name(day), "date": day.isoformat(), "days_ago": back}, w.by_date[day]
 
 
 def enumerate_earlier_today(w: Windows, options: WindowOptions):

@@ -17,12 +17,12 @@ leaving the year out cannot name a second date or month of the conversation), `t
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Sequence
 from datetime import date
 
 from gen import templating
+from gen.calendar_names import month_name
 from gen.errors import GenError
 from gen.products.date_words import cardinal, date_variables, ordinal
 
@@ -45,7 +45,7 @@ def phrase_variables(test: str, params: dict, style: str, yearless_ok: bool) -> 
             variables.update(date_variables(date.fromisoformat(value), style, DATE_PREFIXES[key]))
         elif key == "month":
             year, month = map(int, value.split("-"))
-            variables.update({"month": calendar.month_name[month], "year": str(year)})
+            variables.update({"month": month_name(month), "year": str(year)})
         else:
             variables[key] = value
     return variables
