@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# A URL: its credentials (user:password@) and its query string or fragment may hold a secret
+URL = re.compile(
+    r"(?P<scheme>[A-Za-z][\w+.-]*://)(?P<userinfo>[^/\s@\"']*@)?(?P<rest>[^\s?#\"']*)(?P<query>[?#][^\s\"']*)?"
+)
+
+
+def redact_urls(text: str) -> str:
+    """`text` with every URL's userinfo and query string replaced by "***": messages quote what a user wrote,
+    and a URL may carry a password or a token."""
+    return URL.sub(
+        lambda found: (
+            found["scheme"] + ("***@" if found["userinfo"] else "") + found["rest"] + ("?***" if found["query"] else "")
+        ),
+        text,
+    )
 
 
 @dataclass
@@ -29,7 +46,7 @@ class GenError(Exception):
         text = f"{where}: {self.message}" if where else self.message
         if self.expected:
             text += f" (expected {self.expected})"
-        return text
+        return redact_urls(text)
 
 
 @dataclass

@@ -134,3 +134,27 @@ def test_the_quickstart_is_the_same_bytes_under_a_german_locale(tmp_path, german
     assert runs["german"].keys() == runs["plain"].keys()
     different = [path for path in runs["plain"] if runs["german"][path] != runs["plain"][path]]
     assert different == []
+
+
+# --- a URL's secrets never reach a message --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://user:s3cret-pass@llm.example.org/v1",
+        "https://llm.example.org/v1?api_key=s3cret-pass",
+        "ftp://s3cret-pass@x/",
+    ],
+)
+def test_a_refused_base_url_is_quoted_without_its_secrets(tmp_path, base_url):
+    recipe = {
+        "name": "creds",
+        "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+        "llm": {"main": {"model": "m", "base_url": base_url}},
+        "products": [{"type": "log"}],
+    }
+    write_recipe(tmp_path / "r.yaml", recipe)
+    done = limited("validate", "r.yaml", cwd=tmp_path)
+    assert done.returncode == 2 and "llm.main.base_url" in done.stderr
+    assert "s3cret-pass" not in done.stdout + done.stderr and "***" in done.stderr
