@@ -1,11 +1,22 @@
-"""Jinja2 rendering of the files in templates/: sandboxed, and undefined variables are errors."""
+"""Jinja2 rendering of the files in templates/: sandboxed, undefined variables are errors, and a render is bounded.
+
+A recipe's `templates_dir` may hold anyone's templates, so a render may neither run long nor grow without end:
+the sandbox refuses unsafe attribute access and ranges over MAX_RANGE items, the output is cut off past
+MAX_OUTPUT_CHARS, and on the main thread a timer stops a render after TIME_LIMIT_S seconds (a loop that prints
+nothing is caught there). Whatever goes wrong is one error naming the template file and its line.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from types import TracebackType
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -19,12 +30,29 @@ def builtin_templates_dir() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "templates"
 
 
+MAX_OUTPUT_CHARS = 5_000_000  # far above any prompt or card gen writes
+TIME_LIMIT_S = 10.0
+MAX_RANGE = 10_000  # the sandbox's own default is 100,000; no wording or card loops further
+
+
+def bounded_range(*args: int) -> range:
+    """The templates' range(): at most MAX_RANGE items."""
+    items = range(*args)
+    if len(items) > MAX_RANGE:
+        raise OverflowError(f"a range of {len(items):,} items, more than {MAX_RANGE:,}")
+    return items
+
+
+class RenderTooLong(Exception):
+    pass
+
+
 @lru_cache(maxsize=8)
 def environment(extra_dir: str | None = None) -> SandboxedEnvironment:
     """Templates in `extra_dir` (a recipe's own folder of templates) shadow the built-in ones."""
     search = [extra_dir] if extra_dir else []
     search.append(str(builtin_templates_dir()))
-    return SandboxedEnvironment(
+    env = SandboxedEnvironment(
         loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -32,6 +60,8 @@ def environment(extra_dir: str | None = None) -> SandboxedEnvironment:
         lstrip_blocks=True,
         autoescape=False,
     )
+    env.globals["range"] = bounded_range
+    return env
 
 
 def template_source(name: str, extra_dir: str | None = None) -> tuple[str, str]:
@@ -57,10 +87,13 @@ def template_id(name: str, extra_dir: str | None = None) -> str:
 
 
 def render(name: str, extra_dir: str | None = None, **variables) -> str:
-    """Render one template file; a missing variable or a syntax error names the template and line."""
+    """Render one template file; a missing variable, a syntax error or a render that breaks a limit or fails names
+    the template and line."""
     env = environment(extra_dir)
     try:
-        return env.get_template(name).render(**variables)
+        template = env.get_template(name)
+        with time_limit(TIME_LIMIT_S):
+            return bounded(template.generate(**variables))
     except jinja2.TemplateSyntaxError as exc:
         raise GenError(
             f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}"
@@ -73,3 +106,53 @@ def render(name: str, extra_dir: str | None = None, **variables) -> str:
         ) from None
     except jinja2.TemplateNotFound:
         raise GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}") from None
+    except (RenderTooLong, jinja2.TemplateError, ArithmeticError, MemoryError, RecursionError, TypeError) as exc:
+        filename = template.filename or name
+        line = template_line(exc.__traceback__, filename)
+        raise GenError(
+            f"the template could not be rendered: {exc.__class__.__name__}: {exc}"[:300],
+            file=filename,
+            record=f"line {line}" if line else None,
+            expected=f"a template within the limits ({MAX_RANGE:,} loop items, {MAX_OUTPUT_CHARS:,} characters, "
+            f"{TIME_LIMIT_S:g} s)",
+        ) from None
+
+
+def bounded(chunks: Iterator[str]) -> str:
+    out, size = [], 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_OUTPUT_CHARS:
+            raise RenderTooLong(f"the output passed {MAX_OUTPUT_CHARS:,} characters")
+        out.append(chunk)
+    return "".join(out)
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Stop the block with RenderTooLong after `seconds` (on the main thread, when no other timer is set)."""
+    usable = threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    if not usable:
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise RenderTooLong(f"it ran past {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def template_line(trace: TracebackType | None, filename: str) -> int | None:
+    """The line of the template being rendered when it failed (jinja maps its frames back to the file)."""
+    line = None
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == filename:
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line

@@ -158,3 +158,39 @@ def test_a_refused_base_url_is_quoted_without_its_secrets(tmp_path, base_url):
     done = limited("validate", "r.yaml", cwd=tmp_path)
     assert done.returncode == 2 and "llm.main.base_url" in done.stderr
     assert "s3cret-pass" not in done.stdout + done.stderr and "***" in done.stderr
+
+
+# --- a recipe's own templates: bounded in size and time, errors named with file and line ----------------------
+
+TEMPLATE_CASES = [
+    ("{% for i in range(10**9) %}x{% endfor %}", "OverflowError"),
+    ("{% for i in range(20000) %}x{% endfor %}", "a range of 20,000 items, more than 10,000"),
+    ('{{ "".__class__.__mro__ }}', "SecurityError: access to attribute '__class__'"),
+    ('{% for i in range(9000) %}{{ "x" * 9000 }}{% endfor %}', "the output passed 5,000,000 characters"),
+    ("{{ 1 / 0 }}", "ZeroDivisionError"),
+    # three nested loops of 9,000 print nothing for hours: stopped by the time limit
+    (
+        "{% for i in range(9000) %}{% for j in range(9000) %}{% for k in range(9000) %}{% endfor %}{% endfor %}"
+        "{% endfor %}",
+        "it ran past 10 s",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "said"), TEMPLATE_CASES, ids=[said.split(":")[0][:24] for _, said in TEMPLATE_CASES])
+def test_a_hostile_template_is_one_error_with_its_file_and_line(tmp_path, body, said):
+    frames = tmp_path / "mine" / "time_queries" / "frames.j2"
+    frames.parent.mkdir(parents=True)
+    frames.write_text("What did we discuss {{ time }}?\n" + body + "\n")  # the hostile line is line 2
+    recipe = {
+        "name": "templated",
+        "templates_dir": "mine",
+        "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+        "products": [{"type": "time_queries", "tests": ["session"]}],
+    }
+    write_recipe(tmp_path / "r.yaml", recipe)
+    done = limited("run", "r.yaml", "--output-dir", "out", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{frames}: " in done.stderr and said in done.stderr and "Traceback" not in done.stderr
+    if "output passed" not in said:  # the output limit is met between chunks, not on a line
+        assert f"{frames}: line 2: the template could not be rendered" in done.stderr
