@@ -154,10 +154,11 @@ def test_a_config_above_the_shard_size_is_split_into_ordered_shards(quickstart, 
     assert count > 1
     assert shards == [f"data/log/test-{i:05d}-of-{count:05d}.parquet" for i in range(count)]
     tables = [pq.read_table(export.folder / shard) for shard in shards]
-    sizes = [t.num_rows for t in tables]
-    assert max(sizes) - min(sizes) <= 1 or sizes[:-1] == [sizes[0]] * (count - 1)
+    # streamed: each shard is filled up to the size (in memory, as arrow counts it when writing: a table read
+    # back counts its buffers a little differently, hence the 2 %), the next starts where it stopped
+    assert all(t.nbytes <= 30_000 * 1.02 for t in tables)
     whole = sum(t.nbytes for t in tables)
-    assert count == math.ceil(whole / 30_000)
+    assert math.ceil(whole / 30_600) <= count <= math.ceil(whole / 30_000) + 1
     loaded = datasets.load_dataset(str(export.folder), "log", split="test", cache_dir=str(tmp_path / "cache"))
     assert loaded["response_index"] == [r["response_index"] for r in read_jsonl(quickstart / "log" / "test.jsonl")]
 

@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from gen.errors import GenError
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
-from gen.jsonl import read_jsonl
 from gen.products.schema import Schema, as_features
 from gen.provenance import public_llm_report, public_origin, public_recipe
 from gen.writer import claim, refuse_foreign, seal
 
+BATCH_ROWS = 10_000  # records converted at a time: memory holds one batch (a multiple of ROW_GROUP_ROWS)
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
 EXTRA_FILES = ("recipe.yaml", "run.json", "rejects.jsonl")
 
@@ -275,7 +276,8 @@ def typed(value: Any, feature: Any, where: str, path: Path, line: int) -> Any:
     return value
 
 
-def to_table(rows: list[dict], declared: Schema, path: Path):
+def to_table(rows: list[dict], declared: Schema, path: Path, first_line: int = 1):
+    """Records (from line `first_line` of `path` on) as an arrow table of the declared features."""
     import pyarrow as pa
 
     features = as_features(declared)
@@ -283,7 +285,7 @@ def to_table(rows: list[dict], declared: Schema, path: Path):
     fields = dict(features)
     temporal = {name: feature for name, feature in fields.items() if holds_temporal(feature)}
     typed_rows = []
-    for number, row in enumerate(rows, start=1):
+    for number, row in enumerate(rows, start=first_line):
         check_record(row, fields, "", path, number, top=True)
         parsed = {name: typed(row[name], feature, name, path, number) for name, feature in temporal.items()}
         typed_rows.append({**row, **parsed} if parsed else row)
@@ -291,12 +293,12 @@ def to_table(rows: list[dict], declared: Schema, path: Path):
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
-        raise locate_type_error(rows, features, declared, path) or GenError(
+        raise locate_type_error(rows, features, declared, path, first_line) or GenError(
             f"records do not fit the schema: {exc}", file=path
         ) from exc
 
 
-def locate_type_error(rows: list[dict], features, declared: Schema, path: Path) -> GenError | None:
+def locate_type_error(rows: list[dict], features, declared: Schema, path: Path, first_line: int = 1) -> GenError | None:
     import pyarrow as pa
 
     from gen.card import feature_type
@@ -304,7 +306,7 @@ def locate_type_error(rows: list[dict], features, declared: Schema, path: Path) 
     for entry in declared:
         name = entry["name"]
         arrow_type = features.arrow_schema.field(name).type
-        for number, row in enumerate(rows, start=1):
+        for number, row in enumerate(rows, start=first_line):
             try:
                 pa.array([row.get(name)], type=arrow_type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
@@ -320,13 +322,85 @@ def locate_type_error(rows: list[dict], features, declared: Schema, path: Path) 
     return None
 
 
-def shards(table, max_bytes: int) -> list:
-    """Contiguous slices of about equal row counts, each at most max_bytes in memory (one slice when it fits)."""
-    count = max(1, math.ceil(table.nbytes / max_bytes))
-    if table.num_rows == 0:
-        return [table]
-    per_shard = math.ceil(table.num_rows / count)
-    return [table.slice(start, per_shard) for start in range(0, table.num_rows, per_shard)]
+def batches(path: Path, size: int = BATCH_ROWS) -> Iterator[tuple[int, list[dict]]]:
+    """(line number of the first, records) in batches of `size`, read with orjson: gen wrote these lines."""
+    batch: list[dict] = []
+    first = 1
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
+            if not isinstance(row, dict):
+                raise GenError("a record is not a JSON object", file=path, record=f"line {number}")
+            if not batch:
+                first = number
+            batch.append(row)
+            if len(batch) == size:
+                yield first, batch
+                batch = []
+    if batch:
+        yield first, batch
+
+
+def fitting(table, room: int, whole_file: bool):
+    """The longest head of `table` that fits in `room` bytes (in memory); at least one row in an empty file."""
+    if table.nbytes <= room:
+        return table
+    count = int(table.num_rows * max(room, 0) / table.nbytes)
+    while count and table.slice(0, count).nbytes > room:
+        count -= max(1, count // 20)
+    return table.slice(0, max(count, 1 if whole_file else 0))
+
+
+@dataclass
+class Written:
+    files: list[ExportFile]
+    rows: int
+    nbytes: int  # in memory, as arrow holds the data (the card's dataset_size)
+
+
+def write_config(source: Path, folder: Path, stem: str, declared: Schema, max_bytes: int) -> Written:
+    """The config's records streamed into parquet files `<stem>-NNNNN-of-MMMMM.parquet` under `folder`, a new
+    file whenever the next batch would take the current one past `max_bytes` (in memory, as arrow counts it):
+    memory holds one batch, whatever the config's size. Files are named once their count is known."""
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    parts: list[tuple[Path, int]] = []  # (temporary path, rows)
+    writer, in_file, rows, nbytes = None, 0, 0, 0
+    try:
+        for first, batch in batches(source):
+            table = to_table(batch, declared, source, first)
+            rows, nbytes = rows + table.num_rows, nbytes + table.nbytes
+            while table.num_rows:
+                if writer is None:
+                    parts.append((folder / f".{stem}.part{len(parts):05d}", 0))
+                    writer, in_file = pq.ParquetWriter(parts[-1][0], table.schema), 0
+                piece = fitting(table, max_bytes - in_file, whole_file=in_file == 0)
+                if not piece.num_rows:  # the current file is full
+                    writer.close()
+                    writer = None
+                    continue
+                writer.write_table(piece, row_group_size=ROW_GROUP_ROWS)
+                parts[-1] = (parts[-1][0], parts[-1][1] + piece.num_rows)
+                in_file += piece.nbytes
+                table = table.slice(piece.num_rows)
+        if writer is None:  # no record: one empty file, so the config still loads
+            parts.append((folder / f".{stem}.part00000", 0))
+            pq.write_table(to_table([], declared, source), parts[-1][0])
+    finally:
+        if writer is not None:
+            writer.close()
+    files = []
+    for index, (part, count) in enumerate(parts):
+        final = folder / f"{stem}-{index:05d}-of-{len(parts):05d}.parquet"
+        part.rename(final)
+        files.append(ExportFile(final.as_posix(), final.stat().st_size, count))
+    return Written(files, rows, nbytes)
 
 
 # --- the export -----------------------------------------------------------------------------------
@@ -342,8 +416,6 @@ def build_export(
     overrides: dict | None = None,
 ) -> Export:
     """Write the export of `run_dir` into `dest` (which must not exist, or be empty, or be an earlier export)."""
-    import pyarrow.parquet as pq
-
     run_dir, dest = Path(run_dir).resolve(), Path(dest).absolute()  # dest unresolved: a link there is refused
     report = read_run(run_dir)
     try:
@@ -356,31 +428,24 @@ def build_export(
     for name, info in report["configs"].items():
         source = run_dir / info["path"]
         declared = product_features(name, source)
-        rows = list(read_jsonl(source))
-        if len(rows) != info["records"]:
+        written = write_config(source, dest / "data" / name, split, declared, max_bytes)
+        if written.rows != info["records"]:
             raise GenError(
-                f"run.json counts {info['records']} records for {name}, the file holds {len(rows)}",
+                f"run.json counts {info['records']} records for {name}, the file holds {written.rows}",
                 file=source,
                 expected="the run folder as `gen run` wrote it",
             )
-        table = to_table(rows, declared, source)
-        pieces = shards(table, max_bytes)
-        download_size = 0
-        for index, piece in enumerate(pieces):
-            relative = f"data/{name}/{split}-{index:05d}-of-{len(pieces):05d}.parquet"
-            (dest / relative).parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(piece, dest / relative, row_group_size=ROW_GROUP_ROWS)
-            size = (dest / relative).stat().st_size
-            download_size += size
-            export.files.append(ExportFile(relative, size, piece.num_rows))
+        for file in written.files:
+            file.path = Path(file.path).relative_to(dest).as_posix()
+        export.files += written.files
         export.data_files[name] = f"data/{name}/{split}-*"
         export.dataset_info.append(
             {
                 "config_name": name,
                 "features": copy.deepcopy(declared),
-                "splits": [{"name": split, "num_bytes": table.nbytes, "num_examples": table.num_rows}],
-                "download_size": download_size,
-                "dataset_size": table.nbytes,
+                "splits": [{"name": split, "num_bytes": written.nbytes, "num_examples": written.rows}],
+                "download_size": sum(file.size for file in written.files),
+                "dataset_size": written.nbytes,
             }
         )
     copy_extras(run_dir, dest, export)
