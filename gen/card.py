@@ -206,15 +206,29 @@ def temporal_fields(declared: Schema | None, prefix: str = "") -> dict[str, list
     return found
 
 
-def local_dataset_info(features: dict[str, Schema | None]) -> list[dict]:
+def local_dataset_info(features: dict[str, Schema | None], sizes: dict[str, int]) -> list[dict]:
     """`dataset_info` for the run folder's card: each config's declared features, so the JSON loader casts to them
-    instead of guessing from the values. No split sizes: a hand-trimmed JSON file must still load. Copies, so the
-    header never shares (or lets anyone change) the products' declarations."""
+    instead of guessing from the values, and the size of its data file. `datasets` keys its cache of a local folder
+    by the folder's name and this header, so the size keeps two runs of one name from sharing (and returning)
+    one cache entry; it is not checked on load, so a hand-trimmed JSON file still loads (split sizes would be).
+    Copies, so the header never shares (or lets anyone change) the products' declarations."""
     return [
-        {"config_name": name, "features": copy.deepcopy(declared)}
+        {
+            "config_name": name,
+            "features": copy.deepcopy(declared),
+            **({"download_size": sizes[name]} if name in sizes else {}),
+        }
         for name, declared in features.items()
         if declared is not None
     ]
+
+
+def data_sizes(folder: Path | None, configs: dict) -> dict[str, int]:
+    """Bytes of each config's data file in a run folder (none without the folder)."""
+    if folder is None:
+        return {}
+    paths = {name: Path(folder) / info["path"] for name, info in configs.items() if "path" in info}
+    return {name: path.stat().st_size for name, path in paths.items() if path.is_file()}
 
 
 def first_record(path: Path) -> dict | None:
@@ -436,7 +450,7 @@ def card_data(
         "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),
         "citations": list(dict.fromkeys(c.strip() for c in citations if c)),
         "scoring": {"retrieval": retrieval, "group_field": groups[retrieval[0]] if retrieval else "test"},
-        "local_dataset_info": local_dataset_info(features),
+        "local_dataset_info": local_dataset_info(features, data_sizes(folder, configs)),
         "default_config": default_config(list(configs), facts["metadata"].get("default_config", [])),
         "temporal": {
             kind: list(dict.fromkeys(path for c in config_list for path in c["temporal"][kind]))

@@ -21,7 +21,7 @@ from gen.products.registry import config_spec
 from gen.products.schema import as_features
 from gen.recipe import load_recipe
 from gen.runner import run
-from tests.conftest import REPO, read_jsonl
+from tests.conftest import REPO, read_jsonl, write_recipe
 
 ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -114,3 +114,30 @@ def test_the_log_loads_its_timestamps_as_datetimes_and_keeps_iso_strings_on_disk
     assert first["timestamp"] == datetime.fromisoformat(raw["timestamp"])
     assert first["date"] == date.fromisoformat(raw["date"])
     assert first["time"] == raw["time"]  # a time of day stays the string it is in the file
+
+
+def test_two_runs_of_one_name_load_their_own_rows(tmp_path):
+    """`datasets` keys its cache of a local folder by the folder's name and card header: two runs named alike (one
+    conversation, then two) loaded into one cache each give their own records."""
+    import datasets
+
+    from gen.recipe import load_recipe
+    from gen.runner import run
+
+    counts = {}
+    for limit in (1, 2):
+        recipe = {
+            "name": "same",
+            "sources": [
+                {"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json"), "limit": limit}
+            ],
+            "products": [{"type": "log"}],
+        }
+        folder = run(
+            load_recipe(write_recipe(tmp_path / f"r{limit}.yaml", recipe)), output_dir=tmp_path / f"out{limit}"
+        )
+        lines = (folder / "log" / "test.jsonl").read_text().splitlines()
+        loaded = datasets.load_dataset(str(folder), "log", split="test", cache_dir=str(tmp_path / "one-cache"))
+        counts[limit] = (len(loaded), len(lines), loaded["conversation_id"][-1])
+    assert counts[1][0] == counts[1][1] and counts[2][0] == counts[2][1] > counts[1][1]
+    assert counts[1][2] != counts[2][2]  # the second run's last record is of its second conversation
