@@ -22,7 +22,7 @@ from gen import templating
 from gen.jsonl import read_jsonl
 from gen.products.registry import config_spec
 from gen.products.schema import Schema, Type, list_item
-from gen.provenance import public_recipe
+from gen.provenance import public_recipe, public_url
 
 if TYPE_CHECKING:
     from gen.export.folder import ExportFile
@@ -356,6 +356,14 @@ def provenance(configs: dict) -> list[dict]:
     return out
 
 
+def local_target(target: Path | None) -> str:
+    """How the card's snippets name the run folder: the path as given when relative; a folder given by an absolute
+    path is named by its own name (load it from the folder above), so no card names this machine's folders."""
+    if target is None:
+        return "path/to/this/folder"
+    return Path(target).name if Path(target).is_absolute() else str(target)
+
+
 def endpoints(recipe: dict) -> list[dict]:
     """The recipe's named LLM endpoints: model and server (no key is ever in a recipe; credentials in a URL are
     dropped anyway)."""
@@ -365,7 +373,7 @@ def endpoints(recipe: dict) -> list[dict]:
         if not isinstance(endpoint, dict):
             continue
         url = urlsplit(str(endpoint.get("base_url") or "https://api.openai.com/v1"))
-        server = f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
+        server = public_url(f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}")
         sampling = {k: endpoint[k] for k in ("temperature", "top_p", "max_tokens", "seed") if k in endpoint}
         out.append({"name": name, "model": endpoint.get("model", "?"), "server": server, "sampling": sampling})
     return out
@@ -435,7 +443,7 @@ def card_data(
         "split": report["split"],
         "format": data_format,
         "on_hub": repo_id is not None,
-        "target": repo_id or (str(target) if target is not None else "path/to/this/folder"),
+        "target": repo_id or local_target(target),
         "configs": config_list,
         "config_names": list(configs),
         "sources": sources,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -246,3 +247,20 @@ def test_a_counterfactual_build_gets_its_own_uses_counting_and_limitations():
     assert "Counterfactual questions, their answers and the new session" in limitations
     assert "clock is simulated" not in limitations and "Scores depend on `now`" not in limitations
     assert "Conversation Chronicles: written by a language model" in limitations
+
+
+def test_the_card_names_no_folder_and_no_local_server_of_this_machine(quickstart, tmp_path):
+    """An absolute output folder is named by its own name in the snippets, and an endpoint on a loopback address
+    is "a local endpoint" in "Models and prompts", as run.json has it."""
+    import json
+
+    folder = tmp_path / "copy"
+    shutil.copytree(quickstart, folder)
+    recipe = (folder / "recipe.yaml").read_text()
+    (folder / "recipe.yaml").write_text(
+        recipe + "llm:\n  main: {model: tiny, base_url: 'http://127.0.0.1:8123/v1', api_key_env: null}\n"
+    )
+    report = json.loads((folder / "run.json").read_text())
+    card = render_card(report, folder=folder, target=tmp_path / "deep" / "quickstart")
+    assert str(tmp_path) not in card and 'load_dataset("quickstart", "log"' in card
+    assert "127.0.0.1" not in card and "model `tiny` at `a local endpoint`" in card
