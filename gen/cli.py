@@ -312,6 +312,27 @@ def baseline(
     say(f"wrote {count:,} predictions to {output}")
 
 
+cache_app = typer.Typer(help="The LLM reply cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("repair")
+def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
+    """Copy every readable reply of a damaged LLM cache into a new llm.sqlite; the damaged file is kept beside it.
+
+    Example: gen cache repair --cache-dir ~/.cache/gen
+    """
+    from gen.llm.cache import repair
+    from gen.llm.config import RunSettings
+
+    path = RunSettings(cache_dir=cache_dir).cache_path()
+    if not path.is_file():
+        raise GenError("there is no LLM cache here", file=path, expected="the --cache-dir of the damaged cache")
+    kept, lost, aside = repair(path)
+    lost_text = f"; {lost} damaged stretch(es) could not be read" if lost else ""
+    err.print(f"kept {kept:,} replies in {path}{lost_text}; the damaged file is {aside}")
+
+
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/cli.py
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/cli.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions

@@ -11,6 +11,10 @@ key can reach the file.
 Writes go through one writer thread that commits whatever is queued in one transaction (group commit);
 with WAL and ``synchronous=NORMAL`` a committed row survives the process being killed, so an interrupted
 run resumes with every reply it had stored. Reads use their own connection and never wait on the writer.
+A damaged file (a disk fault, a copy cut short) is found when the cache opens (SQLite's quick_check) or when a
+read fails, and stops the run with one message naming the file; ``repair`` copies every readable reply into a
+new file and keeps the damaged one beside it (``gen cache repair``).
+
 Default location: ``$GEN_CACHE_DIR/llm.sqlite`` or ``~/.cache/gen/llm.sqlite``
 (:func:`gen.llm.config.default_cache_path`).
 """
@@ -55,6 +59,93 @@ def cache_key(base_url: str, body: dict[str, Any], sample: int) -> str:
     return hashlib.sha256(canonical_json(material, ascii_only=False).encode()).hexdigest()
 
 
+def check_intact(conn: sqlite3.Connection, path: Path) -> None:
+    found = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
+    if found != ["ok"]:
+        raise damaged(path, found[0])
+
+
+def damaged(path: Path, detail: str) -> GenError:
+    return GenError(
+        f"the LLM cache file is damaged (SQLite: {detail}); nothing more was asked of the model",
+        file=str(path),
+        expected="`gen cache repair` (it keeps every readable reply and moves the damaged file aside), "
+        "or another --cache-dir",
+    )
+
+
+COLUMNS = "key, text, finish_reason, input_tokens, output_tokens, model, created"
+
+
+def repair(path: Path) -> tuple[int, int, Path]:
+    """Copy every readable reply of the damaged cache at `path` into a new file, which takes its place; the
+    damaged file is kept beside it. Returns (replies kept, damaged stretches skipped, the damaged file)."""
+    fresh = path.with_name(path.name + ".repairing")
+    fresh.unlink(missing_ok=True)
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    target = sqlite3.connect(fresh)
+    target.executescript(_SCHEMA)
+    try:
+        rows, skipped = salvage(source)
+        target.executemany("INSERT OR REPLACE INTO replies VALUES (?,?,?,?,?,?,?)", rows)
+        target.commit()
+    finally:
+        source.close()
+        target.close()
+    aside = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+    path.rename(aside)
+    for suffix in ("-wal", "-shm"):  # the damaged file's journal goes with it
+        journal = path.with_name(path.name + suffix)
+        if journal.exists():
+            journal.rename(aside.with_name(aside.name + suffix))
+    fresh.rename(path)
+    return len(rows), skipped, aside
+
+
+def salvage(source: sqlite3.Connection) -> tuple[list[tuple], int]:
+    """Every row that can be read, in key order: a scan that meets a damaged page resumes at the first key the
+    database can still reach after it, found by halving the key space (keys are 64 hex digits), so only the
+    damaged pages' own rows are lost, and at most one key beside each (stored in the page above, which the scan
+    cannot step onto from the damaged side)."""
+    rows: list[tuple] = []
+    start: str | None = ""
+    skipped = 0
+    while start is not None:
+        try:
+            for row in source.execute(f"SELECT {COLUMNS} FROM replies WHERE key >= ? ORDER BY key", (start,)):
+                rows.append(row)
+            break
+        except sqlite3.DatabaseError:
+            skipped += 1
+            start = next_reachable(source, rows[-1][0] if rows else "")
+            if start is not None and rows and start <= rows[-1][0]:
+                break  # the damage is where the scan restarts: nothing further can be reached
+    return rows, skipped
+
+
+def next_reachable(source: sqlite3.Connection, after: str) -> str | None:
+    """The first key above `after` that a lookup can reach, or None."""
+    low = int(after, 16) + 1 if after else 0
+    high = 16**64
+    while low < high:  # the smallest bound whose lookup works: bounds past the damage all do
+        middle = (low + high) // 2
+        if first_key_from(source, f"{middle:064x}") is False:
+            low = middle + 1
+        else:
+            high = middle
+    found = first_key_from(source, f"{low:064x}") if low < 16**64 else None
+    return found if isinstance(found, str) else None
+
+
+def first_key_from(source: sqlite3.Connection, bound: str) -> str | bool | None:
+    """The first key >= bound; None when there is none; False when the lookup meets a damaged page."""
+    try:
+        row = source.execute("SELECT key FROM replies WHERE key >= ? ORDER BY key LIMIT 1", (bound,)).fetchone()
+    except sqlite3.DatabaseError:
+        return False
+    return row[0] if row else None
+
+
 @dataclass(frozen=True)
 class CachedReply:
     text: str
@@ -75,11 +166,14 @@ class Cache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             init = self._connect()
+            check_intact(init, self.path)
             init.execute("PRAGMA journal_mode=WAL")
             init.executescript(_SCHEMA)
             init.commit()
             init.close()
             self._reader = self._connect(check_same_thread=False)
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.path, str(exc)) from None
         except (OSError, sqlite3.Error) as exc:
             raise GenError(
                 f"cannot open the LLM cache: {exc}",
@@ -117,11 +211,14 @@ class Cache:
             for start in range(0, len(unique), 500):
                 chunk = unique[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._reader.execute(
-                    "SELECT key, text, finish_reason, input_tokens, output_tokens, model FROM replies "
-                    f"WHERE key IN ({marks})",
-                    chunk,
-                ).fetchall()
+                try:
+                    rows = self._reader.execute(
+                        "SELECT key, text, finish_reason, input_tokens, output_tokens, model FROM replies "
+                        f"WHERE key IN ({marks})",
+                        chunk,
+                    ).fetchall()
+                except sqlite3.DatabaseError as exc:  # a page damaged after the check on open
+                    raise damaged(self.path, str(exc)) from None
                 for key, text, finish, tin, tout, model in rows:
                     found[key] = CachedReply(text, finish, tin or 0, tout or 0, model)
         return found
