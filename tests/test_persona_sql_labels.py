@@ -425,3 +425,30 @@ def test_a_label_that_builds_a_huge_value_is_rejected(tmp_path, reply, reason):
     assert checks.passed, checks.report()
     assert_rejected_pair(pairs_out, episode, rejects, reason, reply)
     assert all(len(record["table_after"]) < 10_000 for record in pairs_out)
+
+
+# --- hostile replies: every one ends as a record or a reject with the reason ----------------------------------
+
+NESTED = "UPDATE persona SET pets = " + "(" * 5000 + "'x'" + ")" * 5000 + " WHERE speaker = 'Speaker 1';"
+HOSTILE_REPLIES = [
+    (NESTED, "too deeply nested"),
+    ("UPDATE persona SET pets = '" + "y" * 10_000_000 + "' WHERE speaker = 'Speaker 1';", "too long"),
+    ("UPDATE persona SET pets = 'a\x00b' WHERE speaker = 'Speaker 1';", ""),
+    ("UPDATE persona SET pets = '\udcff' WHERE speaker = 'Speaker 1';", ""),  # a lone surrogate: invalid UTF-8
+]
+
+
+@pytest.mark.parametrize(("reply", "reason"), HOSTILE_REPLIES, ids=["nesting", "10 MB", "NUL", "bad UTF-8"])
+def test_a_hostile_sql_reply_is_a_label_error_never_a_crash(reply, reason):
+    with pytest.raises(labels.LabelError) as error:
+        labels.store(reply, SCHEMA_FULL(), seeded_rows(SCHEMA_FULL(), (S1, S2), True), S1, 1.0, 5)
+    assert str(error.value).startswith(reason)
+
+
+def test_a_cached_deeply_nested_reply_is_rejected_on_every_run(tmp_path):
+    """The reply is cached, so a crash would repeat on every re-run: it is a reject, the second run too."""
+    for _ in range(2):
+        model = Model({CATS: [NESTED, NESTED]})
+        pairs_out, episode, rejects, checks = run(tmp_path, model)
+        assert checks.passed, checks.report()
+        assert_rejected_pair(pairs_out, episode, rejects, "too deeply nested", NESTED)

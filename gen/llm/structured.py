@@ -14,6 +14,7 @@ A task's ``parser`` is one of:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -39,27 +40,32 @@ class ParseFailure(ValueError):
     """The reply could not be turned into a value; the message says why (shown to the model)."""
 
 
+MAX_REPLY_CHARS = 1_000_000  # far above any structured reply a step asks for
+MAX_STARTS = 64  # places a JSON value may start at that are tried in a reply with text around it
+
+
 def extract_json(text: str) -> Any:
-    """The JSON value in a reply: the whole text, a fenced block, or the first ``{...}``/``[...]`` in it."""
+    """The JSON value in a reply: the whole text, a fenced block, or the first ``{...}``/``[...]`` in it. The
+    reply is read within limits (size, nesting, a bounded number of places to start), so no reply, however built,
+    costs more than a moment or ends other than as a value or a ParseFailure."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise ParseFailure(f"the reply is {len(text):,} characters long, more than {MAX_REPLY_CHARS:,}")
     stripped = text.strip()
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        pass
-    for block in _FENCE.findall(text):
+    candidates = [stripped, *(block.strip() for block in _FENCE.findall(text))]
+    for candidate in candidates:
         try:
-            return json.loads(block.strip())
-        except ValueError:
+            return json.loads(candidate)
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth (~1,000)
             continue
     decoder = json.JSONDecoder()
-    for index, char in enumerate(text):
-        if char in "{[":
-            try:
-                value, _ = decoder.raw_decode(text, index)
-            except ValueError:
-                continue
-            if isinstance(value, (dict, list)):
-                return value
+    starts = (index for index, char in enumerate(text) if char in "{[")
+    for index in itertools.islice(starts, MAX_STARTS):
+        try:
+            value, _ = decoder.raw_decode(text, index)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, (dict, list)):
+            return value
     raise ParseFailure("the reply contains no valid JSON value")
 
 
@@ -106,8 +112,8 @@ def parse_reply(parser: Parser, text: str) -> Any:
         raise ParseFailure(_describe_validation(exc)) from None
     except ValueError as exc:
         raise ParseFailure(str(exc) or "invalid reply") from None
-    except (TypeError, KeyError, IndexError) as exc:
-        raise ParseFailure(f"{type(exc).__name__}: {exc}") from None
+    except (TypeError, KeyError, IndexError, RecursionError) as exc:
+        raise ParseFailure(f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def _schema_name(parser: type[BaseModel]) -> str:

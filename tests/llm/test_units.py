@@ -415,3 +415,23 @@ def test_a_step_freezes_the_heap_it_found_and_restores_the_collector_after():
     finally:
         gc.set_threshold(*before_threshold)
         gc.enable()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "[" * 200_000,  # deeper than any parser recurses
+        '{"a":' * 50_000,
+        "x" * 2_000_000,  # past the size limit
+        "{" * 100_000 + " text " + "[" * 100_000,  # many places a value could start: only the first few are tried
+        '{"facts": ["\x00", "\udcff"]}',  # a NUL and a lone surrogate inside strings: parsed as text
+    ],
+    ids=["deep list", "deep object", "2 MB", "many starts", "NUL"],
+)
+def test_a_hostile_reply_is_a_parse_failure_or_a_value_never_a_crash(reply):
+    try:
+        value = extract_json(reply)
+    except ParseFailure as failure:
+        assert str(failure)
+    else:
+        assert value == {"facts": ["\x00", "\udcff"]}

@@ -95,6 +95,10 @@ def sql_text(reply: str) -> str:
     return (block.group(1) if block else reply).strip()
 
 
+MAX_SQL_CHARS = 100_000  # as SQLite's own limit on a statement in the sandbox
+MAX_NESTING = 64
+
+
 def parse_message(exc: SqlglotError) -> str:
     errors = getattr(exc, "errors", None) or []
     if errors:
@@ -113,15 +117,34 @@ def statements_of(reply: str, max_statements: int) -> list[exp.Expression]:
     text = sql_text(reply)
     if not text:
         raise LabelError("no SQL", "the reply holds no SQL")
+    refuse_unbounded(text)
     try:
         parsed = parse_sql(text)
     except SqlglotError as exc:
         raise LabelError("syntax error", parse_message(exc)) from None
+    except RecursionError:  # past the nesting check (sqlglot recurses on more than parentheses)
+        raise LabelError("too deeply nested", "the SQL nests too deeply to read") from None
     if not parsed:
         raise LabelError("no SQL", "the reply holds no SQL statement")
     if len(parsed) > max_statements:
         raise LabelError("too many statements", f"{len(parsed)}; write at most {max_statements}")
     return parsed
+
+
+def refuse_unbounded(text: str) -> None:
+    """Before sqlglot reads the SQL (it recurses once per nesting level): at most MAX_SQL_CHARS characters and
+    MAX_NESTING levels of parentheses."""
+    if len(text) > MAX_SQL_CHARS:
+        raise LabelError("too long", f"the SQL is {len(text):,} characters; write at most {MAX_SQL_CHARS:,}")
+    level = deepest = 0
+    for char in text:
+        if char == "(":
+            level += 1
+            deepest = max(deepest, level)
+        elif char == ")":
+            level -= 1
+    if deepest > MAX_NESTING:
+        raise LabelError("too deeply nested", f"parentheses nest {deepest} deep; at most {MAX_NESTING}")
 
 
 def shown(statement: str) -> str:
