@@ -89,7 +89,7 @@ def test_the_form_written_out_by_hand():
 def test_a_type_used_twice_dumps_without_yaml_anchors():
     turn = struct({"speaker": STRING, "text": STRING})
     declared = schema({"first": list_of(turn), "second": list_of(turn)})
-    dumped = yaml.safe_dump(local_dataset_info({"c": declared}), sort_keys=False)
+    dumped = yaml.safe_dump(local_dataset_info({"c": declared}, {}), sort_keys=False)
     assert "&" not in dumped and "*" not in dumped
     assert dumped.count("name: speaker") == 2
 
@@ -116,8 +116,8 @@ def test_the_card_reads_types_and_temporal_fields_from_the_plain_form():
 
 def test_local_dataset_info_copies_the_declaration():
     declared = schema({"a": STRING})
-    info = local_dataset_info({"c": declared, "absent": None})
-    assert info == [{"config_name": "c", "features": [{"name": "a", "dtype": "string"}]}]
+    info = local_dataset_info({"c": declared, "absent": None}, {"c": 120})
+    assert info == [{"config_name": "c", "features": [{"name": "a", "dtype": "string"}], "download_size": 120}]
     info[0]["features"][0]["dtype"] = "int64"
     assert declared == [{"name": "a", "dtype": "string"}]
 
