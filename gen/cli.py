@@ -20,6 +20,7 @@ from gen.cli_options import (
     MAX_CONCURRENCY,
     OFFLINE,
     REQUESTS_PER_MINUTE,
+    SOURCE_DIR,
     TOKENS_PER_MINUTE,
     run_settings,
 )
@@ -77,6 +78,7 @@ def run(
         None, "--output-dir", help="Write to DIR/<recipe name> (default: the recipe's output_dir, else ./outputs)."
     ),
     limit: int | None = LIMIT,
+    source_dir: Path | None = SOURCE_DIR,
     offline: bool = OFFLINE,
     cache_dir: Path | None = CACHE_DIR,
     max_concurrency: int | None = MAX_CONCURRENCY,
@@ -118,7 +120,7 @@ def run(
 
         require_ray()  # before reading any source: say at once that Ray is missing
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
-    loaded = load_recipe(recipe)
+    loaded = load_recipe(recipe, source_dir)
     final = run_recipe(
         loaded,
         output_dir=output_dir,
@@ -218,7 +220,7 @@ def preview(
 
 
 @app.command()
-def validate(recipe: Path = RECIPE) -> None:
+def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR) -> None:
     """Check the recipe, read its sources and, when a product needs time, build the timelines; writes nothing.
 
     Example: gen validate recipes/locomo-temporal.yaml
@@ -226,7 +228,7 @@ def validate(recipe: Path = RECIPE) -> None:
     from gen.recipe import load_recipe
     from gen.work import prepare
 
-    loaded = load_recipe(recipe)
+    loaded = load_recipe(recipe, source_dir)
     prepared = prepare(loaded, say=say)
     count = len(prepared.conversations)
     if prepared.needs_timelines:

@@ -14,6 +14,12 @@ from gen.errors import GenError
 if TYPE_CHECKING:
     from gen.llm.config import RunSettings
 
+SOURCE_DIR = typer.Option(
+    None,
+    "--source-dir",
+    help="Where to find inputs the recipe names by file name alone (as a run folder's recipe.yaml does); "
+    "looked in before the recipe's folder and the bundled sample.",
+)
 CACHE_DIR = typer.Option(
     None, "--cache-dir", help="Folder of the LLM cache llm.sqlite (default: $GEN_CACHE_DIR, else ~/.cache/gen)."
 )

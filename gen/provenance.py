@@ -8,19 +8,19 @@ LLM cache's location is left out, and an endpoint on a local or private host is 
 from __future__ import annotations
 
 import ipaddress
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
 
-from gen.recipe import Recipe
+from gen.recipe import Recipe, file_sha256
 
 LOCAL_ENDPOINT = "a local endpoint"
 PORTABLE_HEADER = (
-    "# The recipe of this run as gen ran it. Its paths point from this folder, so\n"
-    "# `gen run recipe.yaml` rebuilds the same records from anywhere while the inputs exist.\n"
+    "# The recipe of this run as gen ran it. Inputs are named by file name (sources with their sha256): from\n"
+    "# anywhere, `gen run recipe.yaml --source-dir DIR` rebuilds the same records from the files in DIR (the\n"
+    "# bundled sample needs no DIR).\n"
 )
 PUBLIC_HEADER = "# The recipe of this dataset; input paths are reduced to their file names.\n"
 
@@ -50,9 +50,12 @@ def rewrite_paths(data: dict[str, Any], recipe: Recipe, rewrite: Any) -> dict[st
 
 
 def portable_recipe(recipe: Recipe, final: Path) -> str:
-    """recipe.yaml for the run folder `final`: paths relative to it."""
-    base = final.resolve()
-    data = rewrite_paths(recipe_data(recipe), recipe, lambda path: os.path.relpath(path, base))
+    """recipe.yaml for the run folder: each input by its file name alone, each source file with its sha256, so
+    the folder names nothing of this machine and rebuilds anywhere the files are (found by --source-dir)."""
+    data = rewrite_paths(recipe_data(recipe), recipe, lambda path: Path(path).name)
+    for entry, source in zip(data["sources"], recipe.sources, strict=True):
+        if source.path is not None and source.path.is_file():
+            entry["sha256"] = file_sha256(source.path)
     return PORTABLE_HEADER + dump(data)
 
 

@@ -63,6 +63,9 @@ class SourceSpec(StrictModel):
     min_sessions: int | None = Field(default=None, ge=1)
     interval_phrases: dict[str, str] | None = Field(default=None, description="CC only: extra phrase → duration rows")
     default_interval: str | None = Field(default=None, description="CC only: the phrase used when an episode has none")
+    sha256: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{64}$", description="the file's sha256, checked when it is found (run folders)"
+    )
 
     @model_validator(mode="after")
     def one_location(self) -> SourceSpec:
@@ -212,7 +215,9 @@ class Recipe(StrictModel):
 RUN_ONLY_KEYS = {"output_dir", "export"}
 
 
-def load_recipe(path: str | Path) -> Recipe:
+def load_recipe(path: str | Path, source_dir: Path | None = None) -> Recipe:
+    """The recipe at `path`, its input paths resolved (see resolve_paths; `source_dir` is where inputs named by
+    their file name alone are looked for first)."""
     path = Path(path)
     try:
         data = yaml.safe_load(read_recipe_text(path))
@@ -229,7 +234,7 @@ def load_recipe(path: str | Path) -> Recipe:
     recipe._file = path
     check_endpoints(recipe)
     recipe._fingerprint = fingerprint(data_affecting(recipe))
-    resolve_paths(recipe, path.parent)
+    resolve_paths(recipe, path.parent, source_dir)
     return recipe
 
 
@@ -298,9 +303,21 @@ def data_affecting(recipe: Recipe) -> dict:
     data["products"] = sorted(data["products"], key=lambda entry: entry["type"])  # their order decides nothing
     for source in data["sources"]:
         source["path"] = file_name(source["path"])
+        source.pop("sha256", None)  # a check on the file, not a setting: the fingerprint stays the recipe's
     data["timeline"]["padding"]["path"] = file_name(data["timeline"]["padding"]["path"])
     data["templates_dir"] = file_name(data["templates_dir"])
     return data
+
+
+BUNDLED = Path(__file__).parent / "data"  # the files gen ships: the quickstart's sample
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def file_name(path: str | None) -> str | None:
@@ -312,11 +329,17 @@ def fingerprint(data: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def resolve_paths(recipe: Recipe, base: Path) -> None:
-    """Relative paths in a recipe are relative to the recipe file's folder."""
+def resolve_paths(recipe: Recipe, base: Path, source_dir: Path | None = None) -> None:
+    """Relative paths in a recipe are relative to the recipe file's folder. An input named by its file name alone
+    (as a run folder's recipe.yaml names them) is looked for in `source_dir` first, then there, then among the
+    files gen ships (the bundled sample); a source with a sha256 must match it."""
 
     def resolve(p: Path | None) -> Path | None:
-        return p if p is None or p.is_absolute() else (base / p).resolve()
+        if p is None or p.is_absolute():
+            return p
+        bare = len(p.parts) == 1
+        places = [*([source_dir / p] if source_dir and bare else []), base / p, *([BUNDLED / p] if bare else [])]
+        return next((place.resolve() for place in places if place.exists()), (base / p).resolve())
 
     for index, source in enumerate(recipe.sources):
         source.path = resolve(source.path)
@@ -325,7 +348,15 @@ def resolve_paths(recipe: Recipe, base: Path) -> None:
                 f"file not found: {source.path}",
                 file=recipe.file,
                 field=f"sources[{index}].path",
-                expected="a path relative to the recipe's folder, or absolute",
+                expected="a path relative to the recipe's folder, or absolute; for a file name alone, "
+                "--source-dir naming the folder that holds it",
+            )
+        if source.path is not None and source.sha256 and file_sha256(source.path) != source.sha256:
+            raise GenError(
+                f"{source.path} is not the file this recipe was run on (its sha256 differs)",
+                file=recipe.file,
+                field=f"sources[{index}].sha256",
+                expected=f"the file with sha256 {source.sha256}",
             )
     padding = recipe.timeline.padding
     padding.path = resolve(padding.path)

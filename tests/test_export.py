@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from datetime import date, datetime
@@ -78,7 +79,11 @@ def test_export_layout_is_parquet_per_config_plus_card_recipe_and_report(quickst
     # rejects.jsonl is empty in the quickstart, so left out; gen's marker lists what gen wrote
     assert relative_files(exported.folder) == expected | {".gen-files.json"}
     published = yaml.safe_load((exported.folder / "recipe.yaml").read_text())
-    assert published["sources"] == [{"format": "locomo", "path": "sample_locomo.json"}]  # no folder of this machine
+    sample = (REPO / "gen" / "data" / "sample_locomo.json").read_bytes()
+    # no folder of this machine: the file's name, and its sha256 to find it again
+    assert published["sources"] == [
+        {"format": "locomo", "path": "sample_locomo.json", "sha256": hashlib.sha256(sample).hexdigest()}
+    ]
     assert {k: v for k, v in published.items() if k != "sources"} == {
         k: v for k, v in yaml.safe_load((REPO / "recipes" / "quickstart.yaml").read_text()).items() if k != "sources"
     }

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
 from gen.recipe import load_recipe
 from gen.runner import run
-from tests.conftest import REPO, read_jsonl, run_cli, write_json, write_recipe
+from tests.conftest import REPO, gen_subprocess, read_jsonl, run_cli, write_json, write_recipe
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +53,40 @@ def test_run_report_has_fingerprint_versions_counts_and_validation(quickstart):
     assert report["packages"]["gen"] and report["packages"]["datasets"]
     assert report["configs"]["log"]["records"] == len(read_jsonl(quickstart / "log" / "test.jsonl"))
     assert all(result["passed"] for result in report["validation"].values())
-    kept = load_recipe(quickstart / "recipe.yaml")  # its paths point from the run folder to the same files
-    assert kept.sources == load_recipe(REPO / "recipes" / "quickstart.yaml").sources
+    kept = load_recipe(quickstart / "recipe.yaml")  # the bundled sample, found by its name
+    original = load_recipe(REPO / "recipes" / "quickstart.yaml")
+    assert [source.path for source in kept.sources] == [source.path for source in original.sources]
+    assert kept.fingerprint == original.fingerprint
+
+
+def test_a_copied_run_folder_rebuilds_the_same_bytes_elsewhere(tmp_path):
+    """The run folder names its inputs by file name and sha256 only: copied to another place, with its source in
+    yet another folder, `gen run recipe.yaml --source-dir` rebuilds it byte for byte; a different file of the
+    same name is refused, naming the sha256 it should have."""
+    corpus = tmp_path / "corpora" / "mine.json"
+    corpus.parent.mkdir()
+    corpus.write_bytes((REPO / "gen" / "data" / "sample_locomo.json").read_bytes())
+    recipe = {
+        "name": "moved",
+        "seed": 5,
+        "sources": [{"format": "locomo", "path": str(corpus)}],
+        "products": [{"type": "log"}],
+    }
+    first = gen_subprocess("run", write_recipe(tmp_path / "r.yaml", recipe), "--output-dir", tmp_path / "one")
+    assert first.returncode == 0, first.stderr
+    copy = tmp_path / "elsewhere" / "moved"
+    shutil.copytree(tmp_path / "one" / "moved", copy)
+    assert str(tmp_path) not in (copy / "recipe.yaml").read_text()
+    stash = tmp_path / "stash"
+    stash.mkdir()
+    corpus.rename(stash / "mine.json")
+    again = gen_subprocess("run", copy / "recipe.yaml", "--source-dir", stash, "--output-dir", tmp_path / "two")
+    assert again.returncode == 0, again.stderr
+    for name in ("log/test.jsonl", "conversations/test.jsonl", "recipe.yaml", "README.md"):
+        assert (tmp_path / "two" / "moved" / name).read_bytes() == (tmp_path / "one" / "moved" / name).read_bytes()
+    (stash / "mine.json").write_text((stash / "mine.json").read_text().replace("Maya", "Mira"))
+    refused = gen_subprocess("run", copy / "recipe.yaml", "--source-dir", stash, "--output-dir", tmp_path / "three")
+    assert refused.returncode == 2 and "sources[0].sha256" in refused.stderr and "sha256 differs" in refused.stderr
 
 
 def test_datasets_loads_every_config_offline(quickstart, monkeypatch):
