@@ -21,6 +21,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.corpora import write_synthetic_copy
+from bench.procstat import peak_rss_mb
 
 
 def child(run_dir: str, dest: str) -> None:
@@ -29,8 +30,7 @@ def child(run_dir: str, dest: str) -> None:
     start = time.perf_counter()
     export = build_export(Path(run_dir), Path(dest))
     seconds = time.perf_counter() - start
-    status = Path("/proc/self/status").read_text()  # VmHWM: this process's own peak, not the forking parent's
-    peak = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) / 1024
+    peak = peak_rss_mb()
     rows = sum(file.rows or 0 for file in export.files)
     print(json.dumps({"seconds": seconds, "peak_mb": peak, "rows": rows}))
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.corpora import write_synthetic_copy
+from bench.procstat import peak_rss_mb
 
 
 def child(path: str, how: str) -> None:
@@ -32,13 +33,7 @@ def child(path: str, how: str) -> None:
             len(json.loads(text)) if text.startswith("[") else sum(1 for line in text.splitlines() if json.loads(line))
         )
     seconds = time.perf_counter() - start
-    print(json.dumps({"records": count, "seconds": seconds, "peak_mb": peak_mb()}))
-
-
-def peak_mb() -> float:
-    """This process's peak resident memory (VmHWM: unlike ru_maxrss, it does not keep the forking parent's)."""
-    status = Path("/proc/self/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) / 1024
+    print(json.dumps({"records": count, "seconds": seconds, "peak_mb": peak_rss_mb()}))
 
 
 def measure(path: Path, how: str) -> dict:

@@ -15,3 +15,11 @@ def process_ticks(pid: int, reaped_children: bool = False) -> int:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return sum(int(x) for x in fields[11 : 15 if reaped_children else 13])
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB (VmHWM: unlike ru_maxrss it does not keep the peak of the
+    parent it was forked from)."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM"))
+    return int(line.split()[1]) / 1024
