@@ -34,7 +34,8 @@ def pinned(real_model, reply: dict) -> dict:
     text = json.dumps(reply)
     grammar = 'root ::= "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     # "off": llama.cpp's server would replace the grammar with its own for a response_format
-    return endpoint(real_model, structured_output="off", extra_params={"grammar": grammar}, max_tokens=200)
+    # room for the whole reply however the model splits it into tokens (the grammar ends it at the last character)
+    return endpoint(real_model, structured_output="off", extra_params={"grammar": grammar}, max_tokens=600)
 
 
 SUMMARY = {"facts": ["Speaker A is saving up for an engagement ring.", "Speaker B loves the Harry Potter rides."]}
