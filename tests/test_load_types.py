@@ -141,3 +141,31 @@ def test_two_runs_of_one_name_load_their_own_rows(tmp_path):
         counts[limit] = (len(loaded), len(lines), loaded["conversation_id"][-1])
     assert counts[1][0] == counts[1][1] and counts[2][0] == counts[2][1] > counts[1][1]
     assert counts[1][2] != counts[2][2]  # the second run's last record is of its second conversation
+
+
+def test_the_card_snippet_loads_two_folders_of_one_name_with_files_of_equal_size(quickstart, tmp_path, monkeypatch):
+    """Files of equal size give equal card headers, so `datasets` would give both folders one cache: the card's
+    snippet reads each folder afresh. The second folder differs from the first by one character of one text."""
+    import shutil
+
+    import datasets.config
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "one-shared-cache")
+    first = shutil.copytree(quickstart, tmp_path / "a" / quickstart.name)
+    second = shutil.copytree(quickstart, tmp_path / "b" / quickstart.name)
+    log = second / "log" / "test.jsonl"
+    text = log.read_text(encoding="utf-8")
+    start = text.index('"text":"') + len('"text":"')
+    log.write_text(text[:start] + ("X" if text[start] != "X" else "Y") + text[start + 1 :], encoding="utf-8")
+    assert log.stat().st_size == (first / "log" / "test.jsonl").stat().st_size
+    assert (second / "README.md").read_text() == (first / "README.md").read_text()
+    for folder in (first, second):
+        card = (folder / "README.md").read_text(encoding="utf-8")
+        snippet = re.search(r"^log = (load_dataset\(.*\))$", card, re.MULTILINE).group(1)
+        target = re.match(r'load_dataset\("([^"]*)"', snippet).group(1)
+        namespace: dict = {}
+        exec("from datasets import load_dataset", namespace)
+        loaded = eval(snippet.replace(f'"{target}"', repr(str(folder)), 1), namespace)
+        assert loaded["text"] == [row["text"] for row in read_jsonl(folder / "log" / "test.jsonl")]
