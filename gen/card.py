@@ -444,9 +444,6 @@ def card_data(
         "format": data_format,
         "on_hub": repo_id is not None,
         "target": repo_id or local_target(target),
-        # datasets caches a local folder under its name and card header: two runs of one name whose files differ
-        # only in content would share it, so a local load reads the folder afresh
-        "load_option": "" if repo_id is not None else ', download_mode="force_redownload"',
         "configs": config_list,
         "config_names": list(configs),
         "sources": sources,
