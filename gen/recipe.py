@@ -215,12 +215,36 @@ class Recipe(StrictModel):
 RUN_ONLY_KEYS = {"output_dir", "export"}
 
 
+MAX_RECIPE_DEPTH = 64  # lists and mappings inside each other; a real recipe nests 4 or 5 deep
+
+
+def check_recipe_depth(text: str, path: Path) -> None:
+    """Refuse YAML nested past MAX_RECIPE_DEPTH, naming the line and column, before pyyaml's recursive composer
+    builds it (it fails with RecursionError); the event parser walked here does not recurse."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_RECIPE_DEPTH:
+                mark = event.start_mark
+                raise GenError(
+                    f"nested deeper than {MAX_RECIPE_DEPTH} lists or mappings",
+                    file=path,
+                    record=f"line {mark.line + 1}, column {mark.column + 1}" if mark else None,
+                    expected=f"at most {MAX_RECIPE_DEPTH} levels of nesting",
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def load_recipe(path: str | Path, source_dir: Path | None = None) -> Recipe:
     """The recipe at `path`, its input paths resolved (see resolve_paths; `source_dir` is where inputs named by
     their file name alone are looked for first)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(read_recipe_text(path))
+        text = read_recipe_text(path)
+        check_recipe_depth(text, path)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise GenError(

@@ -194,3 +194,11 @@ def test_a_hostile_template_is_one_error_with_its_file_and_line(tmp_path, body, 
     assert f"{frames}: " in done.stderr and said in done.stderr and "Traceback" not in done.stderr
     if "output passed" not in said:  # the output limit is met between chunks, not on a line
         assert f"{frames}: line 2: the template could not be rendered" in done.stderr
+
+
+def test_a_recipe_nested_past_64_levels_is_refused_with_its_place(tmp_path):
+    # "a: " then 100 flow lists: the 65th collection (the mapping is the first) opens at column 4 + 63 = 67
+    (tmp_path / "r.yaml").write_text("a: " + "[" * 100 + "]" * 100 + "\n")
+    done = limited("validate", "r.yaml", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "r.yaml: line 1, column 67: nested deeper than 64 lists or mappings" in done.stderr
