@@ -181,6 +181,8 @@ def store(
         executed = [statement.sql(dialect="sqlite") for statement in parsed]
     except SqlglotError as exc:  # parsed, but not something SQLite can say
         raise LabelError("syntax error", parse_message(exc)) from None
+    except RecursionError:
+        raise LabelError("too deeply nested", "the SQL nests too deeply to write back") from None
     with Sandbox(schema, rows, time_limit_s) as sandbox:
         for number, sql in enumerate(executed, start=1):
             try:
@@ -237,6 +239,8 @@ def retrieve(reply: str, schema: Schema, rows: Sequence[Row], time_limit_s: floa
         sql = statement.sql(dialect="sqlite")
     except SqlglotError as exc:
         raise LabelError("syntax error", parse_message(exc)) from None
+    except RecursionError:
+        raise LabelError("too deeply nested", "the SQL nests too deeply to write back") from None
     with Sandbox(schema, rows, time_limit_s, read_only=True) as sandbox:
         try:
             columns, result = sandbox.execute(sql)
