@@ -20,7 +20,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.corpora import write_synthetic_copy
+from bench.corpora import locomo10_path, write_synthetic_copy
 from bench.procstat import peak_rss_mb
 
 
@@ -43,9 +43,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    raw = json.loads(
-        (Path(os.environ.get("GEN_SHARED_DATA", "../shared/data")) / "locomo" / "locomo10.json").read_text()
-    )
+    raw = json.loads(locomo10_path().read_text())
     first = None
     with tempfile.TemporaryDirectory() as folder:
         for copies in args.copies:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -17,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.corpora import write_synthetic_copy
+from bench.corpora import locomo10_path, write_synthetic_copy
 from bench.procstat import peak_rss_mb
 
 
@@ -51,9 +50,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    raw = json.loads(
-        (Path(os.environ.get("GEN_SHARED_DATA", "../shared/data")) / "locomo" / "locomo10.json").read_text()
-    )
+    raw = json.loads(locomo10_path().read_text())
     with tempfile.TemporaryDirectory() as folder:
         for copies in args.copies:
             listed, lines = Path(folder) / f"x{copies}.json", Path(folder) / f"x{copies}.jsonl"

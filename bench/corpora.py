@@ -29,14 +29,20 @@ def write_synthetic_copy(raw: list[dict], copies: int, path: Path) -> int:
         return out.tell()
 
 
+def locomo10_path() -> Path:
+    """locomo10.json under GEN_SHARED_DATA (default ../shared/data), or exit saying where it was looked for."""
+    data = Path(os.environ.get("GEN_SHARED_DATA", "../shared/data")) / "locomo" / "locomo10.json"
+    if not data.exists():
+        sys.exit(f"locomo10.json not found at {data}; set GEN_SHARED_DATA")
+    return data
+
+
 def run_small_and_large(description: str, measure: Callable[[Path, Path, str], object]) -> tuple[object, object, int]:
     """measure(source, workdir, label) on locomo10 and on `--copies` (default 100) times it; returns both results."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--copies", type=int, default=100)
     copies = parser.parse_args().copies
-    data = Path(os.environ.get("GEN_SHARED_DATA", "../shared/data")) / "locomo" / "locomo10.json"
-    if not data.exists():
-        sys.exit(f"locomo10.json not found at {data}; set GEN_SHARED_DATA")
+    data = locomo10_path()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         small = measure(data, workdir, "locomo10")
