@@ -255,6 +255,23 @@ def test_a_trec_run_file_reads_back_in_score_order(tmp_path, capsys):
     assert ranked(imported) == {"q1": [3, 7], "q2": [0]}
 
 
+@requires_extra("beir", "pytrec_eval")
+def test_tied_scores_read_back_in_the_order_the_evaluator_ranks_them(tmp_path, capsys):
+    """trec_eval orders tied documents by id as text, larger first: "7", "3", "10". pytrec_eval's recall at 1 and
+    2 shows its order; the imported ranking must be the same."""
+    import pytrec_eval
+
+    scores = {"q": {"3": 1.0, "10": 1.0, "7": 1.0}}
+    recall = {
+        k: pytrec_eval.RelevanceEvaluator({"q": {"3": 1}}, {f"recall.{k}"}).evaluate(scores)["q"][f"recall_{k}"]
+        for k in (1, 2)
+    }
+    assert recall == {1: 0.0, 2: 1.0}  # "3" is second
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(scores))
+    assert ranked(import_predictions(run, "beir", None, tmp_path, capsys)) == {"q": [7, 3, 10]}
+
+
 def test_an_id_the_export_did_not_write_is_one_message(exports, tmp_path, capsys):
     log = tmp_path / "log"
     log.write_text(

@@ -159,7 +159,8 @@ def locomo_id(dia_id: Any, layout: Layout, results: Path, where: str) -> list[in
 
 def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
     """A BEIR run: the JSON dict a retriever returns ({query id: {document id: score}}), or a TREC run file
-    (`query Q0 document rank score tag`). Document ids are response indices; higher scores rank first."""
+    (`query Q0 document rank score tag`). Document ids are response indices; higher scores rank first, ties as
+    trec_eval orders them (the larger id, compared as text, first)."""
     text = results.read_text(encoding="utf-8")
     scored: dict[str, dict[str, float]] = {}
     if text.lstrip().startswith("{"):
@@ -179,7 +180,8 @@ def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
                 )
             scored.setdefault(parts[0], {})[parts[2]] = float(parts[4])
     for query, docs in scored.items():
-        ranked = sorted(docs, key=lambda doc: -float(docs[doc]))
+        # higher scores first; ties as trec_eval (and so BEIR's evaluator) breaks them: larger id as text first
+        ranked = sorted(docs, key=lambda doc: (float(docs[doc]), doc), reverse=True)
         try:
             yield query, unique(int(doc) for doc in ranked)
         except ValueError:
