@@ -366,3 +366,18 @@ def test_push_never_publishes_a_file_from_outside_the_run_folder(small_run, insi
         assert code == 2 and f"{run_dir / inside}: this is a symbolic link" in err, (options, err)
         assert "not for the Hub" not in out + err
     assert hub_calls(hub) == [] and not (tmp_path / "e").exists()
+
+
+def test_push_never_publishes_a_file_run_json_points_outside_the_folder(small_run, hub, capsys, tmp_path):
+    """A tampered run.json whose config path climbs out with ".." is refused on every push path."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(small_run, run_dir)
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text((run_dir / "log" / "test.jsonl").read_text())  # a valid file, just not the run's
+    report = json.loads((run_dir / "run.json").read_text())
+    report["configs"]["log"]["path"] = "../secret.jsonl"
+    (run_dir / "run.json").write_text(json.dumps(report))
+    for options in (["--dry-run"], ["--dry-run", "--export-dir", tmp_path / "e"], []):
+        code, _, err = run_cli(["push", run_dir, "--repo-id", "me/quickstart", *options], capsys)
+        assert code == 2 and "this file is outside the run folder" in err, (options, err)
+    assert hub_calls(hub) == [] and not (tmp_path / "e").exists()

@@ -141,8 +141,8 @@ def read_run(run_dir: Path) -> dict:
 
 
 def refuse_outside(run_dir: Path, path: Path) -> None:
-    """Publishing reads only the run folder's own files: a symbolic link anywhere on the way (which could name
-    any file of this machine) is refused, naming it."""
+    """Publishing reads only the run folder's own files: a path leading out of it, or a symbolic link anywhere on
+    the way (which could name any file of this machine), is refused, naming it."""
     if not (path.exists() or path.is_symlink()):
         return
     relative = path.relative_to(run_dir)
@@ -153,6 +153,12 @@ def refuse_outside(run_dir: Path, path: Path) -> None:
                 file=step,
                 expected="the file itself in the run folder",
             )
+    if not path.resolve().is_relative_to(run_dir):  # a path in run.json that climbs out with ".."
+        raise GenError(
+            "this file is outside the run folder; gen publishes only files inside it",
+            file=path,
+            expected="run.json's paths as gen run wrote them (<config>/<split>.jsonl)",
+        )
 
 
 def product_features(name: str, where: Path) -> Schema:
