@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gen.errors import Stopped
+from gen.errors import Stopped, redact_urls
 from gen.llm.cache import CachedReply
 from gen.llm.config import Price
 from gen.llm.plan import StepPlan
@@ -170,7 +170,7 @@ def reject_record(step: str, outcome: Outcome) -> dict[str, Any]:
         "sample": task.sample,
         "endpoint": task.endpoint,
         "kind": outcome.kind,
-        "reason": outcome.reason,
+        "reason": redact_urls(outcome.reason) if outcome.reason else outcome.reason,  # may quote a signed URL
         "raw_text": outcome.text,
     }
 

@@ -435,3 +435,14 @@ def test_a_hostile_reply_is_a_parse_failure_or_a_value_never_a_crash(reply):
         assert str(failure)
     else:
         assert value == {"facts": ["\x00", "\udcff"]}
+
+
+def test_a_reject_reason_quoting_a_signed_url_is_written_without_its_secret():
+    from gen.llm.accounting import reject_record
+    from gen.llm.task import Outcome, Task
+
+    task = Task(item_id="i", endpoint="main", messages="hi")
+    reason = "request failed: 403 from https://u:pw@files.example.org/x?sig=s3cret"
+    record = reject_record("step", Outcome(task, ok=False, text="raw", reason=reason, kind="request_failed"))
+    assert record["reason"] == "request failed: 403 from https://***@files.example.org/x?***"
+    assert record["raw_text"] == "raw"
