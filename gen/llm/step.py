@@ -289,9 +289,12 @@ class _Run(Generic[ItemT]):
         attempts = self.history[item_id]
         last = attempts[-1]
         tried = f"{len(attempts)} attempt{'s' if len(attempts) > 1 else ''}"
+        # an attempt without problems is one a stop caught between its checks and its verify call
+        why = last.problems[0] if last.problems else "passed its checks; the run stopped before it was verified"
+        then = "; the run stopped before the next" if stopped and last.problems else ""
         return {
             "item_id": item_id,
-            "reason": f"{last.problems[0]} (after {tried}{'; the run stopped before the next' if stopped else ''})",
+            "reason": f"{why} (after {tried}{then})",
             "raw_text": last.text,
             "attempts": [
                 {"sample": a.sample, **self._describe(a.value), "problems": [str(p) for p in a.problems]}

@@ -364,7 +364,12 @@ class FakeOpenAI:
     """The server. ``with FakeOpenAI(script, delay=0.0) as server: server.base_url``."""
 
     def __init__(
-        self, script: Script | None = None, *, delay: float = 0.0, model_ids: tuple[str, ...] = ("fake-model",)
+        self,
+        script: Script | None = None,
+        *,
+        delay: float = 0.0,
+        model_ids: tuple[str, ...] = ("fake-model",),
+        port: int = 0,  # 0: any free port; a fixed one keeps base_url (and what hashes it) the same across runs
     ) -> None:
         self.script: Script = script or _default_script
         self.delay = delay
@@ -372,7 +377,8 @@ class FakeOpenAI:
         self.requests: list[FakeRequest] = []
         self.http_requests = 0  # every HTTP request, any path
         self.script_errors: list[BaseException] = []
-        self.port: int | None = None
+        self.port: int | None = port or None
+        self._wanted_port = port
         self._seen: dict[str, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -439,7 +445,7 @@ class FakeOpenAI:
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
-        server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=512)
+        server = await asyncio.start_server(self._connection, "127.0.0.1", self._wanted_port, backlog=512)
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 from pydantic import BaseModel
 
-from gen.errors import GenError
+from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task
 from gen.llm.step import Accepted, CheckedStep, Problem, StepPolicy, Verify, most_calls, plan, run
 from tests.fakes.openai_server import FakeOpenAI
@@ -235,6 +235,32 @@ def test_verify_confirms_or_sends_the_item_round_again(api_key, cache_dir):
             ],
         }
     ]
+
+
+def test_a_stop_during_verify_keeps_a_reject_for_every_item_it_left_unconfirmed(api_key, cache_dir):
+    # every word passes its checks; two of the five verify replies are not JSON, twice (correction included):
+    # 2 of 5 verify calls fail, past the 20% limit, so the engine stops the run inside the verify round
+    words = {"apple": ["avocado"], "banana": ["berry"], "cherry": ["cress"], "date": ["dill"], "elder": ["elm"]}
+
+    class BrokenVerifier(Model):
+        def __call__(self, request):
+            if request.messages[0]["content"] in ("Check the word: berry", "Check the word: dill"):
+                return "I think so!"
+            return super().__call__(request)
+
+    step = words_step(verify=True, describe=lambda word: {"word": word})
+    with (
+        FakeOpenAI(BrokenVerifier(words)) as server,
+        engine_for(server, cache_dir) as engine,
+        pytest.raises(Stopped) as info,
+    ):
+        run(step, engine, topics(*words), StepPolicy(retries=2))
+    step_rejects = {r["item_id"]: r for r in info.value.rejects if "attempts" in r}
+    assert sorted(step_rejects) == ["t-apple", "t-banana", "t-cherry", "t-date", "t-elder"]
+    assert step_rejects["t-apple"]["reason"] == (
+        "passed its checks; the run stopped before it was verified (after 1 attempt)"
+    )
+    assert step_rejects["t-apple"]["attempts"] == [{"sample": 0, "word": "avocado", "problems": []}]
 
 
 def test_check_rejects_count_toward_max_reject_rate_with_the_engine_wording(api_key, cache_dir):
