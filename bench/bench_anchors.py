@@ -34,8 +34,8 @@ from gen.products.content import anchors, question_checks
 from gen.products.content import time_content_questions as tcq
 from gen.products.content.question_checks import problems
 from gen.recipe import load_recipe
+from gen.run.shards import prepare
 from gen.timeline import Timeline
-from gen.work import prepare
 
 SEED = 1
 

@@ -25,7 +25,7 @@ from bench.procstat import peak_rss_mb
 
 
 def child(run_dir: str, dest: str) -> None:
-    from gen.export.folder import build_export
+    from gen.export.hub_folder import build_export
 
     start = time.perf_counter()
     export = build_export(Path(run_dir), Path(dest))

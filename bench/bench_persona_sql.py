@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gen import templating
-from gen.model import Conversation
+from gen.conversation import Conversation
 from gen.products.checks import Checks
 from gen.products.persona import labels
 from gen.products.persona.checking import check_episode

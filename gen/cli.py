@@ -24,11 +24,11 @@ from gen.cli_options import (
     TOKENS_PER_MINUTE,
     run_settings,
 )
+from gen.conversation import DataWarning
 from gen.errors import GenError, Stopped
-from gen.export.cli import push
-from gen.export.harness.cli import export, import_predictions
+from gen.export.harness.command import export, import_predictions
+from gen.export.push import push
 from gen.judging.cli import judge
-from gen.model import DataWarning
 
 app = typer.Typer(
     add_completion=False,
@@ -111,12 +111,12 @@ def run(
     Example: gen run recipes/quickstart.yaml --output-dir outputs
     """
     from gen.recipe import load_recipe
-    from gen.runner import run as run_recipe
+    from gen.run.runner import run as run_recipe
 
     if ray_address is not None and executor is not ExecutorName.ray:
         raise GenError("--ray-address is only for --executor ray", field="--ray-address", expected="--executor ray")
     if executor is ExecutorName.ray:
-        from gen.executors import require_ray
+        from gen.run.executors import require_ray
 
         require_ray()  # before reading any source: say at once that Ray is missing
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
@@ -141,7 +141,7 @@ def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
     from gen.llm.engine import Engine
     from gen.products.base import BuildContext
     from gen.recipe import load_recipe
-    from gen.work import prepare
+    from gen.run.shards import prepare
 
     loaded = load_recipe(recipe)
     prepared = prepare(loaded, limit)
@@ -226,7 +226,7 @@ def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR) -> Non
     Example: gen validate recipes/locomo-temporal.yaml
     """
     from gen.recipe import load_recipe
-    from gen.work import prepare
+    from gen.run.shards import prepare
 
     loaded = load_recipe(recipe, source_dir)
     prepared = prepare(loaded, say=say)
@@ -335,8 +335,8 @@ def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
     err.print(f"kept {kept:,} replies in {path}{lost_text}; the damaged file is {aside}")
 
 
-app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/cli.py
-app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/cli.py
+app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/push.py
+app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/command.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions
 app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/judging/cli.py
 

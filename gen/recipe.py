@@ -29,11 +29,11 @@ from pydantic import (
     model_validator,
 )
 
+from gen.conversation import MIN_YEAR
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
 from gen.hashing import canonical_json
 from gen.llm.config import EndpointConfig, data_params
-from gen.model import MIN_YEAR
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails

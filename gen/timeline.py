@@ -14,8 +14,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from gen.conversation import Conversation, Session, Turn
 from gen.errors import GenError
-from gen.model import Conversation, Session, Turn
 from gen.recipe import MinutesRange, PaddingSpec, TimelineSpec
 from gen.sources._io import read_json, require_list, require_str
 

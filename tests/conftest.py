@@ -116,7 +116,7 @@ def locomo_sample(sample_id: str, speakers=("Ann", "Bob"), sessions=None) -> dic
 def quickstart(tmp_path_factory) -> Path:
     """The quickstart recipe run into a temporary folder (once per test module that asks for it)."""
     from gen.recipe import load_recipe
-    from gen.runner import run
+    from gen.run.runner import run
 
     return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
 

@@ -16,8 +16,8 @@ from gen.products.base import BuildContext, Product, Records, Unit
 from gen.products.checks import Checks
 from gen.products.registry import REGISTRY
 from gen.recipe import Recipe, validate_model
+from gen.run.shards import Prepared, prepare
 from gen.timeline import Timeline
-from gen.work import Prepared, prepare
 
 
 class Harness:

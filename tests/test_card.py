@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gen.card import merge_metadata, render_card, shorten, split_card
+from gen.export.card import merge_metadata, render_card, shorten, split_card
 from gen.recipe import load_recipe
-from gen.runner import run
+from gen.run.runner import run
 from tests.conftest import REPO, read_jsonl
 
 

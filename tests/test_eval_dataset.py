@@ -159,7 +159,7 @@ def test_a_folder_that_is_no_dataset_is_refused(tmp_path):
 
 def test_an_export_folder_scores_like_its_run_folder(tmp_path, capsys):
     """A real build of the quickstart, exported to parquet as `gen push` does: the same numbers from both."""
-    from gen.export.folder import build_export
+    from gen.export.hub_folder import build_export
 
     code, _, err = run_cli(["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path], capsys)
     assert code == 0, err

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from gen.export.folder import build_export
 from gen.export.harness.dates import locomo_style
+from gen.export.hub_folder import build_export
 from gen.recipe import load_recipe
-from gen.runner import run
+from gen.run.runner import run
 from tests.conftest import REPO, read_jsonl, require_shared, requires_extra, run_cli
 
 QUESTION_CONFIGS = ("time_queries", "ambiguous_time_queries")  # the quickstart's

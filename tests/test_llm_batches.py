@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from gen import executors
-from gen.executors import llm_batch_size
 from gen.llm.config import RunSettings
 from gen.products.registry import load
-from gen.runner import run
+from gen.run import executors
+from gen.run.executors import llm_batch_size
+from gen.run.runner import run
 from tests.conftest import REPO, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, tcq_question
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gen.card import split_card
-from gen.export.folder import build_export
+from gen.export.card import split_card
+from gen.export.hub_folder import build_export
 from gen.recipe import load_recipe
-from gen.runner import run
+from gen.run.runner import run
 from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.hub import FakeHub, User
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gen.writer import recover_and_clean
+from gen.folders import recover_and_clean
 from tests.conftest import REPO, gen_subprocess, read_jsonl, write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 

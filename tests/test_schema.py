@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from gen.card import feature_type, local_dataset_info, temporal_fields
+from gen.export.card import feature_type, local_dataset_info, temporal_fields
 from gen.products.registry import REGISTRY
 from gen.products.schema import (
     BOOL,

@@ -139,8 +139,8 @@ def test_one_or_two_workers_write_the_same_bytes(tmp_path, capsys):
 def test_the_configuration_layer_imports_no_product_and_no_engine():
     code = (
         "import sys, gen.recipe, gen.sources, gen.timeline, gen.llm.config; "
-        "loaded = [m for m in sys.modules if m.startswith(('gen.products', 'gen.llm.engine', 'gen.runner', "
-        "'gen.card', 'openai', 'datasets'))]; print(loaded)"
+        "loaded = [m for m in sys.modules if m.startswith(('gen.products', 'gen.llm.engine', 'gen.run.runner', "
+        "'gen.export.card', 'openai', 'datasets'))]; print(loaded)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert result.stdout.strip() == "[]"

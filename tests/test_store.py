@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from gen.model import Conversation
+from gen.conversation import Conversation
 from gen.recipe import TimelineSpec
 from gen.sources import locomo
 from gen.sources.store import ConversationStore, SourcePool, Stored

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from gen.conversation import Conversation
 from gen.errors import GenError
-from gen.model import Conversation
 from gen.products.checks import Checks
 from gen.products.schema import Schema
 from gen.recipe import Recipe, StrictModel

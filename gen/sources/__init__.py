@@ -1,4 +1,4 @@
-"""Source adapters: files (or Hugging Face datasets) → canonical conversations (gen/model.py).
+"""Source adapters: files (or Hugging Face datasets) → canonical conversations (gen/conversation.py).
 
 The layout each format accepts is described in README.md; each adapter's module docstring gives the details."""
 
@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from gen.conversation import Conversation
 from gen.errors import GenError
-from gen.model import Conversation
 from gen.recipe import SourceSpec
 from gen.sources import cc, locomo, msc
 from gen.sources._io import read_json, stream_records

@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
+from gen.conversation import Conversation, Session, Turn
 from gen.errors import GenError
-from gen.model import Conversation, Session, Turn
 from gen.sources._io import require_list, require_str
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")

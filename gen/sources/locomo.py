@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from gen.calendar_names import parse_locomo_date
+from gen.conversation import MIN_YEAR, Conversation, DataWarning, Session, Turn
 from gen.errors import GenError
-from gen.model import MIN_YEAR, Conversation, DataWarning, Session, Turn
 from gen.sources._io import require_list, require_str
 
 SESSION_KEY = re.compile(r"^session_(\d+)$")

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
+from gen.conversation import Conversation, Session, Turn
 from gen.errors import GenError
-from gen.model import Conversation, Session, Turn
 from gen.sources._io import require_list, require_str
 
 SPEAKERS = ("Speaker 1", "Speaker 2")

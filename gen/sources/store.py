@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from gen.model import Conversation
+from gen.conversation import Conversation
 
 
 @dataclass(frozen=True, slots=True)

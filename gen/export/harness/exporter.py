@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 
 from gen.export.harness import beir, locomo, longmemeval
-from gen.export.harness.folder import OutputFolder
 from gen.export.harness.names import safe_names
 from gen.export.harness.questions import ANSWER_FIELDS, one_per_group, read_questions
 from gen.export.harness.source import Source, open_source
+from gen.export.harness.staging import OutputFolder
 
 FORMATS = ("locomo", "longmemeval", "beir")
 

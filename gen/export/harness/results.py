@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.export.harness.folder import MANIFEST
+from gen.export.harness.staging import MANIFEST
 
 LONGMEMEVAL_ID = re.compile(r"^(?:answer_|noans_)?(?P<name>[A-Za-z0-9.-]+)_s(?P<session>\d+)(?:_(?P<turn>\d+))?$")
 LOCOMO_ID = re.compile(r"^D(?P<session>\d+):(?P<turn>\d+)$|^S(?P<only>\d+)$")

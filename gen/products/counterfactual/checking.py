@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from gen.model import Conversation
+from gen.conversation import Conversation
 from gen.products.checks import Checks
 from gen.products.counterfactual import quality
 

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gen.model import Conversation
+from gen.conversation import Conversation
 from gen.products.base import Unit
 
 SHORT = "fewer sessions than the history needs"

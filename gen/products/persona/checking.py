@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from gen.model import Conversation
+from gen.conversation import Conversation
 from gen.products.checks import Checks
 from gen.products.persona import dialogue
 from gen.products.persona.labels import parse_sql

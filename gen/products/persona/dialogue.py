@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise, zip_longest
 
+from gen.conversation import Conversation
 from gen.errors import GenError
-from gen.model import Conversation
 
 
 @dataclass(frozen=True)

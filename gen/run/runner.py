@@ -1,9 +1,9 @@
 """One run: recipe → sources → conversations → timelines → products → validators → writer.
 
-The work is done conversation by conversation (gen/work.py) and streamed to the run folder, so memory
+The work is done conversation by conversation (gen/run/shards.py) and streamed to the run folder, so memory
 follows the largest conversation rather than the corpus. For each conversation the products are built in
 the order the registry gives (each after the products whose records it needs), each product's records are
-validated there and then, counted, and appended to its config's file. Two stages (gen/executors.py):
+validated there and then, counted, and appended to its config's file. Two stages (gen/run/executors.py):
 
   local    products that need no LLM: one conversation per task, in this process or, with `workers > 1`,
            in a pool of processes whose results are written in conversation order (the same bytes);
@@ -27,16 +27,16 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from gen import DISTRIBUTION
-from gen.card import render_card
 from gen.errors import GenError, Stopped
-from gen.executors import llm_results, local_results, ray_results
+from gen.export.card import render_card
+from gen.folders import RunFolder
 from gen.jsonl import encode_lines, write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
-from gen.work import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
-from gen.writer import RunFolder
+from gen.run.executors import llm_results, local_results, ray_results
+from gen.run.shards import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
 
 if TYPE_CHECKING:
     from gen.llm.config import RunSettings

@@ -25,7 +25,7 @@ from gen.products.schema import Schema, Type, list_item
 from gen.provenance import public_recipe, public_url
 
 if TYPE_CHECKING:
-    from gen.export.folder import ExportFile
+    from gen.export.hub_folder import ExportFile
 
 FACTS = "card/facts.yaml"
 # always gen's: they must describe the files next to the card and the sources they were made from

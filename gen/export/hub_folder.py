@@ -1,6 +1,6 @@
 """Run folder → export folder: what `gen push` commits.
 
-    README.md                                         the card (gen/card.py), configs pointing at the parquet
+    README.md                                         the card (gen/export/card.py), configs pointing at the parquet
     data/<config>/<split>-00000-of-0000N.parquet      the records, typed by the product's features()
     recipe.yaml  run.json  [rejects.jsonl]            how it was made (rejects only when there are some)
 
@@ -24,9 +24,9 @@ import orjson
 
 from gen.errors import GenError
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
+from gen.folders import claim, refuse_foreign, seal
 from gen.products.schema import Schema, as_features
 from gen.provenance import public_llm_report, public_origin, public_recipe
-from gen.writer import claim, refuse_foreign, seal
 
 BATCH_ROWS = 10_000  # records converted at a time: memory holds one batch (a multiple of ROW_GROUP_ROWS)
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
@@ -61,7 +61,7 @@ class Export:
         self, repo_id: str | None = None, existing: Iterable[dict] = (), overrides: dict | None = None
     ) -> str:
         """Render README.md for `repo_id`, merging `existing` card metadata (e.g. the card already on the Hub)."""
-        from gen.card import render_card
+        from gen.export.card import render_card
 
         self.card = render_card(
             self.report,
@@ -307,7 +307,7 @@ def to_table(rows: list[dict], declared: Schema, path: Path, first_line: int = 1
 def locate_type_error(rows: list[dict], features, declared: Schema, path: Path, first_line: int = 1) -> GenError | None:
     import pyarrow as pa
 
-    from gen.card import feature_type
+    from gen.export.card import feature_type
 
     for entry in declared:
         name = entry["name"]

@@ -1,6 +1,6 @@
 """The export's output folder: built in a hidden sibling, then renamed into place, so a reader never meets a
 half-written export and a failed export leaves the previous one as it was. As every folder gen writes, it
-carries gen's marker (gen/writer.py): gen replaces only a folder it wrote that nobody added to, or an empty
+carries gen's marker (gen/folders.py): gen replaces only a folder it wrote that nobody added to, or an empty
 one; anything else in the way is refused, naming it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from gen.errors import GenError
-from gen.writer import claim, claimed, dead_siblings, refuse_foreign, seal, swap_into_place, written_by_gen
+from gen.folders import claim, claimed, dead_siblings, refuse_foreign, seal, swap_into_place, written_by_gen
 
 MANIFEST = "gen-export.json"
 WRITER = "gen export"

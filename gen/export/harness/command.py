@@ -37,7 +37,7 @@ def export(
     Example: gen export outputs/quickstart --format locomo --output exports/quickstart-locomo
     """
     from gen.export.harness.exporter import export as write_export
-    from gen.export.harness.folder import MANIFEST
+    from gen.export.harness.staging import MANIFEST
 
     written = write_export(dataset, format_name.value, output, config)
     for item in written:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gen import install_hint
 from gen.errors import GenError
 from gen.products.registry import REGISTRY, Bound
-from gen.work import Prepared, ShardResult, process_shard
+from gen.run.shards import Prepared, ShardResult, process_shard
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine

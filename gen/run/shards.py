@@ -1,8 +1,8 @@
 """The work of a run, conversation by conversation: sources read and products bound (`prepare`), then, for
 a shard of conversations, every product of a stage built, validated, counted and encoded (`process_shard`).
 
-What a shard returns is small and picklable, so executors (gen/executors.py) can run shards in other
-processes and the writer (gen/runner.py) appends them in conversation order.
+What a shard returns is small and picklable, so executors (gen/run/executors.py) can run shards in other
+processes and the writer (gen/run/runner.py) appends them in conversation order.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gen.conversation import Conversation
 from gen.errors import GenError
 from gen.jsonl import encode_lines
-from gen.model import Conversation
 from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
 from gen.products.registry import REGISTRY, Bound, bind, closure
-from gen.recipe import Recipe
+from gen.recipe import BUNDLED, Recipe
 from gen.sources import read_source, select
 from gen.sources.store import ConversationStore, SourcePool, Stored, Summary
 from gen.timeline import Timeline, build_timeline
@@ -61,9 +61,6 @@ class Prepared:
         return Unit(conversation, timeline)
 
 
-BUNDLED_DATA = Path(__file__).resolve().parent / "data"  # the sample shipped with gen
-
-
 def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None) -> Prepared:
     started = time.perf_counter()
     products = bind(recipe)
@@ -84,7 +81,7 @@ def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None)
                 "format": spec.format,
                 "origin": spec.origin,
                 "origin_name": Path(spec.origin).name,
-                "bundled": spec.path is not None and spec.path.resolve().parent == BUNDLED_DATA,
+                "bundled": spec.path is not None and spec.path.resolve().parent == BUNDLED.resolve(),
                 "loaded": len(loaded),
                 "selected": len(selected),
             }
