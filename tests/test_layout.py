@@ -23,17 +23,13 @@ MODULES = {module_name(path): path for path in GEN.rglob("*.py")}
 
 def imported(name: str, path: Path) -> set[str]:
     """The gen modules `name` imports anywhere in its file (`from a import b` is a.b when b is a module)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
+            assert not node.level, f"{path}: gen uses absolute imports only"
             base = node.module or ""
-            if node.level:
-                base = ".".join(
-                    [*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])]
-                )
             found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names)
     return {module for module in found if module in MODULES and module != name}
 

@@ -390,7 +390,7 @@ def test_a_source_without_personas_is_one_clear_error(tmp_path):
     sample = ROOT / "gen" / "data" / "sample_locomo.json"
     recipe = recipe_for(tmp_path, "http://127.0.0.1:9/v1", source={"format": "locomo", "path": str(sample)})
     harness = Harness.from_recipe(recipe)
-    from gen.products.persona.persona_sql import episode_of, load_schema
+    from gen.products.persona.steps import episode_of, load_schema
 
     product = harness.product("persona_sql")
     with pytest.raises(GenError) as caught:

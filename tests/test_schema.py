@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from gen.export.card import feature_type, local_dataset_info, temporal_fields
+from gen.export.card import local_dataset_info, temporal_fields
 from gen.products.registry import REGISTRY
 from gen.products.schema import (
     BOOL,
@@ -20,6 +20,7 @@ from gen.products.schema import (
     STRING,
     TIMESTAMP,
     as_features,
+    feature_type,
     field_names,
     list_item,
     list_of,

@@ -21,11 +21,11 @@ import yaml
 from gen import templating
 from gen.jsonl import read_jsonl
 from gen.products.registry import config_spec
-from gen.products.schema import Schema, Type, list_item
+from gen.products.schema import Schema, Type, feature_type, list_item
 from gen.provenance import public_recipe, public_url
 
 if TYPE_CHECKING:
-    from gen.export.hub_folder import ExportFile
+    from gen.export.files import ExportFile
 
 FACTS = "card/facts.yaml"
 # always gen's: they must describe the files next to the card and the sources they were made from
@@ -164,15 +164,6 @@ def licenses(sources: list[dict]) -> list[dict]:
 
 
 # --- body data ------------------------------------------------------------------------------------
-
-
-def feature_type(entry: Type) -> str:
-    """A short readable type of a declared field: string, int64, list[int64], {speaker: string, text: string}..."""
-    if "struct" in entry:
-        return "{" + ", ".join(f"{field['name']}: {feature_type(field)}" for field in entry["struct"]) + "}"
-    if "list" in entry:
-        return f"list[{feature_type(list_item(entry))}]"
-    return str(entry["dtype"])
 
 
 def config_features(name: str) -> Schema | None:

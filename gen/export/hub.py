@@ -25,7 +25,8 @@ from typing import Literal
 import yaml
 
 from gen.errors import GenError
-from gen.export.hub_folder import Export, build_export, human_size
+from gen.export.files import human_size
+from gen.export.hub_folder import Export, build_export
 from gen.export.spec import ExportSpec, HubTarget
 
 Say = Callable[[str], None]
@@ -326,7 +327,7 @@ def translate(error: BaseException, step: str, repo_id: str, source: str) -> Gen
 
 
 def push_after_run(run_dir: Path, target: HubTarget, templates_dir: str | None, say: Say) -> None:
-    """The hook gen/run/runner.py calls once the run folder is in place. A failure keeps the run and says how to retry."""
+    """The hook the runner calls once the run folder is in place. A failure keeps the run and says how to retry."""
     try:
         push(run_dir, target, templates_dir=templates_dir, out=say, say=say)
     except GenError as exc:

@@ -23,25 +23,15 @@ from typing import Any
 import orjson
 
 from gen.errors import GenError
+from gen.export.files import ExportFile
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
 from gen.folders import claim, refuse_foreign, seal
-from gen.products.schema import Schema, as_features
+from gen.products.schema import Schema, as_features, feature_type
 from gen.provenance import public_llm_report, public_origin, public_recipe
 
 BATCH_ROWS = 10_000  # records converted at a time: memory holds one batch (a multiple of ROW_GROUP_ROWS)
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
 EXTRA_FILES = ("recipe.yaml", "run.json", "rejects.jsonl")
-
-
-@dataclass
-class ExportFile:
-    path: str  # posix path inside the export folder (= path in the repo)
-    size: int
-    rows: int | None = None
-
-    @property
-    def size_text(self) -> str:
-        return human_size(self.size)
 
 
 @dataclass
@@ -83,15 +73,6 @@ class Export:
     def all_files(self) -> list[ExportFile]:
         readme = self.folder / "README.md"
         return [ExportFile("README.md", readme.stat().st_size), *self.files] if readme.exists() else list(self.files)
-
-
-def human_size(size: int) -> str:
-    value: float = size  # an int until divided, so bytes print without a decimal point
-    for unit in ("B", "kB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{value} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{value:.1f} GB"
 
 
 # --- reading the run folder -----------------------------------------------------------------------
@@ -306,8 +287,6 @@ def to_table(rows: list[dict], declared: Schema, path: Path, first_line: int = 1
 
 def locate_type_error(rows: list[dict], features, declared: Schema, path: Path, first_line: int = 1) -> GenError | None:
     import pyarrow as pa
-
-    from gen.export.card import feature_type
 
     for entry in declared:
         name = entry["name"]

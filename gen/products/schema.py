@@ -69,6 +69,15 @@ def schema(fields: Mapping[str, Type]) -> Schema:
     return [{"name": name, **copy.deepcopy(kind)} for name, kind in fields.items()]
 
 
+def feature_type(entry: Type) -> str:
+    """A short readable type of a declared field: string, int64, list[int64], {speaker: string, text: string}..."""
+    if "struct" in entry:
+        return "{" + ", ".join(f"{field['name']}: {feature_type(field)}" for field in entry["struct"]) + "}"
+    if "list" in entry:
+        return f"list[{feature_type(list_item(entry))}]"
+    return str(entry["dtype"])
+
+
 def field_names(declared: Schema) -> list[str]:
     return [entry["name"] for entry in declared]
 

@@ -19,8 +19,8 @@ from gen.products.checks import Checks
 from gen.products.counterfactual import quality
 
 if TYPE_CHECKING:
-    from gen.products.counterfactual.teabag import Provenance
-    from gen.products.counterfactual.teabag import TeaBagOptions as Options
+    from gen.products.counterfactual.options import TeaBagOptions as Options
+    from gen.products.counterfactual.steps import Provenance
 
 Record = dict[str, Any]
 SCORE_TOLERANCE = 1e-3  # embeddings are float32: a batch of other lengths may move the fourth decimal

@@ -9,16 +9,16 @@ teabag/session6    one item per question: the last history session → a new ses
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gen.llm.step import CheckedStep, StepPolicy, Verify
+from gen import templating
+from gen.llm.step import CheckedStep, Verify
 from gen.llm.task import Task, render_messages
-from gen.products.counterfactual import replies
+from gen.products.counterfactual import quality, replies
 from gen.products.counterfactual.episodes import Episode
+from gen.products.counterfactual.options import STEPS
+from gen.products.counterfactual.options import TeaBagOptions as Options
 from gen.recipe import Recipe
-
-if TYPE_CHECKING:
-    from gen.products.counterfactual.teabag import TeaBagOptions as Options
 
 NAME = "teabag"
 SUMMARY_STEP, QUESTION_STEP, VERIFY_STEP, SESSION_STEP = (
@@ -164,14 +164,22 @@ def session_task(item: SessionItem, options: Options, sample: int, templates_dir
 # --- steps ----------------------------------------------------------------------------------------------
 
 
-def policy(options: Options, recipe: Recipe) -> StepPolicy:
-    """Regenerations and the reject limit: the product's own max_reject_rate, else its endpoint's."""
-    if options.max_reject_rate is not None:
-        return StepPolicy(options.retries, options.max_reject_rate, f"max_reject_rate in the {NAME} product entry")
-    endpoint = recipe.llm.get(options.endpoint)
-    rate = endpoint.max_reject_rate if endpoint is not None else StepPolicy.max_reject_rate
-    where = f"max_reject_rate (in the {NAME} product entry, or for every step on llm endpoint '{options.endpoint}')"
-    return StepPolicy(options.retries, rate, where)
+@dataclass(frozen=True)
+class Provenance:
+    """Models and prompt ids every record of the run names."""
+
+    models: dict[str, str | None]
+    prompt_ids: dict[str, str | None]
+    method: str
+
+    @classmethod
+    def of(cls, options: Options, recipe: Recipe) -> Provenance:
+        used = [step for step in STEPS if step != "verify" or options.verify]
+        models = {step: recipe.llm[endpoint_of(options, step)].model if step in used else None for step in STEPS}
+        ids = {
+            step: templating.template_id(PROMPTS[step], recipe.templates) if step in used else None for step in STEPS
+        }
+        return cls(models, ids, quality.method_for(options.coherence))
 
 
 def reject_record(step: str, episode: Episode, reject: dict[str, Any]) -> dict[str, Any]:

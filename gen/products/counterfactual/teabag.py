@@ -18,29 +18,25 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field, model_validator
-
-from gen import templating
 from gen.errors import GenError
 from gen.llm.step import CheckedStep, StepResult, most_calls
 from gen.llm.step import run as run_step
 from gen.llm.task import Task
-from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Reject, Unit, require_endpoint
+from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Reject, Unit
 from gen.products.checks import Checks
 from gen.products.counterfactual import checking, quality, replies
 from gen.products.counterfactual.episodes import Episode, Selection
+from gen.products.counterfactual.options import STEPS, TeaBagOptions
 from gen.products.counterfactual.steps import (
     NAME,
     PLACEHOLDER,
-    PROMPTS,
+    Provenance,
     QuestionItem,
     SessionItem,
     SummaryItem,
-    endpoint_of,
     planned_question,
-    policy,
     question_step,
     reject_record,
     session_step,
@@ -48,7 +44,7 @@ from gen.products.counterfactual.steps import (
     summary_step,
 )
 from gen.products.schema import BOOL, FLOAT64, INT64, STRING, Schema, Type, list_of, schema, struct
-from gen.recipe import Recipe, StrictModel
+from gen.recipe import Recipe
 
 SUMMARIES = "teabag_summaries"
 DESCRIPTION = (
@@ -56,43 +52,6 @@ DESCRIPTION = (
     "leading up to it"
 )
 SUMMARIES_DESCRIPTION = "an episode's session summaries and its two counterfactual questions"
-STEPS = ("summary", "question", "session6", "verify")
-
-
-class TurnRange(StrictModel):
-    min: int = Field(10, ge=2, description="fewest turns of the new session")
-    max: int = Field(15, ge=2, description="most turns of the new session")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> TurnRange:
-        if self.min > self.max:
-            raise ValueError("min must not exceed max")
-        return self
-
-
-class TeaBagOptions(StrictModel):
-    endpoint: str = Field("main", description="the name of an endpoint in the recipe's llm: section")
-    summary_endpoint: str | None = Field(None, description="the summaries step's endpoint (default: endpoint)")
-    question_endpoint: str | None = Field(None, description="the questions step's endpoint (default: endpoint)")
-    session6_endpoint: str | None = Field(None, description="the new session's endpoint (default: endpoint)")
-    verify_endpoint: str | None = Field(None, description="the verify call's endpoint (default: endpoint)")
-    episodes: int = Field(50, ge=1, description="episodes taken from each source file, in the source's order")
-    sessions: int = Field(5, ge=1, le=5, description="sessions used as history; shorter conversations are skipped")
-    session6_turns: TurnRange = Field(
-        default_factory=lambda: TurnRange(min=10, max=15), description="turns of the new session, {min, max}"
-    )
-    verify: bool = Field(False, description="a second call confirms each presupposition contradicts the summaries")
-    retries: int = Field(2, ge=0, le=20, description="regenerations (new sample index) after a failed check")
-    max_reject_rate: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="stop the run when more than this share of a step's items is rejected; default: the "
-        "endpoint's max_reject_rate (0.2 unless set)",
-    )
-    coherence: Literal["auto", "embedding", "lexical"] = Field(
-        "auto", description="how turn-to-turn coherence is scored; auto: embedding when its model is installed"
-    )
 
 
 @dataclass
@@ -107,31 +66,13 @@ class Outcome:
     rejected_step: str | None = None
 
 
-@dataclass(frozen=True)
-class Provenance:
-    """Models and prompt ids every record of the run names."""
-
-    models: dict[str, str | None]
-    prompt_ids: dict[str, str | None]
-    method: str
-
-    @classmethod
-    def of(cls, options: TeaBagOptions, recipe: Recipe) -> Provenance:
-        used = [step for step in STEPS if step != "verify" or options.verify]
-        models = {step: recipe.llm[endpoint_of(options, step)].model if step in used else None for step in STEPS}
-        ids = {
-            step: templating.template_id(PROMPTS[step], recipe.templates) if step in used else None for step in STEPS
-        }
-        return cls(models, ids, quality.method_for(options.coherence))
-
-
 # --- the steps over a batch -----------------------------------------------------------------------------
 
 
 class Pipeline:
     def __init__(self, options: TeaBagOptions, ctx: BuildContext) -> None:
         self.options, self.ctx = options, ctx
-        self.policy = policy(options, ctx.recipe)
+        self.policy = options.step_policy(NAME, ctx.recipe, retries=options.retries)
 
     def run(self, episodes: list[Episode]) -> list[Outcome]:
         outcomes = [Outcome(e) for e in episodes]
@@ -309,7 +250,6 @@ class TeaBag(Product[TeaBagOptions]):
         self.selection = Selection(options.sessions, options.episodes)  # counts over the whole run
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:
-        require_endpoint(recipe, self.options.endpoint, where)
         try:
             quality.method_for(self.options.coherence)
         except GenError as exc:
@@ -338,7 +278,7 @@ class TeaBag(Product[TeaBagOptions]):
         lower bounds."""
         options, templates = self.options, ctx.templates_dir
         episodes = Selection(options.sessions, options.episodes).take(units)
-        rules = policy(options, ctx.recipe)
+        rules = options.step_policy(NAME, ctx.recipe, retries=options.retries)
         blank = tuple((PLACEHOLDER,) for _ in range(options.sessions))
         plan: list[tuple[CheckedStep[Any], list[Any]]] = [
             (summary_step(options, templates), [SummaryItem(e, k) for e in episodes for k in range(1, e.sessions + 1)]),

@@ -25,7 +25,7 @@ from gen.products.persona.labels import parse_sql
 from gen.products.persona.sandbox import Row, Sandbox, SandboxError, Schema, dump, seeded_rows, undump
 
 if TYPE_CHECKING:
-    from gen.products.persona.persona_sql import Options
+    from gen.products.persona.options import PersonaSQLOptions as Options
 
 Record = dict[str, Any]
 

@@ -22,16 +22,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import Field, model_validator
+from typing import Any
 
 from gen import templating
 from gen.errors import GenError
 from gen.llm.step import CheckedStep, StepPolicy, StepResult, most_calls
 from gen.llm.step import run as run_step
-from gen.llm.task import Task, render_messages
+from gen.llm.task import Task
 from gen.products.base import (
     BuildContext,
     ConfigSpec,
@@ -40,208 +37,33 @@ from gen.products.base import (
     Record,
     Records,
     Unit,
-    require_endpoint,
 )
 from gen.products.checks import Checks
-from gen.products.persona import dialogue, labels
+from gen.products.persona import labels
 from gen.products.persona.checking import check_episode
-from gen.products.persona.sandbox import Row, Schema, dump, seeded_rows
+from gen.products.persona.options import PersonaSQLOptions
+from gen.products.persona.sandbox import Schema, dump
+from gen.products.persona.steps import (
+    LABEL_PROMPT,
+    NAME,
+    RETRIEVE_PROMPT,
+    RETRIEVE_STEP,
+    Episode,
+    PairItem,
+    episode_of,
+    item_at,
+    label_step,
+    load_schema,
+    retrieval_id,
+    retrieve_step,
+)
 from gen.products.schema import BOOL, INT64, STRING, list_of, struct
 from gen.products.schema import Schema as FieldList
 from gen.products.schema import schema as declare
-from gen.recipe import Recipe, StrictModel
+from gen.recipe import Recipe
 
-NAME = "persona_sql"
 EPISODES = "persona_sql_episodes"
-LABEL_PROMPT = "prompts/persona_sql_label.j2"
-RETRIEVE_PROMPT = "prompts/persona_sql_retrieve.j2"
-RETRIEVE_STEP = f"{NAME}/retrieve"
 STORED, REJECTED = "stored", "rejected"
-
-
-class Options(StrictModel):
-    endpoint: str = Field("main", description="the name of an endpoint in the recipe's llm: section")
-    schema_template: str = Field(
-        "persona/schema.sql.j2",
-        alias="schema",
-        description="the table's DDL: a template under templates/ (or the recipe's templates_dir) holding one "
-        "CREATE TABLE",
-    )
-    speaker_column: str = Field("speaker", min_length=1, description="the column that says whose row it is")
-    seed_rows: bool = Field(True, description="start each episode with one row per speaker, only this column set")
-    personas: Literal["personas", "init_personas"] = Field(
-        "personas",
-        description="which personas to interleave: the source's (current) ones, or the initial PersonaChat ones "
-        "of ParlAI MSC session files",
-    )
-    max_episodes: int | None = Field(None, ge=1, description="label at most this many episodes, in source order")
-    max_statements: int = Field(6, ge=1, le=50, description="statements a storage label may hold")
-    statement_time_limit_s: float = Field(1.0, gt=0, le=60, description="each statement is stopped after this")
-    retrieval_labels: bool = Field(
-        False, description="a SELECT for each episode's memory question (MSC-Self-Instruct) over the final table"
-    )
-    retrieval_min_fields: int = Field(1, ge=0, description="the low end of the target range of values retrieved")
-    retrieval_max_fields: int = Field(3, ge=1, description="the high end of the target range of values retrieved")
-    max_reject_rate: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="stop the run when more than this share of the labels is rejected; default: the endpoint's "
-        "max_reject_rate (0.2 unless set)",
-    )
-
-    @model_validator(mode="after")
-    def _range(self) -> Options:
-        if self.retrieval_min_fields > self.retrieval_max_fields:
-            raise ValueError("retrieval_min_fields must not exceed retrieval_max_fields")
-        return self
-
-
-# --- episodes and items ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Episode:
-    """One episode being labelled: its lines, the table as the labels so far left it, and its pair records."""
-
-    episode_id: str
-    unit: Unit
-    facts: dict[str, list[str]]
-    lines: list[dialogue.Line]
-    rows: list[Row]
-    records: list[Record] = field(default_factory=list)
-    retrieval: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def speakers(self) -> tuple[str, str]:
-        return self.unit.conversation.speakers
-
-    @property
-    def question(self) -> tuple[str | None, str | None]:
-        found = self.unit.conversation.metadata.get("self_instruct") or {}
-        return found.get("question"), found.get("answer")
-
-
-@dataclass(frozen=True)
-class PairItem:
-    """One pair to label, with the table it starts from."""
-
-    item_id: str
-    episode: Episode
-    index: int
-    first: dialogue.Line
-    second: dialogue.Line
-    rows: tuple[Row, ...]
-
-    @property
-    def other(self) -> str:
-        return next(s for s in self.episode.speakers if s != self.second.speaker)
-
-
-def load_schema(options: Options, templates_dir: str | None) -> Schema:
-    ddl = templating.render(options.schema_template, templates_dir)
-    return labels.load_schema(ddl, options.speaker_column, options.schema_template)
-
-
-def episode_of(unit: Unit, options: Options, schema: Schema) -> Episode:
-    conversation = unit.conversation
-    facts = dialogue.personas(conversation, options.personas)
-    lines = dialogue.pseudo_dialogue(conversation.speakers, facts)
-    rows = seeded_rows(schema, conversation.speakers, options.seed_rows)
-    return Episode(conversation.conversation_id, unit, facts, lines, rows)
-
-
-def item_at(episode: Episode, index: int) -> PairItem:
-    first, second = episode.lines[index], episode.lines[index + 1]
-    return PairItem(f"{episode.episode_id}/pair-{index:03d}", episode, index, first, second, tuple(episode.rows))
-
-
-def prompt_rows(rows: Sequence[Row]) -> list[str]:
-    """Rows as the prompt shows them: empty columns left out (the DDL lists them all), so prompts stay short."""
-    return [json.dumps({k: v for k, v in row.items() if v is not None}, ensure_ascii=False) for row in rows]
-
-
-def label_task(item: PairItem, options: Options, schema: Schema, templates_dir: str | None) -> Task:
-    speaker = item.second.speaker
-
-    def parse(text: str) -> labels.Stored:  # every check runs here, so a failure gets the correction round
-        return labels.store(text, schema, item.rows, speaker, options.statement_time_limit_s, options.max_statements)
-
-    return Task(
-        item_id=item.item_id,
-        endpoint=options.endpoint,
-        parser=parse,
-        messages=render_messages(
-            LABEL_PROMPT,
-            templates_dir,
-            speaker=speaker,
-            other=item.other,
-            line=item.second.text,
-            table=schema.table,
-            speaker_column=schema.speaker_column,
-            schema=schema.ddl,
-            rows=prompt_rows(item.rows),
-            max_statements=options.max_statements,
-        ),
-    )
-
-
-def retrieve_task(episode: Episode, options: Options, schema: Schema, templates_dir: str | None) -> Task:
-    rows = list(episode.rows)
-
-    def parse(text: str) -> labels.Retrieved:
-        return labels.retrieve(text, schema, rows, options.statement_time_limit_s)
-
-    return Task(
-        item_id=f"{episode.episode_id}/retrieval",
-        endpoint=options.endpoint,
-        parser=parse,
-        messages=render_messages(
-            RETRIEVE_PROMPT,
-            templates_dir,
-            question=episode.question[0],
-            table=schema.table,
-            schema=schema.ddl,
-            rows=prompt_rows(rows),
-            min_fields=options.retrieval_min_fields,
-            max_fields=options.retrieval_max_fields,
-        ),
-    )
-
-
-def policy(options: Options, recipe: Recipe) -> StepPolicy:
-    """No regeneration (the correction round is the second chance); the product's reject limit, else the
-    endpoint's."""
-    if options.max_reject_rate is not None:
-        return StepPolicy(0, options.max_reject_rate, f"max_reject_rate in the {NAME} product entry")
-    endpoint = recipe.llm.get(options.endpoint)
-    rate = endpoint.max_reject_rate if endpoint is not None else StepPolicy.max_reject_rate
-    where = f"max_reject_rate (in the {NAME} product entry, or for every step on llm endpoint '{options.endpoint}')"
-    return StepPolicy(0, rate, where)
-
-
-def label_step(options: Options, schema: Schema, templates_dir: str | None) -> CheckedStep[PairItem]:
-    return CheckedStep(
-        name=NAME,
-        task=lambda item, sample: label_task(item, options, schema, templates_dir),
-        check=lambda item, value: (),  # the parser has run every check, so a failure got the correction round
-        item_id=lambda item: item.item_id,
-        describe=lambda value: {"statements": value.statements},
-    )
-
-
-def retrieve_step(options: Options, schema: Schema, templates_dir: str | None) -> CheckedStep[Episode]:
-    return CheckedStep(
-        name=RETRIEVE_STEP,
-        task=lambda episode, sample: retrieve_task(episode, options, schema, templates_dir),
-        check=lambda episode, value: (),  # as for label_step
-        item_id=retrieval_id,
-        describe=lambda value: {"statement": value.statement},
-    )
-
-
-def retrieval_id(episode: Episode) -> str:
-    return f"{episode.episode_id}/retrieval"
 
 
 # --- the labelling rounds -------------------------------------------------------------------------------
@@ -250,7 +72,7 @@ def retrieval_id(episode: Episode) -> str:
 class Labeller:
     """Labels a batch of episodes: storage rounds over pair positions, then the retrieval labels."""
 
-    def __init__(self, options: Options, schema: Schema, ctx: BuildContext) -> None:
+    def __init__(self, options: PersonaSQLOptions, schema: Schema, ctx: BuildContext) -> None:
         self.options, self.schema, self.ctx = options, schema, ctx
         self.model = ctx.recipe.llm[options.endpoint].model
         self.prompt_id = templating.template_id(LABEL_PROMPT, ctx.templates_dir)
@@ -269,7 +91,7 @@ class Labeller:
             self.retrieve([e for e in episodes if e.question[0]])
 
     def policy(self) -> StepPolicy:
-        return policy(self.options, self.ctx.recipe)
+        return self.options.step_policy(NAME, self.ctx.recipe, retries=0)  # the correction round is the second chance
 
     def failure_reasons(self, step: CheckedStep, items: Sequence[Any]) -> tuple[StepResult, dict[str, str]]:
         """Run the step; its result, and item id → the reason of each item the engine gave up on (after the
@@ -314,7 +136,9 @@ class Labeller:
             )
 
 
-def retrieval_fields(found: labels.Retrieved | None, reason: str | None, options: Options, prompt_id: str) -> dict:
+def retrieval_fields(
+    found: labels.Retrieved | None, reason: str | None, options: PersonaSQLOptions, prompt_id: str
+) -> dict:
     low, high = options.retrieval_min_fields, options.retrieval_max_fields
     return {
         "retrieval_status": STORED if found is not None else REJECTED,
@@ -422,20 +246,21 @@ EPISODE_DESCRIPTION = (
 )
 
 
-class PersonaSQL(Product[Options]):
+class PersonaSQL(Product[PersonaSQLOptions]):
     name = NAME
     description = "persona pseudo-dialogues with SQL storage labels, executed and checked in a sandbox"
-    Options = Options
+    Options = PersonaSQLOptions
     configs = (
         ConfigSpec(NAME, PAIR_DESCRIPTION, pair_features()),
         ConfigSpec(EPISODES, EPISODE_DESCRIPTION, episode_features()),
     )
     needs = Needs(llm=True)
 
-    episodes_taken = 0  # max_episodes counts over the whole run, batch after batch (set per instance)
+    def __init__(self, options: PersonaSQLOptions) -> None:
+        super().__init__(options)
+        self.episodes_taken = 0  # max_episodes counts over the whole run, batch after batch
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:
-        require_endpoint(recipe, self.options.endpoint, where)
         try:
             load_schema(self.options, recipe.templates)
         except GenError as exc:
@@ -492,7 +317,7 @@ class PersonaSQL(Product[Options]):
         limit = self.options.max_episodes
         episodes = [episode_of(u, self.options, schema) for u in list(units)[: limit or len(units)]]
         items = [item_at(e, k) for e in episodes for k in range(len(e.lines) - 1)]
-        rules = policy(self.options, ctx.recipe)
+        rules = self.options.step_policy(NAME, ctx.recipe, retries=0)
         step = label_step(self.options, schema, ctx.templates_dir)
         steps = [(NAME, [step.task(item, 0) for item in items], most_calls(step, len(items), rules))]
         if self.options.retrieval_labels:
