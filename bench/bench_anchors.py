@@ -8,7 +8,7 @@ every turn made unique by its copy number). Timelines are built first and not ti
 time of `--repeats` runs (the modules' caches emptied before each, as in a fresh process):
 
 * planning: anchors.select for every conversation with the product's default options (time per conversation);
-* checks: question_checks.problems on one question per planned item, written from the item's speaker,
+* checks: question_rules.problems on one question per planned item, written from the item's speaker,
   reference phrase and the first words of its anchor (so the overlap and copied-run checks have work to do).
 """
 
@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_llm_run import corpus
 
-from gen.products.content import anchors, question_checks
-from gen.products.content import time_content_questions as tcq
-from gen.products.content.question_checks import problems
+from gen.products.time_content import anchors, question_rules
+from gen.products.time_content import steps as tcq
+from gen.products.time_content.question_rules import problems
 from gen.recipe import load_recipe
 from gen.run.shards import prepare
 from gen.timeline import Timeline
@@ -67,7 +67,7 @@ def question(item: tcq.Item) -> str:
 
 def forget() -> None:
     """Empty the modules' caches, so that every repeat pays what a fresh `gen run` process pays."""
-    for module in (anchors, question_checks):
+    for module in (anchors, question_rules):
         for value in vars(module).values():
             if callable(getattr(value, "cache_clear", None)):
                 value.cache_clear()

@@ -28,7 +28,7 @@ from gen.conversation import DataWarning
 from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
-from gen.judging.cli import judge
+from gen.teabag_judge.cli import judge
 
 app = typer.Typer(
     add_completion=False,
@@ -338,7 +338,7 @@ def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/push.py
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/command.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions
-app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/judging/cli.py
+app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/teabag_judge/cli.py
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import pytest
 from gen.errors import GenError
 from gen.products.schema import as_features
 from gen.products.temporal import ambiguous_time_queries as ambiguous
-from gen.products.temporal import time_queries
+from gen.products.temporal.options import AmbiguousTimeQueriesOptions, TimeQueriesOptions
 from gen.products.temporal.windows import TESTS
 from gen.products.temporal.wordings import Wordings
 from tests.fixtures.time_timelines import ann_bob, context, late_padding
@@ -19,7 +19,7 @@ PAPER_FRAMES = {"calendar", "remember", "confirm"}
 
 def build_both(*timelines, templates_dir=None, **options):
     ctx = context(*timelines, templates_dir=templates_dir)
-    tq_options, amb_options = time_queries.Options(**options), ambiguous.Options(**options)
+    tq_options, amb_options = TimeQueriesOptions(**options), AmbiguousTimeQueriesOptions(**options)
     tq_rows = ctx.build("time_queries", tq_options)
     rows = ctx.build("ambiguous_time_queries", amb_options)
     return rows, tq_rows, ctx, amb_options
@@ -73,7 +73,7 @@ def test_rotate_pairs_each_dialogue_once_and_all_crosses_with_every_phrase():
     rotate, _, _, _ = build_both(ann_bob(), tests=["last_day"], max_variants_per_group="all")
     ctx = context(ann_bob())
     every = {"tests": ["last_day"], "pairing": "all", "max_variants_per_group": "all"}
-    crossed = ctx.build("ambiguous_time_queries", ambiguous.Options(**every))
+    crossed = ctx.build("ambiguous_time_queries", AmbiguousTimeQueriesOptions(**every))
     dialogues = len(Wordings(None, ["digits"]).dialogues("last_day", ("Ann", "Bob")))
     assert dialogues >= 8
     assert set(Counter(r["group_id"] for r in rotate).values()) == {dialogues}
@@ -81,7 +81,7 @@ def test_rotate_pairs_each_dialogue_once_and_all_crosses_with_every_phrase():
     assert sorted(Counter(r["group_id"] for r in crossed).values()) == [2 * dialogues, 3 * dialogues]
     phrases = Counter(r["time_expression"] for r in rotate if r["params"]["weekday"] == "Sunday")
     assert len(phrases) == 3 and max(phrases.values()) - min(phrases.values()) <= 1  # spread evenly
-    assert ctx.validate("ambiguous_time_queries", crossed, ambiguous.Options(**every)).passed
+    assert ctx.validate("ambiguous_time_queries", crossed, AmbiguousTimeQueriesOptions(**every)).passed
 
 
 def test_validator_catches_a_final_utterance_that_gives_the_time_away():
@@ -112,11 +112,11 @@ def test_frames_option_and_a_user_frame(tmp_path):
         ann_bob(), templates_dir=tmp_path / "templates", tests=["dates"], max_variants_per_group="all"
     )
     assert "diary" in {r["frame"] for r in rows}
-    only = ctx.build("ambiguous_time_queries", ambiguous.Options(tests=["dates"], frames=["diary"]))
+    only = ctx.build("ambiguous_time_queries", AmbiguousTimeQueriesOptions(tests=["dates"], frames=["diary"]))
     assert {r["frame"] for r in only} == {"diary"}
     assert only[0]["dialogue"][0]["text"].endswith(", Bob.")
     with pytest.raises(GenError, match="unknown dialogue frame"):
-        ctx.build("ambiguous_time_queries", ambiguous.Options(frames=["diaries"]))
+        ctx.build("ambiguous_time_queries", AmbiguousTimeQueriesOptions(frames=["diaries"]))
 
 
 def test_a_dialogue_that_names_the_time_in_its_last_turn_is_rejected(tmp_path):
@@ -166,7 +166,7 @@ def test_validator_catches_dialogues_that_are_not_the_seeded_draw():
     }
     # the same records checked as the run of a recipe with another seed
     reseeded = context(ann_bob(), seed=1)
-    reseeded.build("time_queries", time_queries.Options(tests=["session"]))
+    reseeded.build("time_queries", TimeQueriesOptions(tests=["session"]))
     report = reseeded.validate("ambiguous_time_queries", rows, options).report()
     seeded = report["each base question keeps its seeded sample of dialogues"]
     assert seeded["checked"] == len({r["group_id"] for r in every}) and seeded["failed"] > 0

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from gen.products.content.anchors import Weights
-from gen.products.content.question_checks import copied_run
+from gen.products.time_content.anchors import Weights
+from gen.products.time_content.question_rules import copied_run
 
 
 def test_copied_run_is_the_longest_run_of_consecutive_shared_words():
@@ -31,7 +31,7 @@ def test_similar_agrees_with_similarity_exactly_at_the_threshold():
 def test_strongest_finds_what_scoring_every_candidate_finds_and_skips_those_that_cannot_win(tmp_path):
     import random
 
-    from gen.products.content import anchors
+    from gen.products.time_content import anchors
     from tests.test_time_content_questions import context, make_recipe
 
     harness = context(make_recipe(tmp_path), tmp_path)

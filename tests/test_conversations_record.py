@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from gen.export.hub_folder import to_table
-from gen.products.core import conversations as product
+from gen.products.chat_log import conversations as product
 from gen.recipe import PaddingSpec, TimelineSpec
 from gen.sources import cc, locomo, msc
 from gen.timeline import build_timeline

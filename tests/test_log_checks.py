@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
+from gen.products.chat_log.checking import check_conversation
 from gen.products.checks import Checks
-from gen.products.core.log import check_conversation
 
 GAP = timedelta(minutes=30)
 

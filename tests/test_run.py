@@ -143,7 +143,7 @@ def test_a_run_that_fails_validation_is_kept_aside_and_not_published(tmp_path, c
     def failing(self, unit, records, checks, ctx):
         checks.check("always fails", False, "forced by the test")
 
-    monkeypatch.setattr("gen.products.core.log.Log.validate", failing)
+    monkeypatch.setattr("gen.products.chat_log.log.Log.validate", failing)
     code, _, err = run_cli(["run", make_recipe(tmp_path, "good.json"), "--output-dir", tmp_path / "out"], capsys)
     assert code == 1 and "validation failed for log" in err
     assert not (tmp_path / "out" / "atomic").exists()

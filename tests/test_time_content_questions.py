@@ -24,9 +24,13 @@ import itertools
 
 from gen.errors import GenError, Stopped
 from gen.llm.config import RunSettings
-from gen.products.content import anchors as anchor_selection
-from gen.products.content import time_content_questions as tcq
-from gen.products.content.question_checks import (
+from gen.products.chat_log.log import records as log_records
+from gen.products.registry import REGISTRY, bind, load
+from gen.products.schema import field_names
+from gen.products.time_content import lexical
+from gen.products.time_content import steps as tcq_steps
+from gen.products.time_content import time_content_questions as tcq
+from gen.products.time_content.question_rules import (
     Facts,
     clean,
     copied_run,
@@ -35,9 +39,6 @@ from gen.products.content.question_checks import (
     overlap,
     problems,
 )
-from gen.products.core.log import records as log_records
-from gen.products.registry import REGISTRY, bind, load
-from gen.products.schema import field_names
 from tests.conftest import write_recipe
 from tests.fakes.openai_server import FakeOpenAI, Reply, tcq_question
 from tests.harness import Harness
@@ -86,7 +87,7 @@ def options_of(recipe):
 
 
 def plan_items(ctx: Harness, options):
-    return tcq.plan_items(ctx.units, ctx.ctx, options)
+    return tcq_steps.plan_items(ctx.units, ctx.ctx, options)
 
 
 def turn_text(dia_id: str) -> str:
@@ -301,8 +302,8 @@ def test_anchor_rules_on_both_samples(tmp_path):
             assert [r.response_index for r in responses] == list(
                 range(responses[0].response_index, responses[-1].response_index + 1)
             )
-            drop = anchor_selection.name_words(timeline.conversation.speakers)
-            stems = [anchor_selection.content_stems(r.text, drop) for r in responses]
+            drop = lexical.name_words(timeline.conversation.speakers)
+            stems = [lexical.content_stems(r.text, drop) for r in responses]
             assert all(a & b for a, b in itertools.pairwise(stems)), item.anchor.text
 
 
@@ -622,7 +623,7 @@ def test_tasks_for_plan_and_preview(tmp_path):
     # six items × (first try + two regenerations) × (the call + its correction round)
     assert step == "time_content_questions" and most_calls == 6 * 3 * 2
     assert [t.item_id for t in tasks] == list(ANCHORS)
-    assert all(t.sample == 0 and t.endpoint == "main" and t.parser is tcq.Question for t in tasks)
+    assert all(t.sample == 0 and t.endpoint == "main" and t.parser is tcq_steps.Question for t in tasks)
     system, user = tasks[4].messages
     assert system["role"] == "system" and user["role"] == "user"
     assert "Reply with a JSON object" in system["content"]
@@ -638,9 +639,9 @@ def test_tasks_for_plan_and_preview(tmp_path):
 
 def test_reference_phrases_are_all_accepted_by_the_checks():
     for day, session in ((date(2024, 4, 13), 5), (date(2023, 1, 1), 21)):
-        for phrase in tcq.reference_phrases("date", day, session, None):
+        for phrase in tcq_steps.reference_phrases("date", day, session, None):
             assert mentions_date(phrase, day, False), phrase
-        for phrase in tcq.reference_phrases("session", day, session, None):
+        for phrase in tcq_steps.reference_phrases("session", day, session, None):
             assert mentions_session(phrase, session), phrase
 
 

@@ -9,10 +9,11 @@ from collections import Counter
 import pytest
 
 from gen.errors import GenError
-from gen.products.core.log import records as log_records
+from gen.products.chat_log.log import records as log_records
 from gen.products.schema import as_features
 from gen.products.temporal import time_queries
-from gen.products.temporal.window_checks import LogView
+from gen.products.temporal.checking import LogView
+from gen.products.temporal.options import TimeQueriesOptions
 from gen.products.temporal.windows import TESTS, base_questions
 from tests.conftest import write_json, write_recipe
 from tests.fixtures.time_timelines import ann_bob, context, late_padding, make_timeline
@@ -95,14 +96,14 @@ ANN_BOB_WINDOWS = {
 
 def windows_by_generator(timeline, **options) -> dict:
     out: dict = {}
-    for base in base_questions(timeline, time_queries.Options(**options)):
+    for base in base_questions(timeline, TimeQueriesOptions(**options)):
         out.setdefault(base.test, {})[json.dumps(base.params, sort_keys=True)] = list(base.relevant)
     return out
 
 
 def build(*timelines, templates_dir=None, **options):
     ctx = context(*timelines, templates_dir=templates_dir)
-    opts = time_queries.Options(**options)
+    opts = TimeQueriesOptions(**options)
     rows = ctx.build("time_queries", opts)
     return rows, ctx, opts
 
@@ -405,7 +406,7 @@ def test_validator_catches_a_wording_that_is_not_the_seeded_draw():
 def test_validator_catches_a_sample_drawn_with_another_seed():
     rows, _, _ = build(ann_bob())
     other_seed = context(ann_bob(), seed=1)  # the same records, checked as the run of a recipe with seed 1
-    report = other_seed.validate("time_queries", rows, time_queries.Options()).report()
+    report = other_seed.validate("time_queries", rows, TimeQueriesOptions()).report()
     assert {name for name, r in report.items() if r["failed"]} == {
         "each base question keeps its seeded sample of wordings"
     }
@@ -417,7 +418,7 @@ def test_validator_lists_the_base_questions_in_the_order_they_are_asked():
     # the wordings a question may use depend on the questions before it (a text is used once), so the
     # validator's own list of windows must come in the build's order
     for timeline in (ann_bob(), late_padding()):
-        options = time_queries.Options(day_spans=[7, 3, 10])
+        options = TimeQueriesOptions(day_spans=[7, 3, 10])
         view = LogView(list(log_records(timeline)), now_offset_minutes=50)
         assert view.base_questions(options) == [(b.test, b.params) for b in base_questions(timeline, options)]
 
@@ -456,12 +457,12 @@ def test_a_wording_an_earlier_question_used_is_dropped_and_the_validator_expects
 
 
 def test_max_variants_per_group_takes_a_number_or_all():
-    assert time_queries.Options().max_variants_per_group == 3
-    assert time_queries.Options(max_variants_per_group="all").variant_limit is None
-    assert time_queries.Options(max_variants_per_group=None).variant_limit is None  # null, as older recipes wrote it
+    assert TimeQueriesOptions().max_variants_per_group == 3
+    assert TimeQueriesOptions(max_variants_per_group="all").variant_limit is None
+    assert TimeQueriesOptions(max_variants_per_group=None).variant_limit is None  # null, as older recipes wrote it
     for wrong in ("some", 0, 2.5, True):
         with pytest.raises(ValueError, match="is neither a number of wordings"):
-            time_queries.Options(max_variants_per_group=wrong)
+            TimeQueriesOptions(max_variants_per_group=wrong)
 
 
 def test_records_fit_the_declared_features():
@@ -478,7 +479,7 @@ def test_locomo10_every_conversation_gets_every_test(tmp_path):
     something of every conversation, and last_day appears exactly where a real response is 1-7 days old."""
     from datetime import date, datetime, timedelta
 
-    from gen.products.core.log import records
+    from gen.products.chat_log.log import records
     from gen.recipe import load_recipe
     from tests.conftest import require_shared
     from tests.harness import Harness

@@ -51,3 +51,18 @@ def yearless_months(dates: Iterable[date]) -> set[int]:
     """The month numbers that may be named without a year: they occur in one year only among the dates."""
     counts = Counter(month for month, _ in {(d.month, d.year) for d in dates})
     return {month for month, n in counts.items() if n == 1}
+
+
+class Yearless:
+    """Whether a base question's dates and months can be named without their year (date_words.py's rule),
+    given every date of the conversation (padding included)."""
+
+    def __init__(self, dates: Iterable[date]):
+        dates = set(dates)
+        self.dates = yearless_dates(dates)
+        self.months = yearless_months(dates)
+
+    def ok(self, p: dict) -> bool:
+        days = [date.fromisoformat(p[k]) for k in ("date", "first_date", "last_date") if k in p]
+        months = [int(p["month"][5:7])] if "month" in p else []
+        return all(d in self.dates for d in days) and all(m in self.months for m in months)

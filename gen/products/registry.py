@@ -14,13 +14,13 @@ from pathlib import Path
 
 from gen.errors import GenError
 from gen.products.base import ConfigSpec, Product
-from gen.products.content.time_content_questions import TimeContentQuestions
-from gen.products.core.conversations import Conversations
-from gen.products.core.log import Log
+from gen.products.chat_log.conversations import Conversations
+from gen.products.chat_log.log import Log
 from gen.products.counterfactual.teabag import TeaBag
 from gen.products.persona.persona_sql import PersonaSQL
 from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
+from gen.products.time_content.time_content_questions import TimeContentQuestions
 from gen.recipe import Recipe, load_recipe, validate_model
 
 REGISTRY: dict[str, type[Product]] = {

@@ -11,40 +11,21 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Literal
-
-from pydantic import Field
 
 from gen.errors import GenError
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.schema import STRING, Schema, list_of, schema, struct
-from gen.products.temporal import window_checks
-from gen.products.temporal.time_queries import (
-    pick,
-    question_id,
-    seeded_sample_failures,
-    window_features,
-    worded_windows,
-)
-from gen.products.temporal.windows import WindowOptions
+from gen.products.temporal import checking
+from gen.products.temporal.checking import seeded_sample_failures
+from gen.products.temporal.options import AmbiguousTimeQueriesOptions
+from gen.products.temporal.questions import question_id, window_features, worded_windows
+from gen.products.temporal.sampling import pick
 from gen.products.temporal.wordings import SLOT, Wordings
 from gen.recipe import Recipe
 
 NAME = "ambiguous_time_queries"
 DESCRIPTION = "short dialogues that anchor a time, then ask about it with a pronoun; same windows as time_queries"
-
-
-class Options(WindowOptions):
-    pairing: Literal["rotate", "all"] = Field(
-        default="rotate",
-        description="rotate: each dialogue variant once per base question, time phrases in turn; "
-        "all: every dialogue variant with every time phrase",
-    )
-    frames: list[str] | None = Field(
-        default=None,
-        description="names of the dialogue frames to use (files under templates/ambiguous/frames/); default all",
-    )
 
 
 def features() -> Schema:
@@ -64,10 +45,10 @@ def features() -> Schema:
     )
 
 
-class AmbiguousTimeQueries(ConversationProduct[Options]):
+class AmbiguousTimeQueries(ConversationProduct[AmbiguousTimeQueriesOptions]):
     name = NAME
     description = DESCRIPTION
-    Options = Options
+    Options = AmbiguousTimeQueriesOptions
     configs = (ConfigSpec(NAME, DESCRIPTION, features(), retrieval_group="test"),)
     needs = Needs(timelines=True, products=("log", "time_queries"))
 
@@ -127,7 +108,7 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         group = records[NAME]
         conversation_id = unit.conversation_id
-        view = window_checks.check_unit(unit, group, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
+        view = checking.check_unit(unit, group, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
         check_seeded_dialogues(unit, group, view, self.options, ctx, checks)
         speaker_a, speaker_b = unit.conversation.speakers
         unambiguous = {row["group_id"]: row["relevant_response_indices"] for row in unit.records_of("time_queries")}
@@ -174,17 +155,19 @@ class AmbiguousTimeQueries(ConversationProduct[Options]):
                 )
 
     def count(self, config: str, records: Sequence[Record]) -> Counter:
-        counts = window_checks.count(records)
+        counts = checking.count(records)
         counts.update(("frame", row["frame"]) for row in records)
         return counts
 
     def summary(self, config: str, counts: Counter) -> dict:
-        out = window_checks.summary(counts, self.options.tests)
+        out = checking.summary(counts, self.options.tests)
         out["by_frame"] = dict(sorted((key[1], n) for key, n in counts.items() if key[0] == "frame"))
         return out
 
 
-def dialogue_combos(dialogues: list, phrases: list[tuple[str, str]], options: Options, group: str) -> list[tuple]:
+def dialogue_combos(
+    dialogues: list, phrases: list[tuple[str, str]], options: AmbiguousTimeQueriesOptions, group: str
+) -> list[tuple]:
     """Every (dialogue, (phrase, style)) a base question may be worded with, in the order the sample draws from."""
     if options.pairing == "all":
         return [(d, p) for d in dialogues for p in phrases]
@@ -193,7 +176,12 @@ def dialogue_combos(dialogues: list, phrases: list[tuple[str, str]], options: Op
 
 
 def check_seeded_dialogues(
-    unit: Unit, rows: Sequence[Record], view: window_checks.LogView, options: Options, ctx: BuildContext, checks: Checks
+    unit: Unit,
+    rows: Sequence[Record],
+    view: checking.LogView,
+    options: AmbiguousTimeQueriesOptions,
+    ctx: BuildContext,
+    checks: Checks,
 ) -> None:
     """Each base question keeps the seeded sample of its dialogues (time_queries' check, on dialogues)."""
     wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)

@@ -12,7 +12,7 @@ Supported renderings (case-insensitive, commas optional, any whitespace):
 * a session number k: "session 3", "session three", "session number 3", "session #3", "session no. 3",
   "3rd session", "third session" (also with "conversation" or "chat" for "session").
 
-Word overlap (see :func:`overlap`): the share of the anchor's distinct content stems (gen.products.content.anchors:
+Word overlap (see :func:`overlap`): the share of the anchor's distinct content stems (gen.products.time_content.anchors:
 stop words, names and time words removed) that the question repeats. A verbatim copy scores near 1; a
 question that only names the topic scores low. :func:`copied_run` is the longest run of consecutive words
 (all words, lower-cased) the question shares with the anchor.
@@ -29,7 +29,7 @@ from num2words import num2words
 
 from gen.calendar_names import month_name, weekday_name
 from gen.llm.step import Problem
-from gen.products.content.anchors import stems_without, words
+from gen.products.time_content.lexical import stems_without, words
 
 QUOTES = "\"'“”‘’«»`"
 

@@ -18,10 +18,10 @@ from gen.cli_options import (
 )
 
 if TYPE_CHECKING:
-    from gen.judging.endpoint import Judge
-    from gen.judging.items import Question
-    from gen.judging.score import Result
     from gen.llm.config import RunSettings
+    from gen.teabag_judge.endpoint import Judge
+    from gen.teabag_judge.items import Question
+    from gen.teabag_judge.score import Result
 
 
 def judge(
@@ -61,9 +61,9 @@ def judge(
     from gen.errors import GenError
     from gen.eval.dataset import open_dataset
     from gen.jsonl import write_json
-    from gen.judging.endpoint import choose_endpoint
-    from gen.judging.items import read_answers, read_questions
-    from gen.judging.report import format_result, result_json
+    from gen.teabag_judge.endpoint import choose_endpoint
+    from gen.teabag_judge.items import read_answers, read_questions
+    from gen.teabag_judge.report import format_result, result_json
 
     output = output if output is not None else answers.with_name(f"{answers.stem}.verdicts.json")
     if output.resolve() == answers.resolve():
@@ -83,9 +83,9 @@ def run_judge(
     questions: Sequence[Question], answers: Mapping[str, str], judge_endpoint: Judge, settings: RunSettings
 ) -> tuple[Result, dict[str, Any]]:
     """The verdicts, and what to say about the judge: endpoint, model, prompt and the calls it took."""
-    from gen.judging.ask import PROMPT, STEP, ask_judge
-    from gen.judging.score import has_answer, verdicts
     from gen.llm.engine import Engine
+    from gen.teabag_judge.ask import PROMPT, STEP, ask_judge
+    from gen.teabag_judge.score import has_answer, verdicts
     from gen.templating import template_id
 
     name, config = judge_endpoint.name, judge_endpoint.config

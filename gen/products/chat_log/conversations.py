@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Iterator
 from pathlib import Path
 
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
-from gen.products.checks import Checks
-from gen.products.core.source_metadata import (
+from gen.products.chat_log import checking
+from gen.products.chat_log.options import ConversationsOptions
+from gen.products.chat_log.source_metadata import (
     METADATA_SHAPES,
     OTHER_METADATA,
     metadata_feature,
     personas_list,
     source_metadata,
 )
+from gen.products.checks import Checks
 from gen.products.schema import DATE, FLOAT64, INT64, STRING, TIMESTAMP, Schema, list_of, schema, struct
-from gen.recipe import StrictModel
 from gen.timeline import Timeline
 
 DESCRIPTION = "one record per conversation: speakers, session starts, now, current session, counts"
-
-
-class Options(StrictModel):
-    pass
 
 
 def record(timeline: Timeline) -> dict:
@@ -81,12 +77,12 @@ def features() -> Schema:
     )
 
 
-class Conversations(ConversationProduct[Options]):
+class Conversations(ConversationProduct[ConversationsOptions]):
     """Written whenever a product needs timelines: questions refer to its `now` and `current_session`."""
 
     name = "conversations"
     description = DESCRIPTION
-    Options = Options
+    Options = ConversationsOptions
     configs = (ConfigSpec("conversations", DESCRIPTION, features()),)
     needs = Needs(timelines=True, products=("log",))
 
@@ -94,58 +90,4 @@ class Conversations(ConversationProduct[Options]):
         yield "conversations", record(unit.stamped)
 
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
-        """Recompute now, current session and counts from the `log` records, not from the record code."""
-        rows, log = records["conversations"], unit.records_of("log")
-        where = unit.conversation_id
-        if not checks.check(
-            "one record per conversation",
-            len(rows) == 1 and rows[0]["conversation_id"] == where,
-            f"{where}: {len(rows)} records",
-        ):
-            return
-        row = rows[0]
-        offset = timedelta(minutes=ctx.recipe.timeline.now_offset_minutes)
-        last = max(datetime.fromisoformat(r["timestamp"]) for r in log)
-        checks.check(
-            "now = last response + now_offset_minutes", datetime.fromisoformat(row["now"]) == last + offset, where
-        )
-        checks.check(
-            "current_session = sessions (padding included) + 1",
-            row["current_session"] == len({r["session_index"] for r in log}) + 1,
-            where,
-        )
-        checks.check(
-            "response counts match",
-            row["num_responses"] == len(log) and row["num_padding_responses"] == sum(r["is_padding"] for r in log),
-            where,
-        )
-        check_padding_start(row, log, ctx, checks)
-
-
-def check_padding_start(row: Record, log: Sequence[Record], ctx: BuildContext, checks: Checks) -> None:
-    """The padding offset is one `after_minutes` allows, and the padding session starts at the later of the
-    last real session's start + that offset and its last response + session_gap_minutes + 1 minute."""
-    where, offset = row["conversation_id"], row["padding_after_minutes"]
-    if row["padding_session"] is None:
-        checks.check("no padding offset without a padding session", offset is None, where)
-        return
-    timeline = ctx.recipe.timeline
-    if not checks.check(
-        "the padding offset is one timeline.padding.after_minutes allows",
-        offset is not None and timeline.padding.allows(offset),
-        f"{where}: {offset}",
-    ):
-        return
-    starts = [datetime.fromisoformat(start) for start in row["session_starts"]]
-    last_real = max(datetime.fromisoformat(r["timestamp"]) for r in log if not r["is_padding"])
-    earliest = max(
-        starts[row["num_sessions"] - 1] + timedelta(minutes=offset),
-        last_real + timedelta(minutes=timeline.session_gap_minutes + 1),
-    )
-    if earliest.microsecond:  # starts fall on whole seconds
-        earliest = earliest.replace(microsecond=0) + timedelta(seconds=1)
-    checks.check(
-        "the padding session starts at the later of (last start + offset) and (last response + gap + 1 minute)",
-        starts[row["padding_session"] - 1] == earliest,
-        f"{where}: {starts[row['padding_session'] - 1]} != {earliest}",
-    )
+        checking.check_conversations(unit, records["conversations"], ctx.recipe.timeline, checks)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, field_validator
 
 from gen.errors import Stopped
-from gen.judging.items import Question
 from gen.llm.task import Outcome, Task, render_messages
+from gen.teabag_judge.items import Question
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from gen.judging.score import Result, Tally
+from gen.teabag_judge.score import Result, Tally
 
 RULES = (
     "questions without an answer are scored Incorrect without asking the judge; questions the judge gave no "

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gen.judging.items import Question
 from gen.llm.task import Outcome
+from gen.teabag_judge.items import Question
 
 JUDGED, NO_ANSWER, NOT_JUDGED = "judge", "no answer", "not judged"
 

@@ -10,14 +10,17 @@ so a missing or extra base question is caught as well as a wrong relevant set.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from gen.calendar_names import month_name, weekday_name
+from gen.hashing import stable_id
 from gen.products.base import Unit
 from gen.products.checks import Checks
-from gen.products.temporal.windows import TESTS, WindowOptions
+from gen.products.date_words import Yearless
+from gen.products.temporal.options import TESTS, WindowOptions
+from gen.products.temporal.sampling import seeded_draw
 
 SPAN_TESTS = ("session_span", "date_span")
 Key = tuple[str, tuple[tuple[str, Any], ...]]  # a base question: test and sorted params
@@ -324,3 +327,47 @@ def summary(counts: Counter, asked: Sequence[str]) -> dict:
         },
         "not_produced": [test for test, row in tests.items() if not row["variants"]],
     }
+
+
+Variants = Callable[[str, dict, str, bool], tuple[int, Callable[[int], Hashable]]]
+
+
+def seeded_sample_failures(
+    conversation_id: str,
+    kept: Mapping[str, list[Hashable]],
+    view: LogView,
+    options: WindowOptions,
+    seed: int,
+    product: str,
+    variants: Variants,
+) -> tuple[list[str], int]:
+    """The base questions whose kept variants are not the seeded sample: min(limit, variants) drawn, less those
+    the conversation already used. Drawn again here from the full list, so a choice that depended on the worker,
+    the order of work or a shared random state would show. Returns the failures and how many were checked.
+
+    The base questions, their order and whether their dates may go without the year come from the log (the
+    validator's own list of windows); `variants(test, params, group, yearless_ok)` gives how many variants a
+    base question has and how to put the i-th into words, so only the drawn ones are."""
+    yearless = Yearless(map(date.fromisoformat, set(view.date)))
+    seen: set[Hashable] = set()
+    wrong = []
+    bases = view.base_questions(options)
+    for test, params in bases:
+        group = stable_id([conversation_id, test, params])  # the group_id rule, written again
+        count, variant = variants(test, params, group, yearless.ok(params))
+        expected = []
+        for i in seeded_draw(count, options.variant_limit, seed, product, conversation_id, group):
+            text = variant(i)
+            if text not in seen:
+                seen.add(text)
+                expected.append(text)
+        if kept.get(group, []) != expected:
+            wrong.append(sample_difference(f"{conversation_id} {test} {params}", kept.get(group, []), expected))
+    return wrong, len(bases)
+
+
+def sample_difference(where: str, kept: Sequence[Hashable], expected: Sequence[Hashable]) -> str:
+    """The first text where the kept wordings and the seeded sample part, for the validation report."""
+    at = next((i for i, (a, b) in enumerate(zip(kept, expected)) if a != b), min(len(kept), len(expected)))
+    first = [texts[at] if at < len(texts) else None for texts in (kept, expected)]
+    return f"{where}: {len(kept)} kept, {len(expected)} drawn; wording {at + 1}: {first[0]!r} kept, {first[1]!r} drawn"

@@ -1,0 +1,236 @@
+"""The checked LLM step of time_content_questions: items (an anchor chosen beforehand, its reference kind, the
+facts a question must hold), the question prompt, the optional verify call, and the rejects it leaves."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from num2words import num2words
+from pydantic import BaseModel, Field
+
+from gen import templating
+from gen.errors import GenError
+from gen.llm.step import CheckedStep, Problem, Verify
+from gen.llm.step import run as run_step
+from gen.llm.task import Task, render_messages
+from gen.products.base import BuildContext, Reject, Unit
+from gen.products.date_words import date_variables, yearless_dates
+from gen.products.time_content import anchors as anchor_selection
+from gen.products.time_content.options import TimeContentQuestionsOptions as Options
+from gen.products.time_content.question_rules import Facts, clean, problems
+from gen.timeline import Timeline
+
+NAME = "time_content_questions"
+PROMPT = "prompts/time_content_question.j2"
+VERIFY_PROMPT = "prompts/time_content_verify.j2"
+REFERENCES = "prompts/time_content_references.j2"
+VERIFY_STEP = f"{NAME}/verify"
+MAX_RELATED = 3  # same-window responses on the topic shown to the model as "must not answer"
+
+
+class Question(BaseModel):
+    """The model's reply."""
+
+    question: str = Field(min_length=1, description="the question, one sentence ending with '?'")
+
+
+class Verdict(BaseModel):
+    """The verifier's reply."""
+
+    answered: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question to be written: its id, slot (anchor + reference kind), facts and prompt."""
+
+    question_id: str
+    timeline: Timeline
+    slot: anchor_selection.Slot
+    reference: str
+    facts: Facts
+    variables: dict
+
+    @property
+    def anchor(self) -> anchor_selection.Anchor:
+        return self.slot.anchor
+
+
+# --- items and prompts --------------------------------------------------------------------------------
+
+
+def reference_phrases(kind: str, day: date, session: int, templates_dir: str | None) -> list[str]:
+    text = templating.render(
+        REFERENCES,
+        templates_dir,
+        kind=kind,
+        **date_variables(day),
+        session=str(session),
+        session_ordinal=num2words(session, to="ordinal_num"),
+        session_ordinal_word=num2words(session, to="ordinal"),
+    )
+    phrases = [line.strip() for line in text.splitlines() if line.strip()]
+    if not phrases:
+        raise GenError(f"no time phrase for kind {kind!r}", file=REFERENCES, expected="one phrase per line")
+    return phrases
+
+
+def line(response) -> dict:
+    return {"speaker": response.speaker, "text": response.text}
+
+
+def anchor_slots(timeline: Timeline, options: Options, rng: random.Random) -> list[anchor_selection.Slot]:
+    """The anchors one conversation's questions will be written around, chosen before any model call."""
+    return anchor_selection.select(
+        timeline,
+        count=options.per_conversation,
+        size_weights=options.anchor_size,
+        date_share=options.reference_mix,
+        min_words=options.min_anchor_words,
+        exclude_padding=options.exclude_padding,
+        topic_similarity=options.topic_similarity,
+        rng=rng,
+    )
+
+
+def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: str | None) -> list[Item]:
+    rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
+    slots = anchor_slots(timeline, options, rng)
+    speakers = tuple(timeline.conversation.speakers)
+    yearless = yearless_dates(r.timestamp.date() for r in timeline.responses)
+    responses = timeline.responses
+    out = []
+    for slot in slots:
+        anchor = slot.anchor
+        first, last = anchor.indices[0], anchor.indices[-1]
+        # responses are in response_index order, so the neighbours are a slice (cut to the anchor's session)
+        nearby = responses[max(0, first - options.context_lines) : last + options.context_lines + 1]
+        same_session = [r for r in nearby if r.session_index == anchor.session_index]
+        before = [r for r in same_session if r.response_index < first]
+        after = [r for r in same_session if r.response_index > last]
+        reference = rng.choice(reference_phrases(slot.kind, anchor.date, anchor.session_index, templates_dir))
+        facts = Facts(
+            speaker=anchor.speaker,
+            speakers=speakers,
+            kind=slot.kind,
+            day=anchor.date,
+            session_index=anchor.session_index,
+            yearless_ok=anchor.date in yearless,
+            anchor_text=anchor.text,
+        )
+        variables = {
+            "speaker_a": speakers[0],
+            "speaker_b": speakers[1],
+            "speaker": anchor.speaker,
+            "other": next((s for s in speakers if s != anchor.speaker), speakers[1]),
+            "anchor": [line(r) for r in anchor.responses],
+            "session": anchor.session_index,
+            **date_variables(anchor.date),
+            "kind": slot.kind,
+            "reference": reference,
+            "before": [line(r) for r in before],
+            "after": [line(r) for r in after],
+            "related": [responses[i].text for i in slot.related[:MAX_RELATED]],
+            "max_copied_words": options.max_copied_words,
+        }
+        question_id = f"{timeline.conversation_id}/tcq-{slot.number + 1:03d}"
+        out.append(Item(question_id, timeline, slot, reference, facts, variables))
+    return out
+
+
+def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> list[Item]:
+    """Every question this product will try to write for these conversations, in output order (no LLM call)."""
+    return [item for unit in units for item in items_for(unit.stamped, options, ctx.seed, ctx.templates_dir)]
+
+
+def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
+    return Task(
+        item_id=item.question_id,
+        endpoint=options.endpoint,
+        sample=sample,
+        parser=Question,
+        messages=render_messages(PROMPT, templates_dir, **item.variables),
+    )
+
+
+def verify_task(item: Item, question: str, options: Options, templates_dir: str | None) -> Task:
+    v = item.variables
+    return Task(
+        item_id=item.question_id,
+        endpoint=options.endpoint,
+        parser=Verdict,
+        messages=render_messages(
+            VERIFY_PROMPT,
+            templates_dir,
+            speaker_a=v["speaker_a"],
+            speaker_b=v["speaker_b"],
+            speaker=v["speaker"],
+            anchor=v["anchor"],
+            session=v["session"],
+            weekday=v["weekday"],
+            day=v["day"],
+            month=v["month"],
+            year=v["year"],
+            question=question,
+        ),
+    )
+
+
+# --- generation -----------------------------------------------------------------------------------------
+
+
+def reject_of(item: Item, reject: dict) -> Reject:
+    """A question the step gave up on, as rejects.jsonl holds it: the reason, the raw reply, its anchor and
+    every attempt."""
+    return Reject(
+        NAME,
+        item.question_id,
+        reject["reason"],
+        reject["raw_text"],
+        {
+            "conversation_id": item.timeline.conversation_id,
+            "reference_kind": item.slot.kind,
+            "speaker": item.anchor.speaker,
+            "relevant_response_indices": item.anchor.indices,
+            "attempts": reject["attempts"],
+        },
+    )
+
+
+def question_step(options: Options, templates_dir: str | None) -> CheckedStep[Item]:
+    """Write a question for an item, check it against the anchor's facts, optionally have it verified."""
+
+    def judge(item: Item, verdict: Verdict) -> Problem | None:
+        if verdict.answered:
+            return None
+        reason = " ".join(verdict.reason.split()) or "the anchor does not answer the question"
+        return Problem("verifier disagrees", reason)
+
+    return CheckedStep(
+        name=NAME,
+        task=lambda item, sample: question_task(item, options, sample, templates_dir),
+        check=lambda item, question: problems(question, item.facts, options.max_overlap, options.max_copied_words),
+        item_id=lambda item: item.question_id,
+        prepare=lambda item, reply: clean(reply.question),
+        describe=lambda question: {"question": question},
+        record=lambda item, reject: reject_of(item, reject).to_dict(),
+        verify=Verify(
+            VERIFY_STEP, task=lambda item, question: verify_task(item, question, options, templates_dir), judge=judge
+        )
+        if options.verify
+        else None,
+    )
+
+
+def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
+    """question_id -> (question, sample) of the items that passed the shared checked step; the items it gave
+    up on go to ctx.reject with their anchor (an item whose call failed is in the engine's rejects)."""
+    step = question_step(options, ctx.templates_dir)
+    result = run_step(step, ctx.llm(), items, options.step_policy(NAME, ctx.recipe, retries=options.retries))
+    by_id = {item.question_id: item for item in items}
+    ctx.rejects.extend(reject_of(by_id[reject["item_id"]], reject) for reject in result.rejects)
+    return {item_id: (accepted.value, accepted.sample) for item_id, accepted in result.accepted.items()}
