@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from gen.errors import GenError, Stopped
-from gen.llm.config import EndpointConfig, RunSettings, apply_settings
+from gen.llm.config import EndpointConfig, RunSettings, apply_settings, data_fingerprint, data_params
 from gen.llm.giveup import (
     NEVER_ANSWERED_LIMIT,
     REFUSALS_TO_STOP,
@@ -95,6 +95,17 @@ class Endpoint:
     @property
     def where(self) -> str:
         return f"llm endpoint '{self.name}' ({self.config.base_url})"
+
+    def report(self) -> dict[str, Any]:
+        """Data parameters, the fingerprint of the data the endpoint produces (with the mode ``auto`` chose),
+        and how that mode was found."""
+        config = self.config
+        if self.choice is not None:
+            config = config.model_copy(update={"structured_output": self.choice.mode})
+        entry: dict[str, Any] = {**data_params(self.config), "fingerprint": data_fingerprint(config)}
+        if self.config.structured_output == "auto":
+            entry["structured_output_chosen"] = self.choice.report() if self.choice else None
+        return entry
 
     @property
     def flow(self) -> FlowControl:

@@ -51,8 +51,9 @@ interrupted run resumes; ``offline`` turns the first cache
 miss into a GenError naming the step and item. API keys are read from the environment only when a request
 must be sent, and are scrubbed from every reply, reason, log line and error message (:mod:`gen.llm.endpoint`).
 
-This module only orchestrates: preparing tasks, walking each item through cache, request and correction
-round, and handing the counting to :mod:`gen.llm.accounting` and the display to :mod:`gen.llm.progress`.
+This module only orchestrates: it walks each item through cache, request and correction round. Preparing tasks
+is :mod:`gen.llm.step_run`, a call's retry loop :mod:`gen.llm.attempts`, the structured-output probe
+:mod:`gen.llm.probing`, counting :mod:`gen.llm.accounting` and the display :mod:`gen.llm.progress`.
 """
 
 from __future__ import annotations
@@ -63,95 +64,28 @@ import functools
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
 
-from gen.errors import GenError, Stopped
+from gen.errors import GenError
 from gen.llm.accounting import Accounts, StepStats, error_summary, is_reject, reject_limit, too_many_rejects
+from gen.llm.attempts import Attempts, CallFailed, GiveUp
 from gen.llm.cache import Cache, CachedReply, cache_key
-from gen.llm.config import EndpointConfig, RunSettings, data_fingerprint, data_params
-from gen.llm.endpoint import Endpoint, KeyScrubber, find_endpoint, load_endpoints
-from gen.llm.giveup import Budget
-from gen.llm.plan import DEFAULT_OUTPUT_TOKENS, PlanBuilder, StepPlan, format_messages
-from gen.llm.probe import CANDIDATES, PROBE_STEP, ModeChoice, probe_body, probe_key
-from gen.llm.progress import Reporter, StepCounters, announce, make_reporter, showing
-from gen.llm.request import Answer, Failure, RetryPolicy, build_request, http_stack, send_once
-from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for, schema_of
-from gen.llm.task import Outcome, Task, estimate_input_tokens, normalize_messages
+from gen.llm.config import EndpointConfig, RunSettings
+from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
+from gen.llm.plan import PlanBuilder, StepPlan
+from gen.llm.probe import PROBE_STEP, ModeChoice
+from gen.llm.probing import Modes, find_mode
+from gen.llm.progress import Reporter, make_reporter, showing
+from gen.llm.request import Answer, RetryPolicy, build_request, http_stack
+from gen.llm.step_run import NotCached, Prepared, Reply, StepRun, TooManyRejects, prepare, preview
+from gen.llm.structured import ParseFailure, correction_message, parse_reply
+from gen.llm.task import Outcome, Task, estimate_input_tokens
 from gen.llm.workers import LoopThread, WorkerPool
 
 __all__ = ["Engine", "build_request", "http_stack"]  # the last two stay importable from here
 
 log = logging.getLogger("gen.llm")
-
-
-class _CallFailed(Exception):
-    """A call that brought no usable reply; ``kind`` and ``reason`` go into the item's Outcome."""
-
-    def __init__(self, kind: str, reason: str, said: str = "") -> None:
-        super().__init__(reason)
-        self.kind, self.reason = kind, reason
-        self.said = said  # a refusal: what the server said, "HTTP 500: ..."
-
-
-class _NotCached(Exception):
-    """Plan-only: this call would have to be made."""
-
-
-class _TooManyRejects(Exception):
-    """The step went past its reject limit (turned into a Stopped once rejects are recorded)."""
-
-
-class _GiveUp(Exception):
-    """An endpoint was given up on: the step stops with ``stop`` once its unfinished items are recorded."""
-
-    def __init__(self, endpoint: Endpoint, stop: Stopped) -> None:
-        super().__init__(stop.message)
-        self.endpoint, self.stop = endpoint, stop
-
-
-@dataclass(frozen=True)
-class _Reply:
-    text: str
-    finish_reason: str | None
-    input_tokens: int
-    output_tokens: int
-    cached: bool
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """A task checked and turned into its request body and cache key."""
-
-    index: int
-    task: Task
-    endpoint: Endpoint
-    messages: list[dict]
-    response_format: dict | None
-    body: dict
-    key: str
-
-
-@dataclass
-class _StepRun:
-    """One ``run_step`` (or ``plan``) call in progress."""
-
-    step: str
-    prepared: list[_Prepared]
-    stats: StepStats
-    prefetched: dict[str, CachedReply]
-    plan: PlanBuilder | None = None
-    max_rejects: int | None = None
-    outcomes: list[Outcome | None] = field(init=False)
-    counters: StepCounters = field(init=False)
-    reject_kinds: Counter[str] = field(default_factory=Counter)
-    pool: WorkerPool[_Prepared] | None = None
-
-    def __post_init__(self) -> None:
-        self.outcomes = [None] * len(self.prepared)
-        self.counters = StepCounters(self.step, len(self.prepared))
 
 
 class Engine:
@@ -178,14 +112,14 @@ class Engine:
         self._own_cache = cache is None
         self.cache = cache if cache is not None else Cache(self.settings.cache_path())
         self._reporter = reporter
-        self._retry = RetryPolicy(backoff_base_s, backoff_cap_s, retry_after_cap_s)
         self._accounts = Accounts()
         self._keys = KeyScrubber()
         for ep in self._endpoints.values():
             self._keys.add_from_env(ep.config.api_key_env)
+        self._attempts = Attempts(RetryPolicy(backoff_base_s, backoff_cap_s, retry_after_cap_s), self._keys)
         self._loop_thread: LoopThread | None = None
         self._loop_lock = threading.Lock()
-        self._inflight: dict[str, asyncio.Future[_Reply]] = {}
+        self._inflight: dict[str, asyncio.Future[Reply]] = {}
         self._closed = False
 
     # -- public ---------------------------------------------------------------------------------------
@@ -223,15 +157,15 @@ class Engine:
         started = time.monotonic()
         try:
             self._resolve_modes(tasks)
-        except _GiveUp as exc:
+        except GiveUp as exc:
             self._give_up_all(step, tasks, exc)
-        prepared = self._prepare(tasks)
+        prepared = prepare(tasks, self._endpoints)
         prefetched = self.cache.get_many(p.key for p in prepared)
         stats = self._accounts.step(step)
         stats.items += len(prepared)
         if self.offline and not self.plan_only:
             self._require_cached(step, prepared, prefetched)
-        run = _StepRun(
+        run = StepRun(
             step,
             prepared,
             stats,
@@ -243,7 +177,7 @@ class Engine:
             return []
         try:
             self._loop().run(self._run_async(run, self._reporter_for(run)))
-        except _TooManyRejects:
+        except TooManyRejects:
             self._accounts.add_rejects(step, run.outcomes)
             assert max_reject_rate is not None  # there is no limit to pass without one
             stop = too_many_rejects(step, stats.rejected, stats.items, max_reject_rate, run.reject_kinds, reject_option)
@@ -251,7 +185,7 @@ class Engine:
             if refusal is not None:  # what the server said is the first thing to know
                 stop.message += f"; first refusal: {refusal}"
             raise stop from None
-        except _GiveUp as exc:
+        except GiveUp as exc:
             self._give_up_rest(run, exc)
             raise exc.stop from None
         finally:
@@ -269,46 +203,26 @@ class Engine:
         Replies already cached are parsed, so a cached reply that needs a correction round counts the
         correction call (cached or needed) too.
         """
-        prepared = self._prepare(tasks)
+        prepared = prepare(tasks, self._endpoints)
         builder = PlanBuilder(step)
-        run = _StepRun(step, prepared, StepStats(), self.cache.get_many(p.key for p in prepared), builder)
+        run = StepRun(step, prepared, StepStats(), self.cache.get_many(p.key for p in prepared), builder)
         if prepared:
             self._loop().run(self._run_async(run, None))
         return builder.finish(self.endpoints, items=len(prepared))
 
     def preview(self, tasks: Sequence[Task]) -> str:
         """The rendered prompt(s) of these tasks as the endpoint will receive them, with cache status."""
-        prepared = self._prepare(tasks)
-        hits = self.cache.get_many(p.key for p in prepared)
-        parts = []
-        for p in prepared:
-            params = {k: v for k, v in p.body.items() if k not in ("messages", "response_format")}
-            status = "cached" if p.key in hits else "not cached"
-            header = (
-                f"═══ item {p.task.item_id} · sample {p.task.sample} · endpoint {p.endpoint.name} · {status} · {params}"
-            )
-            parts.append(format_messages(p.messages, header=header, response_format=p.response_format))
-        return "\n".join(parts)
+        prepared = prepare(tasks, self._endpoints)
+        return preview(prepared, self.cache.get_many(p.key for p in prepared))
 
     def report(self) -> dict:
         """Accounting for run.json: per step, totals, errors by type, endpoints (data parameters), cache."""
-        endpoints = {name: self._endpoint_report(ep) for name, ep in self._endpoints.items()}
+        endpoints = {name: ep.report() for name, ep in self._endpoints.items()}
         return self._accounts.report(
             mode="plan" if self.plan_only else ("offline" if self.offline else "run"),
             endpoints=endpoints,
             cache={"path": str(self.cache.path), "written": self.cache.writes},
         )
-
-    def _endpoint_report(self, ep: Endpoint) -> dict[str, Any]:
-        """Data parameters, the fingerprint of the data the endpoint produces (with the mode ``auto`` chose),
-        and how that mode was found."""
-        config = ep.config
-        if ep.choice is not None:
-            config = config.model_copy(update={"structured_output": ep.choice.mode})
-        entry: dict[str, Any] = {**data_params(ep.config), "fingerprint": data_fingerprint(config)}
-        if ep.config.structured_output == "auto":
-            entry["structured_output_chosen"] = ep.choice.report() if ep.choice else None
-        return entry
 
     def close(self) -> None:
         if self._closed:
@@ -332,79 +246,17 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- preparation (caller thread) ------------------------------------------------------------------
-    def _prepare(self, tasks: Sequence[Task]) -> list[_Prepared]:
-        prepared = []
-        for index, task in enumerate(tasks):
-            if not isinstance(task, Task):
-                raise TypeError(f"run_step expects gen.llm.Task objects, got {type(task).__name__}")
-            if not isinstance(task.sample, int) or task.sample < 0:
-                raise GenError("sample must be a non-negative integer", record=f"item {task.item_id}", field="sample")
-            ep = find_endpoint(self._endpoints, task.endpoint, task.item_id)
-            messages = normalize_messages(task.messages, str(task.item_id))
-            response_format = response_format_for(task.parser, ep.mode or CANDIDATES[0])
-            body = build_request(ep.config, messages, response_format, task.sample)
-            key = cache_key(ep.config.base_url, body, task.sample)
-            prepared.append(_Prepared(index, task, ep, messages, response_format, body, key))
-        return prepared
-
     # -- structured_output: auto ---------------------------------------------------------------------
     def _resolve_modes(self, tasks: Sequence[Task]) -> None:
-        """The mode of every ``auto`` endpoint these tasks need parsed output from: kept from earlier in this
-        run, else from the cache, else found by a probe (never in a plan: there the first candidate stands
-        in; an offline run without a stored choice is an error)."""
-        for task in tasks:
-            ep = find_endpoint(self._endpoints, task.endpoint, task.item_id)
-            if ep.mode is not None or schema_of(task.parser) is None:
-                continue
-            hit = self.cache.get(probe_key(ep.config))
-            if hit is not None and hit.text in CANDIDATES:
-                ep.choice = ModeChoice(hit.text, "cache")
-            elif self.plan_only:
-                continue
-            elif self.offline:
-                raise GenError(
-                    "offline run: structured_output is auto and this endpoint was never probed",
-                    record=ep.where,
-                    field="structured_output",
-                    expected="an earlier online run with this cache, or an explicit structured_output",
-                )
-            else:
-                ep.choice = self._loop().run(self._probe(ep))
-                self.cache.put(probe_key(ep.config), CachedReply(ep.choice.mode, "probe", 0, 0, ep.config.model))
-            announce(ep.choice.line(ep.name), self.settings.progress)
+        def probe(ep: Endpoint) -> ModeChoice:
+            run = StepRun(PROBE_STEP, [], self._accounts.step(PROBE_STEP), {})
+            return self._loop().run(find_mode(self._attempts, ep, run))
 
-    async def _probe(self, ep: Endpoint) -> ModeChoice:
-        """One small request per candidate mode until the server answers one (:mod:`gen.llm.probe`)."""
-        run = _StepRun(PROBE_STEP, [], self._accounts.step(PROBE_STEP), {})
-        refused: dict[str, str] = {}
-        for mode in CANDIDATES:
-            body = probe_body(ep.config, mode)
-            try:
-                answer, _ = await self._attempts(run, ep, body, probing=True)
-            except _CallFailed as exc:
-                if exc.kind != "refused":
-                    stop = Stopped(
-                        f"could not find out which structured_output the endpoint accepts: {exc.reason}; to go on, "
-                        "check that the server is working, or set structured_output explicitly",
-                        record=ep.where,
-                    )
-                    raise _GiveUp(ep, stop) from None
-                refused[mode] = exc.said
-                continue
-            input_tokens, output_tokens, estimated = answer.tokens(body["messages"])
-            run.stats.add_call(input_tokens, output_tokens, ep.config.price, estimated=estimated)
-            return ModeChoice(mode, "probe", refused)
-        said = "; ".join(f"{mode}: {reason}" for mode, reason in refused.items())
-        stop = Stopped(
-            f"the endpoint refused every request of the structured-output probe: {said}; to go on, make it answer "
-            "plain chat completions (check model, base_url and extra_params)",
-            record=ep.where,
-        )
-        raise _GiveUp(ep, stop)
+        modes = Modes(self._endpoints, self.cache, probe, self.settings.progress)
+        modes.resolve(tasks, plan_only=self.plan_only, offline=self.offline)
 
     # -- giving up ------------------------------------------------------------------------------------
-    def _give_up_all(self, step: str, tasks: Sequence[Task], exc: _GiveUp) -> NoReturn:
+    def _give_up_all(self, step: str, tasks: Sequence[Task], exc: GiveUp) -> NoReturn:
         """The endpoint was given up on before any item started: every item is given up."""
         stats = self._accounts.step(step)
         stats.items += len(tasks)
@@ -415,7 +267,7 @@ class Engine:
         exc.endpoint.gave_up()
         raise exc.stop from None
 
-    def _give_up_rest(self, run: _StepRun, exc: _GiveUp) -> None:
+    def _give_up_rest(self, run: StepRun, exc: GiveUp) -> None:
         """Record every item of the step that had not finished as given up, with the reason."""
         reason = _given_up(exc)
         for p in run.prepared:
@@ -427,12 +279,12 @@ class Engine:
         self.cache.flush()  # every completed call stays cached for the resume
         exc.endpoint.gave_up()
 
-    def _require_cached(self, step: str, prepared: list[_Prepared], cached: Mapping[str, CachedReply]) -> None:
+    def _require_cached(self, step: str, prepared: list[Prepared], cached: Mapping[str, CachedReply]) -> None:
         for p in prepared:
             if p.key not in cached:
                 raise self._offline_error(step, p)
 
-    def _offline_error(self, step: str, p: _Prepared) -> GenError:
+    def _offline_error(self, step: str, p: Prepared) -> GenError:
         return GenError(
             "offline run: this call is not in the LLM cache",
             record=f"step {step}, item {p.task.item_id}",
@@ -440,7 +292,7 @@ class Engine:
             expected=f"a cache filled by an earlier run with the same prompts and parameters ({self.cache.path})",
         )
 
-    def _reporter_for(self, run: _StepRun) -> Reporter | None:
+    def _reporter_for(self, run: StepRun) -> Reporter | None:
         """A progress display, only when calls are about to be made (cached steps finish at once)."""
         if self.plan_only or all(p.key in run.prefetched for p in run.prepared):
             return None
@@ -453,14 +305,14 @@ class Engine:
             return self._loop_thread
 
     # -- the step (loop thread) -----------------------------------------------------------------------
-    async def _run_async(self, run: _StepRun, reporter: Reporter | None) -> None:
+    async def _run_async(self, run: StepRun, reporter: Reporter | None) -> None:
         async with showing(reporter, run.counters, lambda: error_summary(run.step, run.stats.errors)):
             endpoints = {p.endpoint.name: p.endpoint for p in run.prepared}.values()
             width = sum(ep.config.max_concurrency for ep in endpoints)
             run.pool = WorkerPool(run.prepared, width, functools.partial(self._do_item, run))
             await run.pool.run()
 
-    async def _do_item(self, run: _StepRun, p: _Prepared) -> None:
+    async def _do_item(self, run: StepRun, p: Prepared) -> None:
         outcome = await self._item_outcome(run, p)
         run.outcomes[p.index] = outcome
         rejected = is_reject(outcome)
@@ -469,16 +321,16 @@ class Engine:
         if rejected:
             run.reject_kinds[outcome.kind or "unknown"] += 1
             if run.max_rejects is not None and run.stats.rejected > run.max_rejects:
-                raise _TooManyRejects()
+                raise TooManyRejects()
 
-    async def _item_outcome(self, run: _StepRun, p: _Prepared) -> Outcome:
+    async def _item_outcome(self, run: StepRun, p: Prepared) -> Outcome:
         """The first reply, parsed; a reply that does not parse gets one correction round."""
         task = p.task
         try:
             first = await self._reply(run, p, p.body, p.key)
-        except _CallFailed as exc:
+        except CallFailed as exc:
             return _failed(task, exc.kind, exc.reason, None)
-        except _NotCached:
+        except NotCached:
             return _failed(task, "not_cached", "not cached (plan only)", None)
         if first.finish_reason == "length":
             return _failed(task, "truncated", f"reply truncated ({_truncation(p)})", first.text)
@@ -488,7 +340,7 @@ class Engine:
             return await self._correct(run, p, first, str(exc))
         return Outcome(task, ok=True, value=value, text=first.text, cached=first.cached)
 
-    async def _correct(self, run: _StepRun, p: _Prepared, first: _Reply, error: str) -> Outcome:
+    async def _correct(self, run: StepRun, p: Prepared, first: Reply, error: str) -> Outcome:
         """The correction round: the reply and what is wrong with it go back to the model, once."""
         task, config = p.task, p.endpoint.config
         messages = [
@@ -500,9 +352,9 @@ class Engine:
         run.stats.corrections += 1
         try:
             second = await self._reply(run, p, body, cache_key(config.base_url, body, task.sample))
-        except _CallFailed as exc:
+        except CallFailed as exc:
             return _failed(task, exc.kind, f"{error}; the correction round failed: {exc.reason}", first.text)
-        except _NotCached:
+        except NotCached:
             return _failed(task, "not_cached", "correction round not cached (plan only)", first.text)
         cached = first.cached and second.cached
         if second.finish_reason == "length":
@@ -517,34 +369,34 @@ class Engine:
             )
         return Outcome(task, ok=True, value=value, text=second.text, cached=cached, corrected=True)
 
-    async def _reply(self, run: _StepRun, p: _Prepared, body: dict, key: str) -> _Reply:
+    async def _reply(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
         """A reply from the cache, or from the endpoint (then cached unless truncated)."""
         hit = run.prefetched[key] if key in run.prefetched else self.cache.get(key)
         if hit is not None:
             run.stats.add_cached(hit)
             if run.plan is not None:
                 run.plan.cached(p.endpoint.name, hit.output_tokens)
-            return _Reply(hit.text, hit.finish_reason, hit.input_tokens, hit.output_tokens, cached=True)
+            return Reply(hit.text, hit.finish_reason, hit.input_tokens, hit.output_tokens, cached=True)
         if run.plan is not None:
             run.plan.needed(p.endpoint.name, estimate_input_tokens(body["messages"]))
-            raise _NotCached()
+            raise NotCached()
         if self.offline:
             raise self._offline_error(run.step, p)
         return await self._send_shared(run, p, body, key)
 
-    async def _send_shared(self, run: _StepRun, p: _Prepared, body: dict, key: str) -> _Reply:
+    async def _send_shared(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
         """Send the request, unless an identical one of this run is already on its way: then wait for it."""
         shared = self._inflight.get(key)
         if shared is not None:
             reply = await asyncio.shield(shared)
             run.stats.calls_cached += 1
             return dataclasses.replace(reply, cached=True)
-        future: asyncio.Future[_Reply] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
             reply = await self._send(run, p, body, key)
         except BaseException as exc:
-            future.set_exception(exc if isinstance(exc, Exception) else _CallFailed("cancelled", "cancelled"))
+            future.set_exception(exc if isinstance(exc, Exception) else CallFailed("cancelled", "cancelled"))
             future.exception()  # retrieved, so an error no other item waited for is not logged as unhandled
             raise
         else:
@@ -553,76 +405,12 @@ class Engine:
         finally:
             self._inflight.pop(key, None)
 
-    async def _send(self, run: _StepRun, p: _Prepared, body: dict, key: str) -> _Reply:
+    async def _send(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
         """The request, attempted as often as the call's budget allows."""
-        answer, estimate = await self._attempts(run, p.endpoint, body)
+        answer, estimate = await self._attempts.answer(run, p.endpoint, body)
         return self._received(run, p, body, key, answer, estimate)
 
-    async def _attempts(self, run: _StepRun, ep: Endpoint, body: dict, *, probing: bool = False) -> tuple[Answer, int]:
-        """Attempts until a completion comes back; else :class:`_CallFailed` (the call is given up or refused)
-        or :class:`_GiveUp` (the endpoint is)."""
-        stats, config = run.stats, ep.config
-        estimate = estimate_input_tokens(body["messages"]) + (config.max_tokens or DEFAULT_OUTPUT_TOKENS)
-        budget = Budget(config.max_retries + 1, config.max_wait_s)
-        previous: Failure | None = None
-        delay = 0.0
-        while True:
-            if delay:
-                await self._wait(run, delay)
-            budget.used += 1
-            async with ep.flow.admit(estimate):
-                sent = time.monotonic()  # on its way now (after any wait for a slot or the gate)
-                stats.requests += 1
-                result = await send_once(ep.client(self._keys), body, config.timeout_s, self._keys)
-                back = time.monotonic()  # before the slot is free for the next request
-            if isinstance(result, Answer):
-                ep.replied()
-                return result, estimate
-            run.counters.note_request(0)
-            stats.errors[result.kind] += 1
-            ep.flow.refund(estimate)
-            judgement = ep.judge(result, (sent, back), previous, probing=probing)
-            if judgement.stop is not None:
-                raise _GiveUp(ep, judgement.stop)
-            try:
-                delay = self._next_delay(ep, result, budget, judgement.refused)
-            except _CallFailed:
-                stats.calls_failed += 1
-                raise
-            previous = result
-
-    def _next_delay(self, ep: Endpoint, failure: Failure, budget: Budget, refused: bool) -> float:
-        """Seconds before the next attempt of a failed call, or :class:`_CallFailed` if there is none."""
-        status = failure.kind.removeprefix("http_")
-        if refused:
-            hint = ep.hint(failure)
-            raise _CallFailed(
-                "refused",
-                f"the endpoint refused the request (HTTP {status}): {failure.reason}" + (f"; {hint}" if hint else ""),
-                said=f"HTTP {status}: {failure.reason}",
-            )
-        delay = self._retry.delay(failure, budget.used - 1)
-        spent = budget.spent_after(max(delay, ep.flow.gate.remaining()))
-        if spent is not None:
-            tried = budget.used
-            raise _CallFailed(
-                "request_failed",
-                f"given up after {tried} attempt{'s' if tried > 1 else ''} in {budget.elapsed():.0f}s ({spent}); "
-                f"last error: {failure.kind}: {failure.reason}",
-            )
-        log.debug("%s attempt %d failed: %s", ep.where, budget.used, failure.reason)
-        if self._retry.pauses_endpoint(failure):
-            ep.flow.pause(delay, rate_limited=failure.kind == "rate_limited")
-            return 0.0  # this worker now waits at the endpoint's gate with all the others
-        return delay
-
-    async def _wait(self, run: _StepRun, seconds: float) -> None:
-        if run.pool is not None:
-            await run.pool.back_off(seconds)  # another worker takes this one's place meanwhile
-        else:
-            await asyncio.sleep(seconds)
-
-    def _received(self, run: _StepRun, p: _Prepared, body: dict, key: str, answer: Answer, estimate: int) -> _Reply:
+    def _received(self, run: StepRun, p: Prepared, body: dict, key: str, answer: Answer, estimate: int) -> Reply:
         """Count a completion and cache it; a truncated one is returned but never cached, no text is a failure."""
         ep, stats = p.endpoint, run.stats
         input_tokens, output_tokens, estimated = answer.tokens(body["messages"])
@@ -633,13 +421,13 @@ class Engine:
             stats.calls_failed += 1
             stats.errors["empty_reply"] += 1
             refusal = f" (refusal: {self._keys(str(answer.refusal))[:300]})" if answer.refusal else ""
-            raise _CallFailed("empty", f"the endpoint returned no text{refusal}")
+            raise CallFailed("empty", f"the endpoint returned no text{refusal}")
         text = self._keys(answer.text)
         if answer.finish_reason == "length":
             stats.errors["truncated"] += 1
         else:
             self.cache.put(key, CachedReply(text, answer.finish_reason, input_tokens, output_tokens, ep.config.model))
-        return _Reply(text, answer.finish_reason, input_tokens, output_tokens, cached=False)
+        return Reply(text, answer.finish_reason, input_tokens, output_tokens, cached=False)
 
     async def _close_clients(self) -> None:
         for ep in self._endpoints.values():
@@ -650,9 +438,9 @@ def _failed(task: Task, kind: str, reason: str, text: str | None, cached: bool =
     return Outcome(task, ok=False, text=text, reason=reason, kind=kind, cached=cached)
 
 
-def _given_up(exc: _GiveUp) -> str:
+def _given_up(exc: GiveUp) -> str:
     return f"given up when the run stopped: {exc.stop.message}"
 
 
-def _truncation(p: _Prepared) -> str:
+def _truncation(p: Prepared) -> str:
     return f"finish_reason=length, max_tokens={p.endpoint.config.max_tokens}"

@@ -21,7 +21,8 @@ from gen.products.persona.persona_sql import PersonaSQL
 from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
 from gen.products.time_content.time_content_questions import TimeContentQuestions
-from gen.recipe import Recipe, load_recipe, validate_model
+from gen.recipe import Recipe, load_recipe
+from gen.validation import validate_model
 
 REGISTRY: dict[str, type[Product]] = {
     product.name: product

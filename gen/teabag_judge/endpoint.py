@@ -18,7 +18,7 @@ import yaml
 from gen.errors import GenError
 from gen.llm.config import EndpointConfig
 from gen.provenance import LOCAL_ENDPOINT
-from gen.recipe import validate_model
+from gen.validation import validate_model
 
 WANTED = "--recipe FILE whose llm: section names the endpoint that judges (its model, base_url, api_key_env)"
 

@@ -1,0 +1,101 @@
+"""What one `Engine.run_step` (or plan) works with: the tasks prepared into request bodies and cache keys, the
+replies, the run's counters and outcomes, and the two signals that end an item or a step early."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gen.errors import GenError
+from gen.llm.accounting import StepStats
+from gen.llm.cache import CachedReply, cache_key
+from gen.llm.endpoint import Endpoint, find_endpoint
+from gen.llm.plan import PlanBuilder, format_messages
+from gen.llm.probe import CANDIDATES
+from gen.llm.progress import StepCounters
+from gen.llm.request import build_request
+from gen.llm.structured import response_format_for
+from gen.llm.task import Outcome, Task, normalize_messages
+from gen.llm.workers import WorkerPool
+
+
+class NotCached(Exception):
+    """Plan-only: this call would have to be made."""
+
+
+class TooManyRejects(Exception):
+    """The step went past its reject limit (turned into a Stopped once rejects are recorded)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    finish_reason: str | None
+    input_tokens: int
+    output_tokens: int
+    cached: bool
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A task checked and turned into its request body and cache key."""
+
+    index: int
+    task: Task
+    endpoint: Endpoint
+    messages: list[dict]
+    response_format: dict | None
+    body: dict
+    key: str
+
+
+@dataclass
+class StepRun:
+    """One ``run_step`` (or ``plan``) call in progress."""
+
+    step: str
+    prepared: list[Prepared]
+    stats: StepStats
+    prefetched: dict[str, CachedReply]
+    plan: PlanBuilder | None = None
+    max_rejects: int | None = None
+    outcomes: list[Outcome | None] = field(init=False)
+    counters: StepCounters = field(init=False)
+    reject_kinds: Counter[str] = field(default_factory=Counter)
+    pool: WorkerPool[Prepared] | None = None
+
+    def __post_init__(self) -> None:
+        self.outcomes = [None] * len(self.prepared)
+        self.counters = StepCounters(self.step, len(self.prepared))
+
+
+def prepare(tasks: Sequence[Task], endpoints: dict[str, Endpoint]) -> list[Prepared]:
+    """Each task checked and turned into its request body and cache key, in the caller's thread."""
+    prepared = []
+    for index, task in enumerate(tasks):
+        if not isinstance(task, Task):
+            raise TypeError(f"run_step expects gen.llm.Task objects, got {type(task).__name__}")
+        if not isinstance(task.sample, int) or task.sample < 0:
+            raise GenError("sample must be a non-negative integer", record=f"item {task.item_id}", field="sample")
+        ep = find_endpoint(endpoints, task.endpoint, task.item_id)
+        messages = normalize_messages(task.messages, str(task.item_id))
+        response_format = response_format_for(task.parser, ep.mode or CANDIDATES[0])
+        body = build_request(ep.config, messages, response_format, task.sample)
+        key = cache_key(ep.config.base_url, body, task.sample)
+        prepared.append(Prepared(index, task, ep, messages, response_format, body, key))
+    return prepared
+
+
+def preview(prepared: Sequence[Prepared], hits: dict[str, CachedReply]) -> str:
+    """Prompts as the endpoint will receive them, each under a header with its item, endpoint, parameters and
+    cache status."""
+    parts = []
+    for p in prepared:
+        params = {k: v for k, v in p.body.items() if k not in ("messages", "response_format")}
+        status = "cached" if p.key in hits else "not cached"
+        header = (
+            f"═══ item {p.task.item_id} · sample {p.task.sample} · endpoint {p.endpoint.name} · {status} · {params}"
+        )
+        parts.append(format_messages(p.messages, header=header, response_format=p.response_format))
+    return "\n".join(parts)
