@@ -28,7 +28,7 @@ from gen import templating
 from gen.conversation import Conversation
 from gen.products.checks import Checks
 from gen.products.persona import labels
-from gen.products.persona.checking import check_episode
+from gen.products.persona.checking import Expected, check_episode
 from gen.products.persona.dialogue import pairs as pairs_of
 from gen.products.persona.dialogue import pseudo_dialogue
 from gen.products.persona.persona_sql import Options, load_schema
@@ -78,13 +78,14 @@ def label_all(conversations: list[Conversation], options: Options, schema) -> tu
                 statements, after, status = [], rows, "rejected"
                 refused += 1
             seconds += time.perf_counter() - started
-            pairs.append(pair_record(conversation, index, first, second, rows, statements, after, status, schema_id))
+            pairs.append(pair_record(conversation, index, (first, second), rows, statements, after, status, schema_id))
             rows = after
         records[conversation.conversation_id] = [pairs, episode_record(conversation, lines, pairs, rows, schema_id)]
     return records, stored, refused, seconds
 
 
-def pair_record(conversation, index, first, second, before, statements, after, status, schema_id) -> dict:
+def pair_record(conversation, index, pair, before, statements, after, status, schema_id) -> dict:
+    first, second = pair
     return {
         "episode_id": conversation.conversation_id,
         "pair_index": index,
@@ -133,7 +134,7 @@ def main() -> None:
     started = time.perf_counter()
     for conversation in conversations:
         pairs, episode = records[conversation.conversation_id]
-        check_episode(conversation, pairs, [episode], schema, options, schema_id, "bench", checks)
+        check_episode(conversation, pairs, [episode], Expected(schema, options, schema_id, "bench"), checks)
     validate_seconds = time.perf_counter() - started
     assert checks.passed, {k: v for k, v in checks.report().items() if v["failed"]}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gen.export.hub_folder import to_table
+from gen.export.typed_records import to_table
 from gen.products.chat_log import conversations as product
 from gen.recipe import PaddingSpec, TimelineSpec
 from gen.sources import cc, locomo, msc

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from gen.errors import GenError
-from gen.export.card import render_card, split_card
+from gen.export.card import render_card
+from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
 from gen.products.schema import as_features
 from gen.recipe import load_recipe

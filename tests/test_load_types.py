@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gen.export.card import split_card
+from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
 from gen.products.registry import config_spec
 from gen.products.schema import as_features

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gen.export.card import split_card
+from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
 from gen.recipe import load_recipe
 from gen.run.runner import run

@@ -10,7 +10,8 @@ import sys
 import pytest
 import yaml
 
-from gen.export.card import local_dataset_info, temporal_fields
+from gen.export.card import temporal_fields
+from gen.export.card_header import local_dataset_info
 from gen.products.registry import REGISTRY
 from gen.products.schema import (
     BOOL,

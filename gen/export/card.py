@@ -8,10 +8,10 @@ only gathers and shapes data for the template, the wording is in the templates.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -19,6 +19,16 @@ from urllib.parse import urlsplit
 import yaml
 
 from gen import templating
+from gen.export.card_header import (
+    card_metadata,
+    combine,
+    default_config,
+    dump_header,
+    load_yaml,
+    local_dataset_info,
+    merge_metadata,
+    read_card_metadata,
+)
 from gen.jsonl import read_jsonl
 from gen.products.registry import config_spec
 from gen.products.schema import Schema, Type, feature_type, list_item
@@ -29,104 +39,19 @@ if TYPE_CHECKING:
 
 FACTS = "card/facts.yaml"
 # always gen's: they must describe the files next to the card and the sources they were made from
-OWNED_KEYS = ("configs", "dataset_info", "license", "source_datasets")
-DATA_KEYS = ("configs", "dataset_info")
-STATEMENTS = ("annotations_creators",)  # how labels were made: a publisher who set it knows better than gen
 EXAMPLE_ITEMS = 4  # list items an example record shows
 EXAMPLE_CHARS = 200  # characters of a text an example record shows
-SIZE_CATEGORIES = (
-    (10**3, "n<1K"),
-    (10**4, "1K<n<10K"),
-    (10**5, "10K<n<100K"),
-    (10**6, "100K<n<1M"),
-    (10**7, "1M<n<10M"),
-    (10**8, "10M<n<100M"),
-    (10**9, "100M<n<1B"),
-)
 
 
-# --- header ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Published:
+    """What a Hub export changes in the card: its parquet data files and their features, the repo (None for a
+    local export folder) and the files it holds."""
 
-
-def config_entries(data_files: dict[str, str], split: str, default: str | None = None) -> list[dict]:
-    """`configs:` entries that let `datasets.load_dataset(folder_or_repo, config)` find each config's files;
-    `default` (the first config when None) is what load_dataset gives without a config name and the tab the
-    Hub's viewer opens on."""
-    default = default if default in data_files else next(iter(data_files), None)
-    entries = []
-    for name, path in data_files.items():
-        entry: dict[str, Any] = {"config_name": name, "data_files": [{"split": split, "path": path}]}
-        if name == default:
-            entry["default"] = True
-        entries.append(entry)
-    return entries
-
-
-def default_config(names: Sequence[str], preference: Sequence[str]) -> str | None:
-    """The config a reader should see first: the first of `preference` the dataset has (a question config
-    rather than the log), else the first config."""
-    return next((name for name in preference if name in names), next(iter(names), None))
-
-
-def load_yaml(text: str) -> Any:
-    """yaml.safe_load with libyaml's parser when PyYAML has it: the same data, several times faster on the large
-    headers that dataset_info makes."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-def dump_header(header: dict) -> str:
-    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
-
-
-def split_card(text: str) -> tuple[dict, str]:
-    """(metadata, body) of a README.md; a card without a YAML header has empty metadata."""
-    if text.startswith("---\n"):
-        end = text.find("\n---\n", 3)
-        if end != -1:
-            data = load_yaml(text[4 : end + 1]) or {}
-            if not isinstance(data, dict):
-                raise ValueError("the card's YAML header is not a mapping")
-            return data, text[end + 5 :]
-    return {}, text
-
-
-def read_card_metadata(path: Path | None) -> dict:
-    """The metadata of an existing card; a missing or unreadable one counts as empty (it is regenerated)."""
-    if path is None or not Path(path).is_file():
-        return {}
-    try:
-        return split_card(Path(path).read_text(encoding="utf-8"))[0]
-    except (ValueError, yaml.YAMLError, UnicodeDecodeError):
-        return {}
-
-
-def combine(low: dict, high: dict) -> dict:
-    """Two existing cards' metadata: `high` wins for single values, lists are united (`high`'s entries first)."""
-    out = dict(low)
-    for key, value in high.items():
-        if isinstance(value, list) and isinstance(out.get(key), list):
-            out[key] = value + [item for item in out[key] if item not in value]
-        else:
-            out[key] = value
-    return out
-
-
-def merge_metadata(existing: dict, generated: dict) -> dict:
-    """Existing metadata (a card someone may have edited) updated with gen's: keys gen owns are replaced,
-    lists are united (existing entries first) except STATEMENTS, other keys already set keep their value, new
-    keys are added."""
-    # the keys that locate and type the data describe these files only: an older card's never survive
-    merged = {k: v for k, v in existing.items() if k not in DATA_KEYS or k in generated}
-    for key, value in generated.items():
-        if key in OWNED_KEYS or key not in merged or merged[key] in (None, "", []):
-            merged[key] = value
-        elif isinstance(value, list) and isinstance(merged[key], list) and key not in STATEMENTS:
-            merged[key] = merged[key] + [item for item in value if item not in merged[key]]
-    # keep the keys that locate the data at the end, where a reader expects them
-    return {
-        **{k: v for k, v in merged.items() if k not in DATA_KEYS},
-        **{k: merged[k] for k in DATA_KEYS if k in merged},
-    }
+    data_files: dict[str, str]
+    dataset_info: list[dict]
+    repo_id: str | None
+    files: Sequence[ExportFile]
 
 
 # --- facts ----------------------------------------------------------------------------------------
@@ -195,23 +120,6 @@ def temporal_fields(declared: Schema | None, prefix: str = "") -> dict[str, list
         elif dtype.startswith("date"):
             found["date"].append(path)
     return found
-
-
-def local_dataset_info(features: dict[str, Schema | None], sizes: dict[str, int]) -> list[dict]:
-    """`dataset_info` for the run folder's card: each config's declared features, so the JSON loader casts to them
-    instead of guessing from the values, and the size of its data file. `datasets` keys its cache of a local folder
-    by the folder's name and this header, so the size keeps two runs of one name from sharing (and returning)
-    one cache entry; it is not checked on load, so a hand-trimmed JSON file still loads (split sizes would be).
-    Copies, so the header never shares (or lets anyone change) the products' declarations."""
-    return [
-        {
-            "config_name": name,
-            "features": copy.deepcopy(declared),
-            **({"download_size": sizes[name]} if name in sizes else {}),
-        }
-        for name, declared in features.items()
-        if declared is not None
-    ]
 
 
 def data_sizes(folder: Path | None, configs: dict) -> dict[str, int]:
@@ -395,16 +303,14 @@ def card_data(
     templates_dir: str | None = None,
     *,
     folder: Path | None = None,
-    data_format: str = "jsonl",
-    data_files: dict[str, str] | None = None,
-    repo_id: str | None = None,
-    files: Sequence[ExportFile] | None = None,
+    published: Published | None = None,
     target: Path | None = None,
 ) -> dict:
     """Everything the template shows, gathered from the run report, the run folder and the facts."""
     facts = load_facts(templates_dir)
     configs = report["configs"]
-    data_files = data_files or {name: info["path"] for name, info in configs.items()}
+    data_files = published.data_files if published else {name: info["path"] for name, info in configs.items()}
+    repo_id = published.repo_id if published else None
     recipe_text = (
         (Path(folder) / "recipe.yaml").read_text(encoding="utf-8")
         if folder and (Path(folder) / "recipe.yaml").is_file()
@@ -432,7 +338,7 @@ def card_data(
         "fingerprint": report["recipe"].get("fingerprint", ""),
         "seed": report["recipe"].get("seed"),
         "split": report["split"],
-        "format": data_format,
+        "format": "parquet" if published else "jsonl",
         "on_hub": repo_id is not None,
         "target": repo_id or local_target(target),
         "configs": config_list,
@@ -444,7 +350,7 @@ def card_data(
         "endpoints": endpoints(recipe),
         "provenance": provenance(configs),
         "rejects": reject_stats(folder, configs),
-        "files": files or [],
+        "files": published.files if published else [],
         "timings": report.get("timings_s", {}),
         "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),
         "citations": list(dict.fromkeys(c.strip() for c in citations if c)),
@@ -482,48 +388,13 @@ def config_entry(
     }
 
 
-def card_metadata(data: dict, dataset_info: list[dict] | None = None) -> dict:
-    """The header gen generates: names, license (from the sources), language, how the data was made, tasks, size,
-    tags, configs (the default one first in a reader's eyes) and each config's features."""
-    facts = data["metadata_facts"]
-    names = data["config_names"]
-    ids = [entry["id"] for entry in data["licenses"]]
-    largest = max((c["records"] for c in data["configs"]), default=0)
-
-    def per_config(key: str) -> list[str]:
-        return list(dict.fromkeys(value for name in names for value in (facts.get(key) or {}).get(name, [])))
-
-    header: dict[str, Any] = {
-        "pretty_name": data["name"],
-        "license": ids[0] if len(ids) == 1 else ids,
-        "language": sorted({lang for s in data["sources"] for lang in s["facts"].get("language") or []}),
-        "annotations_creators": facts.get("annotations_creators", []),
-        "source_datasets": list(
-            dict.fromkeys(s["facts"]["source_dataset"] for s in data["sources"] if s["facts"].get("source_dataset"))
-        ),
-        "task_categories": per_config("task_categories"),
-        "task_ids": per_config("task_ids"),
-        "size_categories": [next((label for limit, label in SIZE_CATEGORIES if largest < limit), "n>1T")],
-        "tags": list(dict.fromkeys([*facts["tags"], *per_config("config_tags")])),
-        "configs": config_entries(
-            {c["name"]: c["data_files"] for c in data["configs"]}, data["split"], data["default_config"]
-        ),
-        "dataset_info": dataset_info if dataset_info is not None else data["local_dataset_info"],
-    }
-    return {k: v for k, v in header.items() if v not in ([], None)}
-
-
 def render_card(
     report: dict,
     templates_dir: str | None = None,
     *,
     folder: Path | None = None,
     previous: Path | None = None,
-    data_format: str = "jsonl",
-    data_files: dict[str, str] | None = None,
-    dataset_info: list[dict] | None = None,
-    repo_id: str | None = None,
-    files: Sequence[ExportFile] | None = None,
+    published: Published | None = None,
     existing: Iterable[dict] = (),
     overrides: dict | None = None,
     target: Path | None = None,
@@ -532,25 +403,16 @@ def render_card(
 
     folder: the run folder (recipe.yaml, rejects.jsonl and data files feed the provenance sections);
     previous: an earlier card at the destination, whose metadata is kept (merge_metadata);
-    data_format / data_files / dataset_info / repo_id / files: what the export changes (parquet on the Hub; without
-    dataset_info, the run folder's: each config's declared features);
+    published: what a Hub export changes (parquet files and their features, the repo, the file list); without
+    it, the card describes the run folder's JSONL files with each config's declared features;
     existing: more metadata to merge, above `previous` (e.g. the card already on the Hub);
     target: where the run folder is, as the user named it (the card's loading snippets use it);
     overrides: metadata that wins over everything gen derives (the recipe's export.hub.card)."""
-    data = card_data(
-        report,
-        templates_dir,
-        folder=folder,
-        data_format=data_format,
-        data_files=data_files,
-        repo_id=repo_id,
-        files=files,
-        target=target,
-    )
+    data = card_data(report, templates_dir, folder=folder, published=published, target=target)
     base: dict = {}
     for metadata in [read_card_metadata(previous), *existing]:
         base = combine(base, metadata)
-    generated = card_metadata(data, dataset_info)
+    generated = card_metadata(data, published.dataset_info if published else None)
     header = merge_metadata(base, generated)
     header.update(overrides or {})
     data["license_overridden"] = header.get("license") != generated.get("license")

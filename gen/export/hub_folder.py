@@ -16,17 +16,16 @@ import json
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from gen.errors import GenError
 from gen.export.files import ExportFile
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
+from gen.export.typed_records import to_table
 from gen.folders import claim, refuse_foreign, seal
-from gen.products.schema import Schema, as_features, feature_type
+from gen.products.schema import Schema
 from gen.provenance import public_llm_report, public_origin, public_recipe
 
 BATCH_ROWS = 10_000  # records converted at a time: memory holds one batch (a multiple of ROW_GROUP_ROWS)
@@ -51,18 +50,14 @@ class Export:
         self, repo_id: str | None = None, existing: Iterable[dict] = (), overrides: dict | None = None
     ) -> str:
         """Render README.md for `repo_id`, merging `existing` card metadata (e.g. the card already on the Hub)."""
-        from gen.export.card import render_card
+        from gen.export.card import Published, render_card
 
         self.card = render_card(
             self.report,
             self.templates_dir,
             folder=self.run_dir,
             previous=self.run_dir / "README.md",
-            data_format="parquet",
-            data_files=self.data_files,
-            dataset_info=self.dataset_info,
-            repo_id=repo_id,
-            files=self.files,
+            published=Published(self.data_files, self.dataset_info, repo_id, self.files),
             existing=existing,
             overrides=overrides,
         )
@@ -155,156 +150,6 @@ def product_features(name: str, where: Path) -> Schema:
             expected=f"one of {', '.join(known)}",
         )
     return found[1].features
-
-
-# --- records → typed tables -----------------------------------------------------------------------
-
-
-def check_record(value: Any, feature: Any, where: str, path: Path, line: int, top: bool = False) -> None:
-    """Fields must be exactly the schema's at the top level; nested objects may omit keys (stored as null) but
-    never carry keys the schema lacks (pyarrow would drop them silently)."""
-    from datasets import LargeList, List
-
-    if isinstance(feature, dict) and isinstance(value, dict):
-        extra = [key for key in value if key not in feature]
-        missing = [key for key in feature if key not in value] if top else []
-        if extra or missing:
-            detail = "; ".join(
-                part
-                for part in (
-                    f"not in the schema: {', '.join(extra)}" if extra else "",
-                    f"missing: {', '.join(missing)}" if missing else "",
-                )
-                if part
-            )
-            raise GenError(
-                f"the record's fields differ from the product's features() ({detail})",
-                file=path,
-                record=f"line {line}",
-                field=where or None,
-                expected=f"fields {', '.join(feature)}",
-            )
-        for key, sub in feature.items():
-            if key in value:
-                check_record(value[key], sub, f"{where}.{key}" if where else key, path, line)
-    elif isinstance(feature, (List, LargeList, list)) and isinstance(value, list):
-        inner = feature[0] if isinstance(feature, list) else feature.feature
-        for position, item in enumerate(value):
-            check_record(item, inner, f"{where}[{position}]", path, line)
-
-
-# --- ISO text → date and time types ----------------------------------------------------------------
-# The JSONL keeps dates and times as ISO text; the features declare them timestamp[s] / date32 (the types
-# `datasets` gives the JSONL when it loads it), so the parquet holds the same values. Only the exact text gen
-# writes is accepted: a value that would not print back identically is an error, never a silent conversion.
-
-TEMPORAL_FORMS = {
-    "timestamp[s]": "an ISO date-time to the second without a zone, e.g. 2023-05-08T13:56:04",
-    "date32": "an ISO date, e.g. 2023-05-08",
-}
-
-
-def parse_temporal(value: Any, dtype: str, where: str, path: Path, line: int) -> Any:
-    if value is None:
-        return None
-    parsed: Any = None
-    if isinstance(value, str):
-        try:
-            if dtype == "date32":
-                parsed = date.fromisoformat(value)
-                parsed = parsed if parsed.isoformat() == value else None
-            else:
-                parsed = datetime.fromisoformat(value)
-                ok = parsed.tzinfo is None and parsed.isoformat(timespec="seconds") == value
-                parsed = parsed if ok else None
-        except ValueError:
-            parsed = None
-    if parsed is None:
-        shown = json.dumps(value, ensure_ascii=False)
-        raise GenError(
-            f"value {shown[:57] + '...' if len(shown) > 60 else shown} is not a {dtype} value",
-            file=path,
-            record=f"line {line}",
-            field=where,
-            expected=TEMPORAL_FORMS[dtype],
-        )
-    return parsed
-
-
-def holds_temporal(feature: Any) -> bool:
-    from datasets import LargeList, List
-
-    if isinstance(feature, dict):
-        return any(holds_temporal(sub) for sub in feature.values())
-    if isinstance(feature, (List, LargeList)):
-        return holds_temporal(feature.feature)
-    if isinstance(feature, list):
-        return holds_temporal(feature[0])
-    return getattr(feature, "dtype", None) in TEMPORAL_FORMS
-
-
-def typed(value: Any, feature: Any, where: str, path: Path, line: int) -> Any:
-    """`value` with the ISO text of every timestamp[s] and date32 field parsed (after check_record)."""
-    from datasets import LargeList, List
-
-    dtype = getattr(feature, "dtype", None)
-    if dtype in TEMPORAL_FORMS:
-        return parse_temporal(value, dtype, where, path, line)
-    if isinstance(feature, dict) and isinstance(value, dict):
-        return {
-            key: typed(item, feature[key], f"{where}.{key}" if where else key, path, line)
-            if holds_temporal(feature[key])
-            else item
-            for key, item in value.items()
-        }
-    if isinstance(feature, (List, LargeList, list)) and isinstance(value, list):
-        inner = feature[0] if isinstance(feature, list) else feature.feature
-        return [typed(item, inner, f"{where}[{position}]", path, line) for position, item in enumerate(value)]
-    return value
-
-
-def to_table(rows: list[dict], declared: Schema, path: Path, first_line: int = 1):
-    """Records (from line `first_line` of `path` on) as an arrow table of the declared features."""
-    import pyarrow as pa
-
-    features = as_features(declared)
-    schema = features.arrow_schema
-    fields = dict(features)
-    temporal = {name: feature for name, feature in fields.items() if holds_temporal(feature)}
-    typed_rows = []
-    for number, row in enumerate(rows, start=first_line):
-        check_record(row, fields, "", path, number, top=True)
-        parsed = {name: typed(row[name], feature, name, path, number) for name, feature in temporal.items()}
-        typed_rows.append({**row, **parsed} if parsed else row)
-    rows = typed_rows
-    try:
-        return pa.Table.from_pylist(rows, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
-        raise locate_type_error(rows, features, declared, path, first_line) or GenError(
-            f"records do not fit the schema: {exc}", file=path
-        ) from exc
-
-
-def locate_type_error(rows: list[dict], features, declared: Schema, path: Path, first_line: int = 1) -> GenError | None:
-    import pyarrow as pa
-
-    for entry in declared:
-        name = entry["name"]
-        arrow_type = features.arrow_schema.field(name).type
-        for number, row in enumerate(rows, start=first_line):
-            try:
-                pa.array([row.get(name)], type=arrow_type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-                shown = json.dumps(row.get(name), ensure_ascii=False)
-                shown = shown if len(shown) <= 60 else shown[:57] + "..."
-                return GenError(
-                    f"value {shown} does not fit the declared type",
-                    file=path,
-                    record=f"line {number}",
-                    field=name,
-                    expected=f"{feature_type(entry)} (the product's features())",
-                )
-    return None
 
 
 def batches(path: Path, size: int = BATCH_ROWS) -> Iterator[tuple[int, list[dict]]]:

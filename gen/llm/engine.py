@@ -100,9 +100,7 @@ class Engine:
         plan_only: bool = False,
         reporter: Reporter | None = None,
         templates_dir: str | None = None,
-        backoff_base_s: float = 0.5,
-        backoff_cap_s: float = 30.0,
-        retry_after_cap_s: float = 120.0,
+        retry: RetryPolicy | None = None,  # backoff and Retry-After caps (tests shorten them)
     ) -> None:
         self.settings = settings or RunSettings()
         self.templates_dir = templates_dir  # a recipe's own templates, which may shadow the correction prompt
@@ -116,7 +114,7 @@ class Engine:
         self._keys = KeyScrubber()
         for ep in self._endpoints.values():
             self._keys.add_from_env(ep.config.api_key_env)
-        self._attempts = Attempts(RetryPolicy(backoff_base_s, backoff_cap_s, retry_after_cap_s), self._keys)
+        self._attempts = Attempts(retry or RetryPolicy(), self._keys)
         self._loop_thread: LoopThread | None = None
         self._loop_lock = threading.Lock()
         self._inflight: dict[str, asyncio.Future[Reply]] = {}

@@ -214,6 +214,9 @@ def _default_script(request: FakeRequest) -> str:
     return "ok"
 
 
+FAULTS = ("rate_limit", "server_error", "timeout", "malformed", "truncated")  # in the order they are drawn
+
+
 class FaultMix:
     """Wrap a script and inject faults at the given rates (fractions of requests, summing to <= 1).
 
@@ -228,23 +231,15 @@ class FaultMix:
         self,
         script: Script | None = None,
         *,
-        rate_limit: float = 0.0,
-        server_error: float = 0.0,
-        timeout: float = 0.0,
-        malformed: float = 0.0,
-        truncated: float = 0.0,
         seed: int = 0,
         retry_after_s: float = 0.02,
         timeout_delay: float = 5.0,
+        **rates: float,  # the share of requests answered with each fault: rate_limit, server_error, ...
     ) -> None:
         self.script = script or _default_script
-        self.rates = [
-            ("rate_limit", rate_limit),
-            ("server_error", server_error),
-            ("timeout", timeout),
-            ("malformed", malformed),
-            ("truncated", truncated),
-        ]
+        if unknown := set(rates) - set(FAULTS):
+            raise TypeError(f"unknown faults: {sorted(unknown)}; known: {FAULTS}")
+        self.rates = [(name, rates.get(name, 0.0)) for name in FAULTS]
         if sum(rate for _, rate in self.rates) > 1.0 + 1e-9:
             raise ValueError("fault rates sum to more than 1")
         self.seed = seed

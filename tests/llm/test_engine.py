@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task, estimate_input_tokens
 from gen.llm.progress import PlainReporter, make_reporter
+from gen.llm.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI, Reply, count_words
 
 
@@ -42,8 +43,7 @@ def make_engine(server, cache_dir, *, progress="off", reporter=None, plan_only=F
         RunSettings(cache_dir=cache_dir, progress=progress, offline=offline),
         plan_only=plan_only,
         reporter=reporter,
-        backoff_base_s=0.01,
-        backoff_cap_s=0.05,
+        retry=RetryPolicy(backoff_base_s=0.01, backoff_cap_s=0.05),
     )
 
 
@@ -434,7 +434,9 @@ def test_an_unreachable_endpoint_stops_the_run_quickly(api_key, cache_dir):
         "max_retries": 2,
         "max_concurrency": 2,
     }
-    with Engine({"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), backoff_base_s=0.01) as engine:
+    with Engine(
+        {"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), retry=RetryPolicy(backoff_base_s=0.01)
+    ) as engine:
         with pytest.raises(GenError) as info:
             engine.run_step("s", tasks_for(TEXTS))
         report = engine.report()["steps"]["s"]

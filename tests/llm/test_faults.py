@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from gen.errors import GenError
 from gen.llm import Engine, RunSettings, Task
+from gen.llm.request import RetryPolicy
 from gen.llm.structured import correction_message
 from tests.fakes.openai_server import FakeOpenAI, FaultMix, Reply, body_key, count_words
 
@@ -48,7 +49,9 @@ def engine_for(server, cache_dir, **endpoint):
         **endpoint,
     }
     return Engine(
-        {"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), backoff_base_s=0.005, backoff_cap_s=0.02
+        {"main": config},
+        RunSettings(cache_dir=cache_dir, progress="off"),
+        retry=RetryPolicy(backoff_base_s=0.005, backoff_cap_s=0.02),
     )
 
 
@@ -285,7 +288,7 @@ def test_a_recognisable_api_key_appears_in_no_output_log_cache_row_or_error(api_
                 }
             },
             RunSettings(cache_dir=cache_dir, progress="plain", progress_interval_s=0.01),
-            backoff_base_s=0.005,
+            retry=RetryPolicy(backoff_base_s=0.005),
         ) as engine:
             outcomes = engine.run_step(
                 "s", [Task(f"i{i}", "main", t, Summary) for i, t in enumerate(texts)], max_reject_rate=None

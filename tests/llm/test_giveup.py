@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task
+from gen.llm.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply
 
 REFUSAL = "response_format.type: Input should be 'text' or 'json_object' (got 'json_schema')"
@@ -39,8 +40,7 @@ def engine_for(server_or_url, cache_dir, settings=None, **endpoint):
     return Engine(
         {"main": config},
         settings or RunSettings(cache_dir=cache_dir, progress="off"),
-        backoff_base_s=0.005,
-        backoff_cap_s=0.02,
+        retry=RetryPolicy(backoff_base_s=0.005, backoff_cap_s=0.02),
     )
 
 

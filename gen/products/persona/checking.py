@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -22,25 +23,27 @@ from gen.conversation import Conversation
 from gen.products.checks import Checks
 from gen.products.persona import dialogue
 from gen.products.persona.labels import parse_sql
+from gen.products.persona.options import PersonaSQLOptions as Options
 from gen.products.persona.sandbox import Row, Sandbox, SandboxError, Schema, dump, seeded_rows, undump
-
-if TYPE_CHECKING:
-    from gen.products.persona.options import PersonaSQLOptions as Options
 
 Record = dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What every record of the run must agree with: the table's schema and its template id, the options, and
+    the endpoint's model (None when the recipe no longer names it)."""
+
+    schema: Schema
+    options: Options
+    schema_id: str
+    model: str | None
+
+
 def check_episode(
-    conversation: Conversation,
-    pairs: Sequence[Record],
-    episodes: Sequence[Record],
-    schema: Schema,
-    options: Options,
-    schema_id: str,
-    model: str | None,
-    checks: Checks,
+    conversation: Conversation, pairs: Sequence[Record], episodes: Sequence[Record], expected: Expected, checks: Checks
 ) -> None:
-    where = conversation.conversation_id
+    where, options = conversation.conversation_id, expected.options
     if not pairs and not episodes:  # an episode past max_episodes is left out whole
         checks.check("an episode is left out only past max_episodes", options.max_episodes is not None, where)
         return
@@ -49,11 +52,11 @@ def check_episode(
     facts = dialogue.personas(conversation, options.personas)
     lines = [(line["speaker"], line["text"]) for line in episodes[0]["lines"]]
     check_lines(lines, conversation.speakers, facts, checks, where)
-    table = dump(seeded_rows(schema, conversation.speakers, options.seed_rows))
+    table = dump(seeded_rows(expected.schema, conversation.speakers, options.seed_rows))
     checks.check("one pair per consecutive pair of lines", len(pairs) == max(0, len(lines) - 1), where)
     for index, row in enumerate(pairs):
-        table = check_pair(row, index, lines, table, schema, options, schema_id, model, checks)
-    check_episode_record(episodes[0], pairs, facts, conversation, table, schema, options, schema_id, model, checks)
+        table = check_pair(row, index, lines, table, expected, checks)
+    check_episode_record(episodes[0], pairs, facts, conversation, table, expected, checks)
 
 
 def check_lines(
@@ -76,14 +79,12 @@ def check_pair(
     index: int,
     lines: list[tuple[str, str]],
     table: str,
-    schema: Schema,
-    options: Options,
-    schema_id: str,
-    model: str | None,
+    expected: Expected,
     checks: Checks,
 ) -> str:
     """Check one pair record; returns the table the next pair must start from (this record's table_after)."""
     where = f"{row['episode_id']} pair {index}"
+    schema_id, model = expected.schema_id, expected.model
     checks.check("pairs are in order", row["pair_index"] == index, where)
     if index + 1 < len(lines):
         turns = [(t["speaker"], t["text"]) for t in row["turns"]]
@@ -101,7 +102,7 @@ def check_pair(
             where,
         )
     elif checks.check("label_status is stored or rejected", row["label_status"] == "stored", where):
-        check_label(row, schema, options, checks, where)
+        check_label(row, expected.schema, expected.options, checks, where)
     return row["table_after"]
 
 
@@ -168,13 +169,10 @@ def check_episode_record(
     facts: dict[str, list[str]],
     conversation: Conversation,
     table: str,
-    schema: Schema,
-    options: Options,
-    schema_id: str,
-    model: str | None,
+    expected: Expected,
     checks: Checks,
 ) -> None:
-    where = record["episode_id"]
+    where, schema_id, model = record["episode_id"], expected.schema_id, expected.model
     checks.check("episode_id is the conversation's", where == conversation.conversation_id, where)
     personas = {p["speaker"]: p["facts"] for p in record["personas"]}
     checks.check("personas are the source's", personas == facts, where)
@@ -190,7 +188,7 @@ def check_episode_record(
         record["memory_question"] == asked.get("question") and record["gold_answer"] == asked.get("answer"),
         where,
     )
-    wanted = options.retrieval_labels and bool(asked.get("question"))
+    wanted = expected.options.retrieval_labels and bool(asked.get("question"))
     status = record["retrieval_status"]
     checks.check(
         "a retrieval label exactly where one was asked for",
@@ -198,7 +196,7 @@ def check_episode_record(
         f"{where}: {status}",
     )
     if status == "stored":
-        check_retrieval(record, schema, options, checks, where)
+        check_retrieval(record, expected.schema, expected.options, checks, where)
 
 
 def check_retrieval(record: Record, schema: Schema, options: Options, checks: Checks, where: str) -> None:

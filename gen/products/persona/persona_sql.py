@@ -40,7 +40,7 @@ from gen.products.base import (
 )
 from gen.products.checks import Checks
 from gen.products.persona import labels
-from gen.products.persona.checking import check_episode
+from gen.products.persona.checking import Expected, check_episode
 from gen.products.persona.options import PersonaSQLOptions
 from gen.products.persona.sandbox import Schema, dump
 from gen.products.persona.steps import (
@@ -297,16 +297,9 @@ class PersonaSQL(Product[PersonaSQLOptions]):
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         schema = load_schema(self.options, ctx.templates_dir)
         endpoint = ctx.recipe.llm.get(self.options.endpoint)
-        check_episode(
-            unit.conversation,
-            records[NAME],
-            records[EPISODES],
-            schema,
-            self.options,
-            templating.template_id(self.options.schema_template, ctx.templates_dir),
-            endpoint.model if endpoint else None,
-            checks,
-        )
+        schema_id = templating.template_id(self.options.schema_template, ctx.templates_dir)
+        expected = Expected(schema, self.options, schema_id, endpoint.model if endpoint else None)
+        check_episode(unit.conversation, records[NAME], records[EPISODES], expected, checks)
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
         """Every pair's first call, episode by episode. A pair's prompt shows the table the earlier labels
