@@ -20,23 +20,23 @@ import platform
 import signal
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from gen import DISTRIBUTION
 from gen.errors import GenError, Stopped
 from gen.export.card import render_card
-from gen.folders import RunFolder
-from gen.jsonl import encode_lines, write_json
+from gen.jsonl import write_json
 from gen.products.checks import Checks
 from gen.products.registry import Bound
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
 from gen.run.executors import llm_results, local_results, ray_results
 from gen.run.shards import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
+from gen.run.writer import RunFolder, ShardWriter, write_rejects
 
 if TYPE_CHECKING:
     from gen.llm.config import RunSettings
@@ -247,54 +247,6 @@ def stages(
             yield local_results(prepared, local, workers)
     if engine is not None:
         yield llm_results(prepared, stage_products(products, llm=True), engine)
-
-
-class ShardWriter:
-    """Appends each shard's records to its config's file and its rejects to a part file per product."""
-
-    def __init__(self, folder: Path, split: str) -> None:
-        self.folder, self.split = folder, split
-        self.files: dict[str, IO[bytes]] = {}
-
-    def write(self, result: ShardResult) -> None:
-        for config, lines in result.lines.items():
-            if config not in self.files:
-                path = self.folder / config / f"{self.split}.jsonl"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self.files[config] = path.open("wb")
-            self.files[config].write(lines)
-        for product, rejects in result.rejects.items():
-            (self.folder / REJECT_PARTS).mkdir(exist_ok=True)
-            with (self.folder / REJECT_PARTS / f"{product}.jsonl").open("ab") as handle:
-                handle.write(encode_lines(rejects))
-
-    def close(self) -> None:
-        for handle in self.files.values():
-            handle.close()
-        self.files.clear()
-
-
-REJECT_PARTS = ".rejects"
-
-
-def write_rejects(folder: Path, products: list[Bound], engine: Engine | None, stopped: Sequence[dict] = ()) -> int:
-    """rejects.jsonl: each product's rejects in build order, then those of a step that stopped the run, then
-    the LLM engine's (failed calls); returns how many there are."""
-    parts = folder / REJECT_PARTS
-    chunks = []
-    for bound in products:
-        part = parts / f"{bound.name}.jsonl"
-        if part.exists():
-            chunks.append(part.read_bytes())
-            part.unlink()
-    if parts.exists():
-        parts.rmdir()
-    chunks.append(encode_lines(list(stopped)))
-    if engine is not None:
-        chunks.append(encode_lines(engine.rejects))
-    data = b"".join(chunks)
-    (folder / "rejects.jsonl").write_bytes(data)
-    return data.count(b"\n")
 
 
 def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engine: Engine | None, final: Path) -> dict:
