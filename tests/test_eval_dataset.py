@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from gen.errors import GenError
-from gen.eval.dataset import QUESTION_CONFIGS, open_dataset
-from gen.products.registry import REGISTRY
+from gen.eval.dataset import open_dataset
 from tests.conftest import REPO, run_cli
 
 # Two conversations. c1: session 1 about a kitten (0-2), session 2 about a marathon (3-5); c2: one session.
@@ -109,8 +108,13 @@ def write_run_folder(folder: Path, configs: dict[str, list[dict]] | None = None)
         path.parent.mkdir(exist_ok=True)
         path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         report["configs"][name] = {"records": len(rows), "path": f"{name}/test.jsonl", "product": name}
+        if name in GROUP_FIELDS:  # as the products declare them
+            report["configs"][name]["questions"] = {"group_field": GROUP_FIELDS[name], "answer_field": None}
     (folder / "run.json").write_text(json.dumps(report), encoding="utf-8")
     return folder
+
+
+GROUP_FIELDS = {"time_queries": "test", "ambiguous_time_queries": "test", "time_content_questions": "reference_kind"}
 
 
 @pytest.fixture
@@ -118,11 +122,14 @@ def hand_dataset(tmp_path) -> Path:
     return write_run_folder(tmp_path / "hand")
 
 
-def test_the_scorer_knows_exactly_the_configs_the_products_declare_as_questions():
-    declared = {
-        spec.name: spec.retrieval_group for p in REGISTRY.values() for spec in p.configs if spec.retrieval_group
+def test_run_json_declares_each_question_config_as_its_product_does(quickstart):
+    report = json.loads((quickstart / "run.json").read_text())
+    declared = {name: info["questions"] for name, info in report["configs"].items() if "questions" in info}
+    assert declared == {  # by hand, from the two question products of the quickstart
+        "time_queries": {"group_field": "test", "answer_field": None, "asked_by_speaker_a": True},
+        "ambiguous_time_queries": {"group_field": "test", "answer_field": None, "asked_by_speaker_a": False},
     }
-    assert declared == QUESTION_CONFIGS
+    assert open_dataset(quickstart).question_configs == ["time_queries", "ambiguous_time_queries"]
 
 
 def test_a_run_folder_gives_its_question_configs_and_conversation_lengths(hand_dataset):

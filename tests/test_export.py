@@ -324,6 +324,7 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
                 "description": "questions",
                 "summary": summary,
                 "provenance": provenance,
+                "questions": {"group_field": "reference_kind", "answer_field": None, "asked_by_speaker_a": False},
             }
         },
     )

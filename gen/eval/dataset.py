@@ -21,12 +21,6 @@ import orjson
 
 from gen.errors import GenError
 
-# question config → the field its questions are grouped by ("the test"); see ConfigSpec.retrieval_group
-QUESTION_CONFIGS = {
-    "time_queries": "test",
-    "ambiguous_time_queries": "test",
-    "time_content_questions": "reference_kind",
-}
 DATASET_EXPECTED = "a run folder (run.json and <config>/<split>.jsonl) or an export folder (data/<config>/*.parquet)"
 
 
@@ -53,10 +47,12 @@ class Dataset:
     folder: Path
     layout: str  # "run" or "export"
     files: dict[str, list[Path]]  # config → its data files
+    # config of questions → what its product declared in run.json: group_field, answer_field, asked_by_speaker_a
+    declared: dict[str, dict[str, Any]]
 
     @property
     def question_configs(self) -> list[str]:
-        return [name for name in QUESTION_CONFIGS if name in self.files]
+        return [name for name in self.declared if name in self.files]
 
     def records(self, config: str) -> Iterator[Located]:
         if config not in self.files:
@@ -69,7 +65,7 @@ class Dataset:
                     yield Located(record, path, f"line {number}")
 
     def questions(self, config: str) -> list[Question]:
-        group_field = QUESTION_CONFIGS[config]
+        group_field = self.declared[config]["group_field"]
         return [read_question(item, group_field) for item in self.records(config)]
 
     def conversation_lengths(self) -> dict[str, int]:
@@ -149,8 +145,30 @@ def open_dataset(folder: Path) -> Dataset:
         raise GenError("no such folder", file=folder, expected=DATASET_EXPECTED)
     exported = export_files(folder)
     if exported:
-        return Dataset(folder, "export", exported)
-    return Dataset(folder, "run", run_files(folder))
+        return Dataset(folder, "export", exported, declared_questions(folder))
+    return Dataset(folder, "run", run_files(folder), declared_questions(folder))
+
+
+def declared_questions(folder: Path) -> dict[str, dict[str, Any]]:
+    """The configs run.json declares as questions, with how they are scored (either layout carries run.json; an
+    export folder without it has records to read but no questions to score)."""
+    path = folder / "run.json"
+    if not path.is_file():
+        return {}
+    try:
+        configs = json.loads(path.read_text(encoding="utf-8"))["configs"]
+        declared = {name: info["questions"] for name, info in configs.items() if "questions" in info}
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise GenError(f"run.json is not a gen run report ({exc})", file=path) from None
+    for name, questions in declared.items():
+        if not isinstance(questions, dict) or not isinstance(questions.get("group_field"), str):
+            raise GenError(
+                "a config's questions must name their group_field",
+                file=path,
+                field=f"configs.{name}.questions",
+                expected='{"group_field": "...", "answer_field": ..., "asked_by_speaker_a": ...}',
+            )
+    return declared
 
 
 def export_files(folder: Path) -> dict[str, list[Path]]:

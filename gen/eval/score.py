@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gen.errors import GenError
-from gen.eval.dataset import QUESTION_CONFIGS, Dataset, Question, finished_report, open_dataset
+from gen.eval.dataset import Dataset, Question, finished_report, open_dataset
 from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, pooled, question_score
 from gen.eval.predictions import Target, read_predictions
 
@@ -113,5 +113,11 @@ def score_config(
     scored = ((q.group, question_score(q.relevant, predictions.get(q.question_id, []), k)) for q in items)
     tests = means_per_test(scored)
     return ConfigResult(
-        config, QUESTION_CONFIGS[config], len(items), predicted, tests, mean_over_tests(tests), pooled(tests)
+        config,
+        dataset.declared[config]["group_field"],
+        len(items),
+        predicted,
+        tests,
+        mean_over_tests(tests),
+        pooled(tests),
     )

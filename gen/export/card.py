@@ -173,12 +173,7 @@ def example_record(folder: Path | None, path: str) -> dict | None:
 
 def retrieval_groups(configs: dict) -> dict[str, str]:
     """The configs scored by recall/F2 over relevant responses, with the field their scores are averaged by."""
-    groups = {}
-    for name in configs:
-        found = config_spec(name)
-        if found is not None and found[1].retrieval_group:
-            groups[name] = found[1].retrieval_group
-    return groups
+    return {name: info["questions"]["group_field"] for name, info in configs.items() if "questions" in info}
 
 
 def summary_tables(summary: Any) -> list[dict]:

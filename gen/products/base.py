@@ -41,13 +41,23 @@ OptionsT = TypeVar("OptionsT", bound=StrictModel)
 
 
 @dataclass(frozen=True)
+class Questions:
+    """What scoring and the harness exports need to know of a config of questions (run.json carries it, so
+    `gen eval` and `gen export` read it from the dataset instead of a table of their own)."""
+
+    group_field: str  # questions are scored by recall/F2 and averaged over this field's values ("the test")
+    answer_field: str | None = None  # the field holding a gold answer; None: the evidence is the answer
+    asked_by_speaker_a: bool = False  # "what did we discuss": speaker_a asks speaker_b; else the text names them
+
+
+@dataclass(frozen=True)
 class ConfigSpec:
     """One config a product writes (`<config>/<split>.jsonl`)."""
 
     name: str
     description: str
     features: Schema  # plain data in the card's form, so a run never imports `datasets` to describe a config
-    retrieval_group: str | None = None  # questions scored by recall/F2, averaged over this field's values
+    questions: Questions | None = None  # set on a config of questions with their relevant responses
 
 
 @dataclass(frozen=True)

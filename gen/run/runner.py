@@ -16,6 +16,7 @@ workers nor the batching changes a byte of output.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import signal
 import threading
@@ -278,6 +279,8 @@ def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engi
                 "description": spec.description,
                 "product": product.name,
             }
+            if spec.questions is not None:  # what scoring and the harness exports read of it
+                info["questions"] = dataclasses.asdict(spec.questions)
             if summary := product.summary(spec.name, counts):
                 info["summary"] = summary
             models = sorted((k[1], n) for k, n in counts.items() if k[0] == "model")

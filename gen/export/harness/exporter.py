@@ -11,7 +11,7 @@ import orjson
 
 from gen.export.harness import beir, locomo, longmemeval
 from gen.export.harness.names import safe_names
-from gen.export.harness.questions import ANSWER_FIELDS, one_per_group, read_questions
+from gen.export.harness.questions import one_per_group, read_questions
 from gen.export.harness.source import Source, open_source
 from gen.export.harness.staging import OutputFolder
 
@@ -86,7 +86,7 @@ def manifest(format_name: str, source: Source, written: list[Written], names: di
                 "path": item.path,
                 "questions": item.questions,
                 "conversations": item.conversations,
-                "gold_answer": ANSWER_FIELDS.get(item.config) or "none: score retrieval only",
+                "gold_answer": source.dataset.declared[item.config].get("answer_field") or "none: score retrieval only",
                 **({"folders": item.folders} if item.folders else {}),
                 "tests": item.tests,
             }

@@ -11,18 +11,6 @@ from gen.export.harness.source import Conversation, Source
 from gen.hashing import stable_id
 from gen.templating import render
 
-# The field that holds a config's gold answer, or None where there is no text a model's answer could be
-# compared with: a time query asks what was discussed in a window (its truth is the window's responses), an
-# ambiguous one asks the same through a dialogue, and a time+content question keeps its anchor responses as
-# evidence, not a short answer. Such questions score retrieval only (evidence, has_answer turns, qrels).
-ANSWER_FIELDS: dict[str, str | None] = {
-    "time_queries": None,
-    "ambiguous_time_queries": None,
-    "time_content_questions": None,
-}
-# Configs whose questions are asked by speaker_a to speaker_b ("what did we discuss?"); the others name
-# their speakers themselves.
-ASKED_BY_SPEAKER_A = {"time_queries"}
 QUESTION_TEMPLATE = "harness/question.j2"
 
 
@@ -36,7 +24,11 @@ class ExportQuestion:
     relevant: list[int]  # sorted response indices, as in the record
     question: str  # the question, or for a dialogue its last utterance
     dialogue: list[dict[str, str]]  # the whole dialogue ([] for a plain question)
+    # The gold answer where the product declared a field for it. A time query's truth is its window's responses,
+    # an ambiguous one's too, a time+content question's its anchor: these score retrieval only (evidence,
+    # has_answer turns, qrels).
     answer: str | None
+    asked_by_speaker_a: bool  # "what did we discuss?" is asked by speaker_a; other questions name their speakers
 
 
 def read_questions(source: Source, config: str) -> list[ExportQuestion]:
@@ -59,17 +51,17 @@ def read_questions(source: Source, config: str) -> list[ExportQuestion]:
                 record=item.place,
                 field="relevant_response_indices",
             )
-        found.append(export_question(config, question, conversation.conversation_id))
+        found.append(export_question(config, question, conversation.conversation_id, source.dataset.declared[config]))
     return found
 
 
-def export_question(config: str, question: Question, conversation_id: str) -> ExportQuestion:
+def export_question(config: str, question: Question, conversation_id: str, declared: dict) -> ExportQuestion:
     item = question.item
     dialogue = dialogue_turns(item) if "dialogue" in item.record else []
     text = dialogue[-1]["text"] if dialogue else require(item, "question", str)
     group = item.record.get("group_id") or question.question_id
-    answer_field = ANSWER_FIELDS.get(config)
-    answer = str(item.record[answer_field]) if answer_field else None
+    answer_field = declared.get("answer_field")
+    answer = require(item, answer_field, str) if answer_field else None
     return ExportQuestion(
         config,
         question.question_id,
@@ -80,6 +72,7 @@ def export_question(config: str, question: Question, conversation_id: str) -> Ex
         text,
         dialogue,
         answer,
+        bool(declared.get("asked_by_speaker_a")),
     )
 
 
@@ -101,7 +94,7 @@ def dialogue_turns(item: Located) -> list[dict[str, str]]:
 def question_text(question: ExportQuestion, conversation: Conversation, now: str) -> str:
     """The question as a harness's model reads it: when it is asked (`now` in the format's date style, or ""
     where the format has a field of its own for it), who asks whom, then the question or the dialogue."""
-    asked_by_a = question.config in ASKED_BY_SPEAKER_A
+    asked_by_a = question.asked_by_speaker_a
     return render(
         QUESTION_TEMPLATE,
         now=now,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.eval.dataset import QUESTION_CONFIGS, Dataset, Located, finished_report, open_dataset, require
+from gen.eval.dataset import Dataset, Located, finished_report, open_dataset, require
 
 NEEDED = "a dataset written with the log and conversations configs (gen writes conversations with any question)"
 
@@ -65,7 +65,7 @@ class Source:
             raise GenError(
                 "the dataset has no question config to export",
                 file=self.dataset.folder,
-                expected=f"a dataset with one of {', '.join(QUESTION_CONFIGS)}",
+                expected="a dataset with a config of questions (time_queries, time_content_questions...)",
             )
         if wanted is not None and wanted not in present:
             raise GenError(

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from gen.errors import GenError
-from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
+from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Questions, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.schema import STRING, Schema, list_of, schema, struct
 from gen.products.temporal import checking
@@ -49,7 +49,7 @@ class AmbiguousTimeQueries(ConversationProduct[AmbiguousTimeQueriesOptions]):
     name = NAME
     description = DESCRIPTION
     Options = AmbiguousTimeQueriesOptions
-    configs = (ConfigSpec(NAME, DESCRIPTION, features(), retrieval_group="test"),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("test")),)
     needs = Needs(timelines=True, products=("log", "time_queries"))
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 
-from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
+from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Questions, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.schema import STRING, Schema, schema
 from gen.products.temporal import checking
@@ -48,7 +48,7 @@ class TimeQueries(ConversationProduct[TimeQueriesOptions]):
     name = NAME
     description = DESCRIPTION
     Options = TimeQueriesOptions
-    configs = (ConfigSpec(NAME, DESCRIPTION, features(), retrieval_group="test"),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("test", asked_by_speaker_a=True)),)
     needs = Needs(timelines=True, products=("log",))
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:

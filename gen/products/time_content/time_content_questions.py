@@ -29,6 +29,7 @@ from gen.products.base import (
     ConfigSpec,
     Needs,
     Product,
+    Questions,
     Record,
     Records,
     Unit,
@@ -94,7 +95,7 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
     name = NAME
     description = DESCRIPTION
     Options = TimeContentQuestionsOptions
-    configs = (ConfigSpec(NAME, DESCRIPTION, features(), retrieval_group="reference_kind"),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("reference_kind")),)
     needs = Needs(timelines=True, llm=True, products=("log",))
 
     def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
