@@ -47,11 +47,29 @@ class RenderTooLong(Exception):
     pass
 
 
+def installed_templates_dirs() -> list[str]:
+    """The template folders of the `gen.templates` entry point group: gen's own first, then plugins'."""
+    from gen.plugins import TEMPLATES, loaded  # importlib.metadata only when a first template is rendered
+
+    folders = []
+    for ep, named in loaded(TEMPLATES):
+        folder = Path(named()) if callable(named) else None
+        if folder is None or not folder.is_dir():
+            raise GenError(
+                f"{ep.value} does not give a folder of templates",
+                record=f"entry point {ep.name!r}",
+                field=TEMPLATES,
+                expected="a callable returning the path of an existing folder",
+            )
+        folders.append(str(folder))
+    return folders
+
+
 @lru_cache(maxsize=8)
 def environment(extra_dir: str | None = None) -> SandboxedEnvironment:
-    """Templates in `extra_dir` (a recipe's own folder of templates) shadow the built-in ones."""
+    """Templates in `extra_dir` (a recipe's own folder of templates) shadow gen's, which shadow plugins'."""
     search = [extra_dir] if extra_dir else []
-    search.append(str(builtin_templates_dir()))
+    search.extend(installed_templates_dirs())
     env = SandboxedEnvironment(
         loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,

@@ -1,4 +1,5 @@
-"""The product registry: name → product class. Adding a product is one line here.
+"""The product registry: name → product class, found through the `gen.products` entry point group (gen/plugins.py),
+where gen's own products are registered exactly as an outside package registers its.
 
 Also what the runner, the card and the exporter need to know about products, computed from the classes:
 which product writes a config, the order products are built in (needs first), and a recipe's products bound
@@ -13,29 +14,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gen.errors import GenError
+from gen.plugins import PRODUCTS, distribution, loaded
 from gen.products.base import ConfigSpec, Product
-from gen.products.chat_log.conversations import Conversations
-from gen.products.chat_log.log import Log
-from gen.products.counterfactual.teabag import TeaBag
-from gen.products.persona.persona_sql import PersonaSQL
-from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
-from gen.products.temporal.time_queries import TimeQueries
-from gen.products.time_content.time_content_questions import TimeContentQuestions
 from gen.recipe import Recipe, load_recipe
 from gen.validation import validate_model
 
-REGISTRY: dict[str, type[Product]] = {
-    product.name: product
-    for product in (
-        Log,
-        Conversations,
-        TimeQueries,
-        AmbiguousTimeQueries,
-        TimeContentQuestions,
-        PersonaSQL,
-        TeaBag,
-    )
-}
+
+def discover() -> dict[str, type[Product]]:
+    """Every installed product, in entry point order (within one, in its tuple's order)."""
+    found: dict[str, type[Product]] = {}
+    for ep, named in loaded(PRODUCTS):
+        where = f"entry point {ep.name!r} of {distribution(ep)}"
+        for cls in named if isinstance(named, tuple) else (named,):
+            if not (isinstance(cls, type) and issubclass(cls, Product)):
+                raise GenError(
+                    f"{ep.value} holds {cls!r}, not a product",
+                    record=where,
+                    field=PRODUCTS,
+                    expected="a subclass of gen.products.base.Product, or a tuple of them",
+                )
+            if cls.name in found:
+                raise GenError(f"a second product named {cls.name!r}", record=where, field=PRODUCTS)
+            found[cls.name] = cls
+    return found
+
+
+REGISTRY: dict[str, type[Product]] = discover()
 
 # Questions refer to `now` and `current_session`, which only the conversations config records.
 WRITTEN_WITH_TIMELINES = ("conversations",)
