@@ -1,0 +1,108 @@
+"""A product from another package, through the plugin seam: tests/plugin_example (the product
+docs/adding-a-product.md builds) is installed as a real wheel into a folder of its own, which gen then finds
+through its entry points in `gen products`, `gen run`, `gen push --dry-run`, `gen export` and `gen eval`.
+
+Nothing of it is imported by this process: every command runs in a subprocess with the folder on PYTHONPATH,
+as a user's environment with the package installed would have it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, gen_subprocess, read_jsonl, write_recipe
+
+PLUGIN = REPO / "tests" / "plugin_example"
+# the plugin's own build backend (hatchling, from the test extra) builds the wheel; nothing is fetched
+PIP_INSTALL = (sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The plugin built into a wheel (by its own build backend, hatchling) and installed into a folder."""
+    folder = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [*PIP_INSTALL, "--target", str(folder), str(PLUGIN)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (folder / "gen_speaker_sessions-0.1.0.dist-info" / "entry_points.txt").is_file()
+    return folder
+
+
+def gen(site: Path, *args) -> subprocess.CompletedProcess[str]:
+    return gen_subprocess(*args, env={"PYTHONPATH": f"{site}:{REPO}"})
+
+
+@pytest.fixture(scope="module")
+def run_folder(site, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("run")
+    recipe = write_recipe(
+        folder / "speakers.yaml",
+        {
+            "name": "speakers",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+            "timeline": {"padding": {"mode": "none"}},
+            "products": [{"type": "log"}, {"type": "speaker_sessions", "min_responses": 3}],
+        },
+    )
+    done = gen(site, "run", recipe, "--output-dir", folder / "out")
+    assert done.returncode == 0, done.stderr
+    return folder / "out" / "speakers"
+
+
+def test_gen_products_lists_the_plugins_product_after_gens_own(site):
+    done = gen(site, "products")
+    names = [line.split()[0] for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and names[-1] == "speaker_sessions" and names[0] == "log"
+
+
+def test_gen_run_builds_and_validates_the_plugins_product(run_folder):
+    report = json.loads((run_folder / "run.json").read_text())
+    assert report["validation"]["speaker_sessions"]["passed"]
+    assert report["configs"]["speaker_sessions"]["questions"] == {
+        "group_field": "test",
+        "answer_field": None,
+        "asked_by_speaker_a": False,
+    }
+    # expected from the log the run wrote: each (session, speaker) with 3 or more responses, in session order
+    said = defaultdict(list)
+    for row in read_jsonl(run_folder / "log" / "test.jsonl"):
+        said[row["conversation_id"], row["session_index"], row["speaker"]].append(row["response_index"])
+    rows = read_jsonl(run_folder / "speaker_sessions" / "test.jsonl")
+    assert {(r["conversation_id"], r["session_index"], r["speaker"]): r["relevant_response_indices"] for r in rows} == {
+        key: indices for key, indices in said.items() if len(indices) >= 3
+    }
+    first = rows[0]
+    assert first["question"] == f"What did {first['speaker']} talk about in session 1?"  # the plugin's template
+
+
+def test_the_plugins_questions_are_published_exported_and_scored(site, run_folder, tmp_path):
+    pushed = gen(site, "push", run_folder, "--dry-run", "--export-dir", tmp_path / "hub")
+    assert pushed.returncode == 0, pushed.stderr
+    assert list((tmp_path / "hub" / "data" / "speaker_sessions").glob("*.parquet"))
+    assert "speaker_sessions" in (tmp_path / "hub" / "README.md").read_text()
+
+    exported = gen(site, "export", run_folder, "--format", "beir", "--output", tmp_path / "beir")
+    assert exported.returncode == 0, exported.stderr
+    rows = read_jsonl(run_folder / "speaker_sessions" / "test.jsonl")
+    queries = [q for path in (tmp_path / "beir").rglob("queries.jsonl") for q in read_jsonl(path)]
+    assert sorted(q["text"].rsplit(". ", 1)[-1] for q in queries) == sorted(r["question"] for r in rows)
+
+    # each ranking holds only the first relevant response: recall 1/n for a question with n of them
+    first_only = tmp_path / "first.jsonl"
+    lines = [{"question_id": r["question_id"], "retrieved": r["relevant_response_indices"][:1]} for r in rows]
+    first_only.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scored = gen(site, "eval", run_folder, "--predictions", first_only, "--json", tmp_path / "scores.json")
+    assert scored.returncode == 0, scored.stderr
+    result = json.loads((tmp_path / "scores.json").read_text())["configs"]["speaker_sessions"]
+    expected = sum(1 / len(r["relevant_response_indices"]) for r in rows) / len(rows)
+    assert result["questions"] == len(rows) and result["pooled"]["recall"] == pytest.approx(expected)
