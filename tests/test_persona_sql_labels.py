@@ -25,7 +25,7 @@ from gen.llm.config import RunSettings
 from gen.products.checks import Checks
 from gen.products.persona import labels
 from gen.products.persona.dialogue import Line, pairs, pseudo_dialogue
-from gen.products.persona.sandbox import Sandbox, SandboxError, Schema, seeded_rows, undump
+from gen.products.persona.sandbox import Sandbox, SandboxError, TableSchema, seeded_rows, undump
 from gen.products.registry import REGISTRY, load
 from tests.conftest import write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
@@ -54,7 +54,7 @@ DDL = (
     "CREATE TABLE persona (speaker TEXT PRIMARY KEY, name TEXT, age TEXT, location TEXT, occupation TEXT, "
     "education TEXT, family TEXT, pets TEXT, hobbies TEXT, likes TEXT, dislikes TEXT, health TEXT, other TEXT);"
 )
-SCHEMA = Schema(DDL, "persona", ("speaker", "pets"), "speaker")
+SCHEMA = TableSchema(DDL, "persona", ("speaker", "pets"), "speaker")
 
 
 class Model:
@@ -166,7 +166,7 @@ def test_the_authorizer_refuses(statement, refused, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # nothing was written to the file system
 
 
-def SCHEMA_FULL() -> Schema:
+def SCHEMA_FULL() -> TableSchema:
     return labels.load_schema(DDL, "speaker", "test")
 
 

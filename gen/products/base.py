@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from gen.conversation import Conversation
-from gen.errors import GenError
 from gen.products.checks import Checks
 from gen.products.schema import Schema
 from gen.recipe import Recipe, StrictModel
@@ -198,15 +197,3 @@ class ConversationProduct(Product[OptionsT]):
     @abstractmethod
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
         """(config name, record) pairs of one conversation, in output order."""
-
-
-def require_endpoint(recipe: Recipe, endpoint: str, where: str) -> None:
-    """An LLM product's `endpoint` option must name an endpoint of the recipe's `llm:` section."""
-    if endpoint not in recipe.llm:
-        names = ", ".join(sorted(recipe.llm)) or "none defined"
-        raise GenError(
-            f"unknown LLM endpoint {endpoint!r}",
-            file=recipe.file,
-            field=f"{where}.endpoint",
-            expected=f"a name of the recipe's llm: section ({names})",
-        )

@@ -24,7 +24,7 @@ from gen.products.checks import Checks
 from gen.products.persona import dialogue
 from gen.products.persona.labels import parse_sql
 from gen.products.persona.options import PersonaSQLOptions as Options
-from gen.products.persona.sandbox import Row, Sandbox, SandboxError, Schema, dump, seeded_rows, undump
+from gen.products.persona.sandbox import Row, Sandbox, SandboxError, TableSchema, dump, seeded_rows, undump
 
 Record = dict[str, Any]
 
@@ -34,7 +34,7 @@ class Expected:
     """What every record of the run must agree with: the table's schema and its template id, the options, and
     the endpoint's model (None when the recipe no longer names it)."""
 
-    schema: Schema
+    schema: TableSchema
     options: Options
     schema_id: str
     model: str | None
@@ -106,7 +106,7 @@ def check_pair(
     return row["table_after"]
 
 
-def check_label(row: Record, schema: Schema, options: Options, checks: Checks, where: str) -> None:
+def check_label(row: Record, schema: TableSchema, options: Options, checks: Checks, where: str) -> None:
     statements = row["label_sql"]
     checks.check("a stored label has statements", bool(statements), where)
     checks.check(
@@ -144,7 +144,7 @@ def is_write_of(statement: str, table: str) -> bool:
     return written is not None and written.name.lower() == table.lower()
 
 
-def replay(statements: Sequence[str], schema: Schema, rows: list[Row], time_limit_s: float) -> list[Row]:
+def replay(statements: Sequence[str], schema: TableSchema, rows: list[Row], time_limit_s: float) -> list[Row]:
     with Sandbox(schema, rows, time_limit_s) as sandbox:
         for statement in statements:
             sandbox.execute(statement)
@@ -199,7 +199,7 @@ def check_episode_record(
         check_retrieval(record, expected.schema, expected.options, checks, where)
 
 
-def check_retrieval(record: Record, schema: Schema, options: Options, checks: Checks, where: str) -> None:
+def check_retrieval(record: Record, schema: TableSchema, options: Options, checks: Checks, where: str) -> None:
     try:
         parsed = parse_sql(record["retrieval_sql"])
     except SqlglotError:

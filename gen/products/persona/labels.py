@@ -20,7 +20,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from gen.errors import GenError
-from gen.products.persona.sandbox import Row, Sandbox, SandboxError, Schema
+from gen.products.persona.sandbox import Row, Sandbox, SandboxError, TableSchema
 
 FENCE = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.S)
 MAX_SHOWN = 160  # characters of a statement quoted back in an error
@@ -56,7 +56,7 @@ class Retrieved:
 # --- the schema ----------------------------------------------------------------------------------------------
 
 
-def load_schema(ddl: str, speaker_column: str, where: str) -> Schema:
+def load_schema(ddl: str, speaker_column: str, where: str) -> TableSchema:
     """The persona table of a DDL text: exactly one CREATE TABLE, with the speaker column among its columns."""
     try:
         parsed = parse_sql(ddl)
@@ -83,7 +83,7 @@ def load_schema(ddl: str, speaker_column: str, where: str) -> Schema:
             field="speaker_column",
             expected=f"one of {', '.join(columns)}",
         )
-    return Schema(ddl=ddl, table=table.name, columns=columns, speaker_column=speaker_column)
+    return TableSchema(ddl=ddl, table=table.name, columns=columns, speaker_column=speaker_column)
 
 
 # --- storage labels -----------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def kind_of(statement: exp.Expression) -> str:
 
 
 def store(
-    reply: str, schema: Schema, rows: Sequence[Row], speaker: str, time_limit_s: float, max_statements: int
+    reply: str, schema: TableSchema, rows: Sequence[Row], speaker: str, time_limit_s: float, max_statements: int
 ) -> Stored:
     """The reply as a storage label for `speaker`, run on `rows`; LabelError says what is wrong with it."""
     parsed = statements_of(reply, max_statements)
@@ -194,14 +194,16 @@ def store(
     return Stored(executed, after)
 
 
-def rows_of(schema: Schema, rows: Sequence[Row], speaker: str | None, *, others_of: tuple[str, ...] = ()) -> Counter:
+def rows_of(
+    schema: TableSchema, rows: Sequence[Row], speaker: str | None, *, others_of: tuple[str, ...] = ()
+) -> Counter:
     """The rows of `speaker` (or, with `others_of`, of every speaker not in it), as a multiset."""
     column = schema.speaker_column
     chosen = [r for r in rows if (r.get(column) == speaker if speaker is not None else r.get(column) not in others_of)]
     return Counter(tuple(sorted(r.items())) for r in chosen)
 
 
-def check_rows(schema: Schema, before: Sequence[Row], after: Sequence[Row], speaker: str) -> None:
+def check_rows(schema: TableSchema, before: Sequence[Row], after: Sequence[Row], speaker: str) -> None:
     column = schema.speaker_column
     for row in after:
         bad = [name for name, value in row.items() if isinstance(value, bytes | bytearray)]
@@ -229,7 +231,7 @@ def sql_string(value: str) -> str:
 # --- retrieval labels ---------------------------------------------------------------------------------------
 
 
-def retrieve(reply: str, schema: Schema, rows: Sequence[Row], time_limit_s: float) -> Retrieved:
+def retrieve(reply: str, schema: TableSchema, rows: Sequence[Row], time_limit_s: float) -> Retrieved:
     """The reply as one SELECT over the final table, run read-only; LabelError says what is wrong with it."""
     parsed = statements_of(reply, 1)
     statement = parsed[0]

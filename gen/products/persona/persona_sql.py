@@ -42,7 +42,7 @@ from gen.products.checks import Checks
 from gen.products.persona import labels
 from gen.products.persona.checking import Expected, check_episode
 from gen.products.persona.options import PersonaSQLOptions
-from gen.products.persona.sandbox import Schema, dump
+from gen.products.persona.sandbox import TableSchema, dump
 from gen.products.persona.steps import (
     LABEL_PROMPT,
     NAME,
@@ -57,9 +57,7 @@ from gen.products.persona.steps import (
     retrieval_id,
     retrieve_step,
 )
-from gen.products.schema import BOOL, INT64, STRING, list_of, struct
-from gen.products.schema import Schema as FieldList
-from gen.products.schema import schema as declare
+from gen.products.schema import BOOL, INT64, STRING, Schema, list_of, schema, struct
 from gen.recipe import Recipe
 
 EPISODES = "persona_sql_episodes"
@@ -72,7 +70,7 @@ STORED, REJECTED = "stored", "rejected"
 class Labeller:
     """Labels a batch of episodes: storage rounds over pair positions, then the retrieval labels."""
 
-    def __init__(self, options: PersonaSQLOptions, schema: Schema, ctx: BuildContext) -> None:
+    def __init__(self, options: PersonaSQLOptions, schema: TableSchema, ctx: BuildContext) -> None:
         self.options, self.schema, self.ctx = options, schema, ctx
         self.model = ctx.recipe.llm[options.endpoint].model
         self.prompt_id = templating.template_id(LABEL_PROMPT, ctx.templates_dir)
@@ -190,9 +188,9 @@ def episode_record(episode: Episode, schema_id: str, model: str) -> Record:
 # --- schema ---------------------------------------------------------------------------------------------
 
 
-def pair_features() -> FieldList:
+def pair_features() -> Schema:
     turn = struct({"speaker": STRING, "text": STRING})
-    return declare(
+    return schema(
         {
             "episode_id": STRING,
             "pair_index": INT64,
@@ -210,8 +208,8 @@ def pair_features() -> FieldList:
     )
 
 
-def episode_features() -> FieldList:
-    return declare(
+def episode_features() -> Schema:
+    return schema(
         {
             "episode_id": STRING,
             "source_format": STRING,

@@ -116,7 +116,7 @@ class SandboxError(Exception):
 
 
 @dataclass(frozen=True)
-class Schema:
+class TableSchema:
     """The persona table: its DDL, name, columns and the column that says whose row it is."""
 
     ddl: str
@@ -128,7 +128,9 @@ class Schema:
 class Sandbox:
     """One in-memory database holding `rows` of the persona table."""
 
-    def __init__(self, schema: Schema, rows: Sequence[Row], time_limit_s: float, *, read_only: bool = False) -> None:
+    def __init__(
+        self, schema: TableSchema, rows: Sequence[Row], time_limit_s: float, *, read_only: bool = False
+    ) -> None:
         self.schema = schema
         self.time_limit_s = time_limit_s
         self.read_only = read_only
@@ -217,7 +219,7 @@ class Sandbox:
         return f"{what}{target} (only {'SELECT' if self.read_only else 'INSERT or UPDATE'} on {self.schema.table})"
 
 
-def load_rows(conn: sqlite3.Connection, schema: Schema, rows: Sequence[Row]) -> None:
+def load_rows(conn: sqlite3.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
     for row in rows:
         names = list(row)
         columns = ", ".join(quote_identifier(n) for n in names)
@@ -227,7 +229,7 @@ def load_rows(conn: sqlite3.Connection, schema: Schema, rows: Sequence[Row]) -> 
         )
 
 
-def read_rows(conn: sqlite3.Connection, schema: Schema) -> list[Row]:
+def read_rows(conn: sqlite3.Connection, schema: TableSchema) -> list[Row]:
     cursor = conn.execute(f"SELECT * FROM {quote_identifier(schema.table)} ORDER BY rowid")
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, values)) for values in cursor.fetchall()]
@@ -237,7 +239,7 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def seeded_rows(schema: Schema, speakers: Sequence[str], seed: bool) -> list[Row]:
+def seeded_rows(schema: TableSchema, speakers: Sequence[str], seed: bool) -> list[Row]:
     """The table an episode starts from: one row per speaker with only the speaker column set (or empty)."""
     conn = sqlite3.connect(":memory:")
     try:

@@ -15,7 +15,7 @@ from gen.llm.task import Task, render_messages
 from gen.products.base import Record, Unit
 from gen.products.persona import dialogue, labels
 from gen.products.persona.options import PersonaSQLOptions as Options
-from gen.products.persona.sandbox import Row, Schema, seeded_rows
+from gen.products.persona.sandbox import Row, TableSchema, seeded_rows
 
 NAME = "persona_sql"
 LABEL_PROMPT = "prompts/persona_sql_label.j2"
@@ -64,12 +64,12 @@ class PairItem:
         return next(s for s in self.episode.speakers if s != self.second.speaker)
 
 
-def load_schema(options: Options, templates_dir: str | None) -> Schema:
+def load_schema(options: Options, templates_dir: str | None) -> TableSchema:
     ddl = templating.render(options.schema_template, templates_dir)
     return labels.load_schema(ddl, options.speaker_column, options.schema_template)
 
 
-def episode_of(unit: Unit, options: Options, schema: Schema) -> Episode:
+def episode_of(unit: Unit, options: Options, schema: TableSchema) -> Episode:
     conversation = unit.conversation
     facts = dialogue.personas(conversation, options.personas)
     lines = dialogue.pseudo_dialogue(conversation.speakers, facts)
@@ -87,7 +87,7 @@ def prompt_rows(rows: Sequence[Row]) -> list[str]:
     return [json.dumps({k: v for k, v in row.items() if v is not None}, ensure_ascii=False) for row in rows]
 
 
-def label_task(item: PairItem, options: Options, schema: Schema, templates_dir: str | None) -> Task:
+def label_task(item: PairItem, options: Options, schema: TableSchema, templates_dir: str | None) -> Task:
     speaker = item.second.speaker
 
     def parse(text: str) -> labels.Stored:  # every check runs here, so a failure gets the correction round
@@ -112,7 +112,7 @@ def label_task(item: PairItem, options: Options, schema: Schema, templates_dir: 
     )
 
 
-def retrieve_task(episode: Episode, options: Options, schema: Schema, templates_dir: str | None) -> Task:
+def retrieve_task(episode: Episode, options: Options, schema: TableSchema, templates_dir: str | None) -> Task:
     rows = list(episode.rows)
 
     def parse(text: str) -> labels.Retrieved:
@@ -135,7 +135,7 @@ def retrieve_task(episode: Episode, options: Options, schema: Schema, templates_
     )
 
 
-def label_step(options: Options, schema: Schema, templates_dir: str | None) -> CheckedStep[PairItem]:
+def label_step(options: Options, schema: TableSchema, templates_dir: str | None) -> CheckedStep[PairItem]:
     return CheckedStep(
         name=NAME,
         task=lambda item, sample: label_task(item, options, schema, templates_dir),
@@ -145,7 +145,7 @@ def label_step(options: Options, schema: Schema, templates_dir: str | None) -> C
     )
 
 
-def retrieve_step(options: Options, schema: Schema, templates_dir: str | None) -> CheckedStep[Episode]:
+def retrieve_step(options: Options, schema: TableSchema, templates_dir: str | None) -> CheckedStep[Episode]:
     return CheckedStep(
         name=RETRIEVE_STEP,
         task=lambda episode, sample: retrieve_task(episode, options, schema, templates_dir),
