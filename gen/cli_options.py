@@ -42,15 +42,12 @@ def run_settings(
 ) -> RunSettings:
     """The run-only LLM settings of these options. The parser takes `inf` for a number; a limit must be a real
     one (as in the recipe's llm: section)."""
-    from gen.llm.config import RunSettings
+    from gen.llm.config import RateLimits, RunSettings
 
     for name, value in {"--requests-per-minute": requests_per_minute, "--tokens-per-minute": tokens_per_minute}.items():
         if value is not None and not math.isfinite(value):
             raise GenError(f"{value} is not a usable limit", field=name, expected="a finite number")
-    return RunSettings(
-        offline=offline,
-        cache_dir=cache_dir,
-        max_concurrency=max_concurrency,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
+    limits = RateLimits(
+        max_concurrency=max_concurrency, requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute
     )
+    return RunSettings(limits=limits, offline=offline, cache_dir=cache_dir)

@@ -50,8 +50,9 @@ from gen.hashing import canonical_json
 __all__ = [
     "EndpointConfig",
     "Price",
+    "RateLimits",
     "RunSettings",
-    "apply_settings",
+    "apply_limits",
     "data_fingerprint",
     "data_params",
     "default_cache_path",
@@ -179,13 +180,9 @@ def default_cache_path() -> Path:
     return base / "gen" / "llm.sqlite"
 
 
-class RunSettings(BaseModel):
-    """Command-line settings for one run. None of them changes the data, so none enters any hash.
-
-    Limits given here replace the ones of every endpoint. ``cache_dir`` holds ``llm.sqlite`` (default:
-    :func:`default_cache_path`). ``offline`` makes the first cache miss an error (reproducible CI).
-    ``progress``: ``auto`` (live display on a terminal, plain lines otherwise), ``live``, ``plain`` or ``off``.
-    """
+class RateLimits(BaseModel):
+    """Limits given for one run (on the command line) that replace those of every endpoint. They change how fast
+    calls go, never the data, so none enters any hash."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -195,6 +192,18 @@ class RunSettings(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0, le=100)
     max_wait_s: float | None = Field(default=None, gt=0)
+
+
+class RunSettings(BaseModel):
+    """Where and how one run calls its endpoints: its rate-limit overrides, the cache folder (``cache_dir`` holds
+    ``llm.sqlite``; default: :func:`default_cache_path`), ``offline`` (the first cache miss is an error, for a
+    reproducible CI) and the progress display (``auto``: live on a terminal, plain lines otherwise; ``live``,
+    ``plain`` or ``off``). None of them changes the data.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    limits: RateLimits = Field(default_factory=RateLimits)
     cache_dir: Path | None = None
     offline: bool = False
     progress: Literal["auto", "live", "plain", "off"] = "auto"
@@ -204,18 +213,7 @@ class RunSettings(BaseModel):
         return Path(self.cache_dir).expanduser() / "llm.sqlite" if self.cache_dir else default_cache_path()
 
 
-def apply_settings(endpoint: EndpointConfig, settings: RunSettings) -> EndpointConfig:
+def apply_limits(endpoint: EndpointConfig, limits: RateLimits) -> EndpointConfig:
     """The endpoint with the run's limit overrides applied (data fields are never touched)."""
-    overrides = {
-        name: getattr(settings, name)
-        for name in (
-            "max_concurrency",
-            "requests_per_minute",
-            "tokens_per_minute",
-            "timeout_s",
-            "max_retries",
-            "max_wait_s",
-        )
-        if getattr(settings, name) is not None
-    }
+    overrides = limits.model_dump(exclude_none=True)
     return endpoint.model_copy(update=overrides) if overrides else endpoint

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from gen.errors import GenError, Stopped
-from gen.llm.config import EndpointConfig, RunSettings, apply_settings, data_fingerprint, data_params
+from gen.llm.config import EndpointConfig, RunSettings, apply_limits, data_fingerprint, data_params
 from gen.llm.giveup import (
     NEVER_ANSWERED_LIMIT,
     REFUSALS_TO_STOP,
@@ -208,7 +208,7 @@ def load_endpoints(
                     record=f"llm endpoint '{name}'",
                     field=".".join(str(p) for p in first.get("loc", ())) or None,
                 ) from None
-        loaded[name] = Endpoint(name, apply_settings(config, settings))
+        loaded[name] = Endpoint(name, apply_limits(config, settings.limits))
     return loaded
 
 

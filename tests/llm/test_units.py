@@ -26,7 +26,7 @@ from gen.llm import (
     split_messages,
 )
 from gen.llm.cache import CachedReply
-from gen.llm.config import apply_settings
+from gen.llm.config import RateLimits, apply_limits
 from gen.llm.limiter import Slots, TokenBucket, backoff_delay, retry_after_seconds
 from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for
 
@@ -87,11 +87,11 @@ def test_data_params_hold_only_what_changes_the_data():
 
 def test_run_settings_override_limits_only(tmp_path):
     endpoint = EndpointConfig(model="m", max_concurrency=4, temperature=0.5)
-    settings = RunSettings(max_concurrency=16, requests_per_minute=60, cache_dir=tmp_path)
-    effective = apply_settings(endpoint, settings)
+    limits = RateLimits(max_concurrency=16, requests_per_minute=60)
+    effective = apply_limits(endpoint, limits)
     assert (effective.max_concurrency, effective.requests_per_minute, effective.temperature) == (16, 60, 0.5)
     assert data_fingerprint(effective) == data_fingerprint(endpoint)
-    assert settings.cache_path() == tmp_path / "llm.sqlite"
+    assert RunSettings(cache_dir=tmp_path, limits=limits).cache_path() == tmp_path / "llm.sqlite"
     with pytest.raises(ValidationError):
         RunSettings(cache_folder=tmp_path)
 
