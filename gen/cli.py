@@ -4,6 +4,7 @@ traceback."""
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import warnings
@@ -28,6 +29,7 @@ from gen.conversation import DataWarning
 from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
+from gen.logs import configure
 from gen.teabag_judge.cli import judge
 
 app = typer.Typer(
@@ -37,6 +39,7 @@ app = typer.Typer(
     help="Build evaluation datasets for long-term-memory dialogue agents from multi-session corpora.",
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+log = logging.getLogger(__name__)
 STATE = {"debug": False}
 
 
@@ -51,15 +54,20 @@ def show_version(value: bool) -> None:
 @app.callback()
 def main_options(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show debug messages (retries, choices made)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only warnings and errors (progress stays)."),
     version: bool = typer.Option(
         False, "--version", callback=show_version, is_eager=True, help="Print gen's version and exit."
     ),
 ) -> None:
+    if verbose and quiet:
+        raise GenError("--verbose and --quiet contradict each other", field="--quiet", expected="one of them")
     STATE["debug"] = debug
+    configure(1 if verbose else -1 if quiet else 0)
 
 
 def say(message: str) -> None:
-    err.print(message, markup=False)
+    log.info(message)
 
 
 RECIPE = typer.Argument(..., metavar="RECIPE", help="The recipe YAML file.")
@@ -125,7 +133,6 @@ def run(
         loaded,
         output_dir=output_dir,
         limit=limit,
-        say=say,
         llm_settings=settings,
         workers=workers,
         executor=executor.value,
@@ -229,7 +236,7 @@ def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR) -> Non
     from gen.run.shards import prepare
 
     loaded = load_recipe(recipe, source_dir)
-    prepared = prepare(loaded, say=say)
+    prepared = prepare(loaded)
     count = len(prepared.conversations)
     if prepared.needs_timelines:
         responses = sum(len(prepared.timeline(position).responses) for position in range(count))
@@ -310,7 +317,7 @@ def baseline(
     """
     from gen.eval.baselines import write_baseline
 
-    count = write_baseline(name.value, dataset, output, k=k, whole_dialogue=whole_dialogue, say=say)
+    count = write_baseline(name.value, dataset, output, k=k, whole_dialogue=whole_dialogue)
     say(f"wrote {count:,} predictions to {output}")
 
 
@@ -344,6 +351,7 @@ app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/teabag
 def main() -> None:
     """Run the command line; every way out of it ends here with one message and an exit code."""
     STATE["debug"] = False  # set again by the callback, once the options before the command are read
+    configure(0)  # likewise
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DataWarning)

@@ -18,13 +18,15 @@ never follows a symbolic link in place of the folder. Every command that writes 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 from gen.errors import GenError
+
+log = logging.getLogger(__name__)
 
 SIBLING = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)$")
 MARKER = ".gen-files.json"
@@ -144,7 +146,7 @@ def dead_siblings(parent: Path) -> list[tuple[Path, str, str, int]]:
     return found
 
 
-def recover_and_clean(parent: Path, say: Callable[[str], None]) -> None:
+def recover_and_clean(parent: Path) -> None:
     """Undo what a crash left in `parent`: a name emptied between the two renames gets its complete new
     folder (or its old one) back; then the dead processes' siblings are removed."""
     siblings = dead_siblings(parent)
@@ -156,11 +158,11 @@ def recover_and_clean(parent: Path, say: Callable[[str], None]) -> None:
         restored = new if written_by_gen(new) else path
         restored.rename(target)
         which = "the completed new run" if restored == new else "the previous run"
-        say(f"recovered {target} ({which}) after an interrupted replace")
+        log.info("recovered %s (%s) after an interrupted replace", target, which)
     for path, _, _, _ in dead_siblings(parent):
         if claimed(path):  # a folder of that name gen did not create is left alone
             shutil.rmtree(path, ignore_errors=True)
-            say(f"removed {path}, left by an earlier gen process that is gone")
+            log.info("removed %s, left by an earlier gen process that is gone", path)
 
 
 def swap_into_place(new: Path, target: Path) -> None:

@@ -59,7 +59,7 @@ USAGE_ERRORS = {
     "validate: extra argument": (["validate", "a.yaml", "b.yaml"], "validate", "unexpected extra argument"),
     "products: extra argument": (["products", "log"], "products", "unexpected extra argument"),
     "push: missing folder": (["push"], "push", "Missing argument"),
-    "gen: unknown option": (["--verbose", "products"], "", "No such option: --verbose"),
+    "gen: unknown option": (["--loud", "products"], "", "No such option: --loud"),
     "gen: unknown command": (["build", "r.yaml"], "", "No such command 'build'"),
 }
 

@@ -6,6 +6,7 @@ machine paths, the real output folder in the card, every asked test in the summa
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -136,7 +137,7 @@ def partial_folder(path: Path) -> Path:
         ("after the second rename", "new"),  # final = new, the old one not yet removed
     ],
 )
-def test_a_crash_at_any_instant_of_the_replace_leaves_a_complete_folder(tmp_path, instant, expected):
+def test_a_crash_at_any_instant_of_the_replace_leaves_a_complete_folder(tmp_path, instant, expected, caplog):
     pid, final = dead_pid(), tmp_path / "run"
     old, new = tmp_path / f".run.old-{pid}", tmp_path / f".run.tmp-{pid}"
     if instant == "before the first rename":
@@ -145,8 +146,9 @@ def test_a_crash_at_any_instant_of_the_replace_leaves_a_complete_folder(tmp_path
         gen_folder(old, "old"), gen_folder(new, "new")
     else:
         gen_folder(old, "old"), gen_folder(final, "new")
-    said: list[str] = []
-    recover_and_clean(tmp_path, said.append)
+    with caplog.at_level(logging.INFO, logger="gen"):
+        recover_and_clean(tmp_path)
+    said = [record.getMessage() for record in caplog.records]
     assert (final / "README.md").read_text() == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert any(line.startswith("recovered") for line in said) == (instant == "between the renames")
@@ -158,7 +160,7 @@ def test_a_crash_before_the_new_folder_was_complete_restores_the_old_one(tmp_pat
     pid, final = dead_pid(), tmp_path / "run"
     gen_folder(tmp_path / f".run.old-{pid}", "old")
     partial_folder(tmp_path / f".run.tmp-{pid}")
-    recover_and_clean(tmp_path, lambda _: None)
+    recover_and_clean(tmp_path)
     assert (final / "README.md").read_text() == "old"
 
 

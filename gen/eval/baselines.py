@@ -11,6 +11,7 @@ Every ranking is over one conversation's log; ties go to the lower response_inde
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from gen.errors import GenError
 from gen.eval.dataset import Dataset, Located, Question, open_dataset
 from gen.jsonl import encode_lines, replace_file
 
+log = logging.getLogger(__name__)
+
 BASELINES = ("recent", "bm25", "semantic", "semantic_meta")
 Responses = list[dict[str, Any]]
 Ranker = Callable[[Responses, list[tuple[Question, str]], int], dict[str, list[int]]]
@@ -37,21 +40,20 @@ def write_baseline(
     output: Path,
     k: int,
     whole_dialogue: bool = False,
-    say: Callable[[str], None] = lambda _: None,
 ) -> int:
     """Rank every question of every question config and write one predictions line per question."""
     ranker = make_ranker(name)  # checks the optional packages before any reading
     dataset = open_dataset(dataset_path)
     if not dataset.question_configs:
         raise GenError("the dataset has no question config", file=dataset.folder)
-    log = dataset.log()
+    responses_of = dataset.log()
     nows = dataset.nows()
     lines = []
     for config in dataset.question_configs:
-        by_conversation = questions_by_conversation(dataset, config, whole_dialogue, log)
-        say(f"{name}: {config}, {sum(len(q) for q in by_conversation.values()):,} questions")
+        by_conversation = questions_by_conversation(dataset, config, whole_dialogue, responses_of)
+        log.info("%s: %s, %s questions", name, config, f"{sum(len(q) for q in by_conversation.values()):,}")
         for conversation_id, asked in by_conversation.items():
-            responses = before_now(log[conversation_id], nows.get(conversation_id))
+            responses = before_now(responses_of[conversation_id], nows.get(conversation_id))
             ranked = ranker(responses, asked, k)
             lines += [{"question_id": q.question_id, "retrieved": ranked[q.question_id]} for q, _ in asked]
     write_lines(Path(output), lines)
@@ -73,12 +75,12 @@ def make_ranker(name: str) -> Ranker:
 
 
 def questions_by_conversation(
-    dataset: Dataset, config: str, whole_dialogue: bool, log: dict[str, Responses]
+    dataset: Dataset, config: str, whole_dialogue: bool, responses_of: dict[str, Responses]
 ) -> dict[str, list[tuple[Question, str]]]:
     """Each conversation's questions with the text a baseline queries by."""
     found: dict[str, list[tuple[Question, str]]] = defaultdict(list)
     for question in dataset.questions(config):
-        if question.conversation_id not in log:
+        if question.conversation_id not in responses_of:
             raise GenError(
                 f"conversation {question.conversation_id} is not in the log",
                 file=question.item.file,

@@ -14,6 +14,7 @@ Every Hub error becomes one GenError line that says what to do.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Callable
@@ -28,6 +29,8 @@ from gen.errors import GenError
 from gen.export.files import human_size
 from gen.export.hub_folder import Export, build_export
 from gen.export.spec import ExportSpec, HubTarget
+
+log = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 DATA_PREFIX = "data/"
@@ -147,7 +150,6 @@ def push(
     message: str | None = None,
     templates_dir: str | None = None,
     out: Say = print,
-    say: Say = lambda _: None,
 ) -> PushResult | None:
     """Build the export of `run_dir` and publish it to `target` as one commit (or only describe it)."""
     with tempfile.TemporaryDirectory(prefix="gen-push-") as scratch:
@@ -164,10 +166,10 @@ def push(
         if dry_run:
             out(describe_plan(export, target, message))
             return None
-        return publish(export, target, message, out, say)
+        return publish(export, target, message, out)
 
 
-def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say) -> PushResult:
+def publish(export: Export, target: HubTarget, message: str, out: Say) -> PushResult:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetInfo, HfApi, constants
     from huggingface_hub.errors import RevisionNotFoundError
 
@@ -185,7 +187,7 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
         identity = api.whoami()
     check_namespace(identity, repo_id, source)
 
-    say(f"pushing to {repo_url(repo_id)} as {identity.get('name')}")
+    log.info(f"pushing to {repo_url(repo_id)} as {identity.get('name')}")
     with hub_errors("creating the repo", repo_id, source):
         api.create_repo(repo_id, repo_type="dataset", private=target.private, exist_ok=True)
     with hub_errors("reading the repo", repo_id, source):
@@ -194,7 +196,7 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
         except RevisionNotFoundError:
             if target.revision is None:  # main itself is missing: there is nothing to branch from
                 raise
-            say(f"branch {target.revision} does not exist; creating it from main")
+            log.info(f"branch {target.revision} does not exist; creating it from main")
             api.create_branch(repo_id, repo_type="dataset", branch=target.revision)
             info = api.repo_info(repo_id, repo_type="dataset", revision=target.revision)
     assert isinstance(info, DatasetInfo)  # what repo_info answers for repo_type="dataset"
@@ -205,7 +207,7 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
             field="repo_id",
         )
     if info.private and not target.private:
-        say(f"note: {repo_id} already exists and is private; it stays private (change that in its settings)")
+        log.info(f"note: {repo_id} already exists and is private; it stays private (change that in its settings)")
 
     existing = info.card_data.to_dict() if info.card_data else {}
     export.write_card(repo_id, existing=[existing] if existing else [], overrides=target.card)
@@ -219,7 +221,7 @@ def publish(export: Export, target: HubTarget, message: str, out: Say, say: Say)
     operations = [
         CommitOperationAdd(path_in_repo=file.path, path_or_fileobj=str(export.folder / file.path)) for file in files
     ] + [CommitOperationDelete(path_in_repo=path) for path in stale]
-    say(
+    log.info(
         f"committing {len(files)} files ({human_size(sum(f.size for f in files))})"
         + (f" and deleting {len(stale)} stale data files" if stale else "")
     )
@@ -326,10 +328,10 @@ def translate(error: BaseException, step: str, repo_id: str, source: str) -> Gen
 # --- `export: {hub: ...}` at the end of `gen run` ---------------------------------------------------
 
 
-def push_after_run(run_dir: Path, target: HubTarget, templates_dir: str | None, say: Say) -> None:
+def push_after_run(run_dir: Path, target: HubTarget, templates_dir: str | None) -> None:
     """The hook the runner calls once the run folder is in place. A failure keeps the run and says how to retry."""
     try:
-        push(run_dir, target, templates_dir=templates_dir, out=say, say=say)
+        push(run_dir, target, templates_dir=templates_dir, out=log.info)
     except GenError as exc:
         raise GenError(
             f"the run was written to {run_dir}, but publishing it failed: {exc}. Fix that and run `gen push {run_dir}`"

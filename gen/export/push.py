@@ -81,5 +81,4 @@ def push(
         export_dir=export_dir,
         message=message,
         out=typer.echo,
-        say=lambda text: typer.echo(text, err=True),
     )

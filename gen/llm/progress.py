@@ -176,7 +176,7 @@ class LiveReporter(NullReporter):
 def announce(text: str, mode: str = "auto", stream: TextIO | None = None) -> None:
     """A one-off line about the run (e.g. the structured-output mode an endpoint uses): logged, and shown on
     stderr unless progress is ``off``."""
-    log.info(text)
+    log.info(text, extra={"shown": True})  # printed below when progress is on; the run log keeps it
     if mode != "off":
         with contextlib.suppress(OSError, ValueError):
             print(text, file=stream or sys.stderr, flush=True)
@@ -206,7 +206,7 @@ async def showing(reporter: Reporter | None, counters: StepCounters, summary: Ca
         ticker.cancel()
         text = summary()
         if text:
-            log.info(text)
+            log.info(text, extra={"shown": True})  # the reporter prints it
         reporter.stop(text)
 
 

@@ -17,6 +17,7 @@ workers nor the batching changes a byte of output.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import platform
 import signal
 import threading
@@ -31,16 +32,19 @@ from gen import DISTRIBUTION
 from gen.errors import GenError, Stopped
 from gen.export.card import render_card
 from gen.jsonl import write_json
+from gen.llm.config import RunSettings
+from gen.logs import run_log
 from gen.products.checks import Checks
 from gen.products.registry import Bound
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
 from gen.run.executors import llm_results, local_results, ray_results
-from gen.run.shards import Prepared, Say, ShardResult, prepare, stage_products, uses_llm
+from gen.run.shards import Prepared, ShardResult, prepare, stage_products, uses_llm
 from gen.run.writer import RunFolder, ShardWriter, write_rejects
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
-    from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
 
 # run.json names gen itself "gen"; its distribution on the package index is DISTRIBUTION
@@ -88,28 +92,42 @@ def run(
     recipe: Recipe,
     output_dir: Path | None = None,
     limit: int | None = None,
-    say: Say = lambda _: None,
     llm_settings: RunSettings | None = None,
     workers: int | None = 1,
     executor: str = "local",
     ray_address: str | None = None,
 ) -> Path:
-    """Build, validate and write the run. `llm_settings` are run-only LLM overrides (never in the data)."""
-    prepared = prepare(recipe, limit, say)
+    """Build, validate and write the run. `llm_settings` are run-only LLM overrides (never in the data). Every
+    message is also kept in the run's log file, beside the LLM cache (gen/logs.py)."""
+    settings = llm_settings or RunSettings()
+    with run_log(settings.cache_path().parent / "logs" / f"{recipe.name}.log"):
+        return build_and_publish(recipe, output_dir, limit, settings, workers, executor, ray_address)
+
+
+def build_and_publish(
+    recipe: Recipe,
+    output_dir: Path | None,
+    limit: int | None,
+    settings: RunSettings,
+    workers: int | None,
+    executor: str,
+    ray_address: str | None,
+) -> Path:
+    prepared = prepare(recipe, limit)
     engine = None
     if any(uses_llm(b.name) for b in prepared.products):
         from gen.llm.engine import Engine  # only runs with LLM products load the engine
 
-        engine = Engine(recipe.llm, llm_settings, templates_dir=recipe.templates)
+        engine = Engine(recipe.llm, settings, templates_dir=recipe.templates)
     try:
-        final = build_and_write(prepared, engine, output_dir, say, workers, executor, ray_address)
+        final = build_and_write(prepared, engine, output_dir, workers, executor, ray_address)
     finally:
         if engine is not None:
             engine.close()
     if recipe.export.hub is not None:  # `export: {hub: ...}`: publish the run just written
         from gen.export.hub import push_after_run
 
-        push_after_run(final, recipe.export.hub, recipe.templates, say)
+        push_after_run(final, recipe.export.hub, recipe.templates)
     return final
 
 
@@ -117,7 +135,6 @@ def build_and_write(
     prepared: Prepared,
     engine: Engine | None,
     output_dir: Path | None,
-    say: Say,
     workers: int | None,
     executor: str = "local",
     ray_address: str | None = None,
@@ -126,7 +143,7 @@ def build_and_write(
     final = output_folder(recipe, output_dir)
     products = prepared.products
     tallies = Tallies(products)
-    with RunFolder(final, recipe_inputs(recipe), say) as folder:
+    with RunFolder(final, recipe_inputs(recipe)) as folder:
         shards = ShardWriter(folder.path, recipe.split)
         try:
             for results in stages(prepared, products, engine, workers, executor, ray_address):
@@ -139,7 +156,7 @@ def build_and_write(
             stop = keep_stopped(folder, prepared, tallies, engine, final, stop_of(exc))
             if isinstance(exc, (GenError, KeyboardInterrupt)):
                 raise stop from None
-            say(stop.message)  # an internal error: its traceback follows
+            log.error(stop.message)  # an internal error: its traceback follows
             raise
         shards.close()
         report = run_report(prepared, products, tallies, engine, final)
@@ -157,10 +174,12 @@ def build_and_write(
         )
         for name, info in report["configs"].items():
             passed = report["validation"][info["product"]]["passed"]
-            say(f"{name}: {info['records']:,} records, validation {'passed' if passed else 'FAILED'}")
+            log.info("%s: %s records, validation %s", name, f"{info['records']:,}", "passed" if passed else "FAILED")
             if missing := info.get("summary", {}).get("not_produced"):
                 which = "that test" if len(missing) == 1 else "those tests"
-                say(f"{name}: no question for {', '.join(missing)}: nothing in these conversations fits {which}")
+                log.info(
+                    "%s: no question for %s: nothing in these conversations fits %s", name, ", ".join(missing), which
+                )
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
             kept = folder.keep_at("failed")

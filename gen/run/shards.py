@@ -7,9 +7,10 @@ processes and the writer (gen/run/runner.py) appends them in conversation order.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,10 +26,10 @@ from gen.sources import read_source, select
 from gen.sources.store import ConversationStore, SourcePool, Stored, Summary
 from gen.timeline import Timeline, build_timeline
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
-
-Say = Callable[[str], None]
 
 
 @dataclass
@@ -61,7 +62,7 @@ class Prepared:
         return Unit(conversation, timeline)
 
 
-def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None) -> Prepared:
+def prepare(recipe: Recipe, limit: int | None = None) -> Prepared:
     started = time.perf_counter()
     products = bind(recipe)
     store = ConversationStore()
@@ -75,7 +76,7 @@ def prepare(recipe: Recipe, limit: int | None = None, say: Say = lambda _: None)
             store.add(conversation)
         loaded = store.summaries[first:]
         selected = select(loaded, spec)[:limit] if limit is not None else select(loaded, spec)
-        say(f"{spec.format}: {len(selected)} of {len(loaded)} conversations from {spec.origin}")
+        log.info("%s: %d of %d conversations from %s", spec.format, len(selected), len(loaded), spec.origin)
         sources.append(
             {
                 "format": spec.format,

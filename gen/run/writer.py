@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Literal
@@ -39,10 +39,9 @@ class RunFolder:
     On an exception the previous `final` is untouched and the partial folder is removed, or moved to
     `kept_at` when the runner set it (a stopped run, or one that failed validation, kept for inspection)."""
 
-    def __init__(self, final: Path, inputs: Sequence[Path] = (), say: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(self, final: Path, inputs: Sequence[Path] = ()) -> None:
         self.final = final
         self.inputs = inputs
-        self.say = say
         self.path = final.parent / f".{final.name}.tmp-{os.getpid()}"
         self.kept_at: Path | None = None
 
@@ -54,7 +53,7 @@ class RunFolder:
     def __enter__(self) -> RunFolder:
         try:
             self.final.parent.mkdir(parents=True, exist_ok=True)
-            recover_and_clean(self.final.parent, self.say)
+            recover_and_clean(self.final.parent)
         except OSError as exc:
             raise GenError(f"cannot prepare the output folder: {exc.strerror}", file=self.final.parent) from None
         refuse_to_replace(self.final, self.inputs)

@@ -7,7 +7,8 @@ question is given up with the reason and the raw reply (see gen/llm/engine.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, field_validator
@@ -15,6 +16,8 @@ from pydantic import BaseModel, field_validator
 from gen.errors import Stopped
 from gen.llm.task import Outcome, Task, render_messages
 from gen.teabag_judge.items import Question
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
@@ -59,25 +62,24 @@ def ask_judge(
     answers: Mapping[str, str],
     endpoint: str,
     max_reject_rate: float | None,
-    say: Callable[[str], None],
 ) -> dict[str, Outcome]:
     """question_id → the judge's outcome, for every question given here (all of them answered)."""
     tasks = [judge_task(q, answers[q.question_id], endpoint) for q in questions]
     try:
         outcomes = engine.run_step(STEP, tasks, max_reject_rate=max_reject_rate, reject_option=REJECT_OPTION)
     except Stopped as stop:
-        raise stopped(stop, engine, say) from None
+        raise stopped(stop, engine) from None
     return {outcome.item_id: outcome for outcome in outcomes}
 
 
 REJECT_OPTION = "max_reject_rate of the judging endpoint in the llm: section"
 
 
-def stopped(stop: Stopped, engine: Engine, say: Callable[[str], None]) -> Stopped:
+def stopped(stop: Stopped, engine: Engine) -> Stopped:
     """The engine's stop, with the first failures shown (there is no run folder to keep them in) and how to
     resume."""
     for reject in engine.rejects[:5]:
-        say(f"not judged: {reject['item_id']}: {reject['kind']}: {reject['reason']}")
+        log.warning("not judged: %s: %s: %s", reject["item_id"], reject["kind"], reject["reason"])
     return Stopped(
         f"{stop.message}; no verdicts file was written; every reply received is cached, so the same command resumes",
         record=stop.record,

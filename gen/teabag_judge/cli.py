@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,7 +77,7 @@ def judge(
     typer.echo(format_result(result, answers, dataset))
     write_json(output, result_json(result, dataset=dataset, answers=answers, judge=about), "verdicts")
     calls = f"judge calls made {about['calls_made']:,}, cached {about['calls_cached']:,}"
-    say(f"wrote {len(result.verdicts):,} verdicts to {output} ({calls})")
+    logging.getLogger(__name__).info("wrote %s verdicts to %s (%s)", f"{len(result.verdicts):,}", output, calls)
 
 
 def run_judge(
@@ -91,7 +92,7 @@ def run_judge(
     name, config = judge_endpoint.name, judge_endpoint.config
     asked = [q for q in questions if has_answer(answers, q.question_id)]
     with Engine({name: config}, settings) as engine:
-        outcomes = ask_judge(engine, asked, answers, name, config.max_reject_rate, say) if asked else {}
+        outcomes = ask_judge(engine, asked, answers, name, config.max_reject_rate) if asked else {}
         report = engine.report()
     step = report["steps"].get(STEP, {})
     about = {
@@ -104,7 +105,3 @@ def run_judge(
         "cost_usd": step.get("cost_usd"),
     }
     return verdicts(questions, answers, outcomes), about
-
-
-def say(text: str) -> None:
-    typer.echo(text, err=True)
