@@ -1,11 +1,35 @@
-"""gen: evaluation datasets for long-term-memory dialogue agents, built from multi-session corpora."""
+"""gen: evaluation datasets for long-term-memory dialogue agents, built from multi-session corpora.
+
+The Python API (gen/api.py; the command line is a thin layer over the same code):
+
+    load_recipe(path_or_mapping)        a recipe, checked whole (its keys, then every product's options)
+    run_recipe(recipe, output_dir)      build, validate and write a run folder; returns its path
+    plan(recipe)                        LLM calls needed, cached and at most, per step (a DataFrame)
+    summary(run_folder)                 one row per config: records, validation (a DataFrame)
+    load(run_folder)                    a datasets.DatasetDict, one Dataset per config
+    export_harness(dataset, format, out)  a harness's layout: locomo, longmemeval or beir
+    evaluate(dataset, predictions)      scores per config and test (a DataFrame)
+
+They are imported on first use, so `import gen` stays light.
+"""
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
 # The name on the package index: `gen` there is an unrelated project. The import package and the command stay `gen`.
 DISTRIBUTION = "gen-memory"
 
+__all__ = ["evaluate", "export_harness", "load", "load_recipe", "plan", "run_recipe", "summary"]
+
 
 def install_hint(extra: str) -> str:
     """How to install one optional group of dependencies, from the index or from a checkout."""
     return f"pip install '{DISTRIBUTION}[{extra}]' (in a checkout: pip install -e '.[{extra}]')"
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:  # the API on first use; every module imports `gen` for the names above, not for the API
+        return getattr(importlib.import_module("gen.api"), name)
+    raise AttributeError(f"module 'gen' has no attribute {name!r}")

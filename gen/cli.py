@@ -269,6 +269,9 @@ def evaluate(
         ..., "--predictions", help='JSONL, one line per question: {"question_id": ..., "retrieved": [index, ...]}.'
     ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the scores to this JSON file."),
+    csv_out: Path | None = typer.Option(
+        None, "--csv", help="Also write the scores as a table (config, test, questions, recall, f2...) to this CSV."
+    ),
     k: int | None = typer.Option(None, "--k", min=1, help="Score only the first K indices of each ranking."),
     questions_from: Path | None = typer.Option(
         None,
@@ -282,7 +285,7 @@ def evaluate(
 
     Example: gen eval outputs/locomo-temporal --predictions mine.jsonl --k 10
     """
-    from gen.eval.report import format_result, result_json
+    from gen.eval.report import format_result, result_json, scores_table
     from gen.eval.score import evaluate as score
 
     result = score(dataset, predictions, k, questions_from)
@@ -291,6 +294,10 @@ def evaluate(
         from gen.jsonl import write_json
 
         write_json(json_out, result_json(result), "scores")
+    if csv_out is not None:
+        from gen.jsonl import replace_file
+
+        replace_file(csv_out, scores_table(result).to_csv(index=False).encode("utf-8"), "scores table")
 
 
 class BaselineName(StrEnum):

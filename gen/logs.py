@@ -18,6 +18,19 @@ LOGGER = logging.getLogger("gen")
 LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
 
 
+class StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a message comes (a test's capture, a redirected stream), not to
+    the stream of the moment it was made."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler.__init__ sets it; sys.stderr is always used
+        pass
+
+
 class NotShownYet(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not getattr(record, "shown", False)
@@ -28,7 +41,7 @@ def configure(verbosity: int) -> None:
     -q (-1), the default (0) or -v (1) asks for."""
     for handler in [h for h in LOGGER.handlers if getattr(h, "gen_stderr", False)]:
         LOGGER.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.setLevel(LEVELS[max(-1, min(1, verbosity))])
     handler.addFilter(NotShownYet())

@@ -250,6 +250,12 @@ def load_recipe(path: str | Path, source_dir: Path | None = None) -> Recipe:
             file=path,
             record=f"line {mark.line + 1}" if mark else None,
         ) from None
+    return recipe_from_data(data, path, source_dir)
+
+
+def recipe_from_data(data: Any, path: Path, source_dir: Path | None = None) -> Recipe:
+    """A recipe from its parsed YAML (or a Python mapping): `path` names it in errors, and its folder is the one
+    relative input paths start from."""
     if not isinstance(data, dict):
         raise GenError("the recipe is not a mapping", file=path, expected="keys name, sources, timeline, products")
     recipe = validate_model(Recipe, data, path, prefix=())

@@ -112,6 +112,18 @@ def locomo_sample(sample_id: str, speakers=("Ann", "Bob"), sessions=None) -> dic
     return {"sample_id": sample_id, "conversation": conversation}
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_cache(tmp_path_factory):
+    """Runs that name no cache folder use one of this session's (LLM cache, run logs), never ~/.cache/gen."""
+    previous = os.environ.get("GEN_CACHE_DIR")
+    os.environ["GEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if previous is None:
+        os.environ.pop("GEN_CACHE_DIR", None)
+    else:
+        os.environ["GEN_CACHE_DIR"] = previous
+
+
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory) -> Path:
     """The quickstart recipe run into a temporary folder (once per test module that asks for it)."""

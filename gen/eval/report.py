@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gen.eval.metrics import GroupScore
 from gen.eval.score import ConfigResult, EvalResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 from gen.templating import render
 
 
@@ -74,3 +77,24 @@ def result_json(result: EvalResult) -> dict[str, Any]:
         "not_scored": result.unscored,
         "only_questions_of": str(result.subset) if result.subset is not None else None,
     }
+
+
+def score_rows(result: EvalResult) -> list[dict[str, Any]]:
+    """The scores as rows: per config, one per test, then its mean over tests (recall and F2) and its pooled
+    mean over questions; what `gen eval --csv` writes and gen.evaluate returns as a DataFrame."""
+    rows: list[dict[str, Any]] = []
+    for config in result.results:
+        where = {"config": config.config, "group_field": config.group_field}
+        rows += [{**where, "test": test, **scores(score)} for test, score in config.tests.items()]
+        rows.append({**where, "test": "(mean over tests)", "recall": config.mean.recall, "f2": config.mean.f2})
+        rows.append({**where, "test": "(pooled)", **scores(config.pooled)})
+    return rows
+
+
+SCORE_COLUMNS = ("config", "group_field", "test", "questions", "recall", "f2", "all_found", "any_found")
+
+
+def scores_table(result: EvalResult) -> pd.DataFrame:
+    import pandas as pd  # only for the table
+
+    return pd.DataFrame(score_rows(result), columns=list(SCORE_COLUMNS))

@@ -1,0 +1,179 @@
+"""gen from Python: the same code paths as the command line, which is a thin layer over them.
+
+    import gen
+
+    recipe = gen.load_recipe("recipes/quickstart.yaml")      # or a dict, checked the same way
+    folder = gen.run_recipe(recipe, output_dir="outputs")
+    gen.summary(folder)                                        # a DataFrame: one row per config
+    dataset = gen.load(folder)                                 # a DatasetDict: one Dataset per config
+    gen.export_harness(folder, "beir", "exports/quickstart-beir")
+    gen.evaluate(folder, "predictions.jsonl")                  # a DataFrame: scores per config and test
+
+(`gen.run` and `gen.export` are packages of gen, hence `run_recipe` and `export_harness`.) Every function
+raises `gen.errors.GenError` with the file, record and field of a problem, as the command line prints it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gen.errors import GenError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from datasets import DatasetDict
+
+    from gen.recipe import Recipe
+
+
+def load_recipe(recipe: str | Path | Mapping[str, Any], *, source_dir: str | Path | None = None) -> Recipe:
+    """A recipe file (or a mapping with the same keys, its relative paths taken from the working folder), checked
+    whole: its own keys, then every product's options, as `gen validate` does before reading any source."""
+    from gen.products.registry import bind
+    from gen.recipe import load_recipe as read_file
+    from gen.recipe import recipe_from_data
+
+    folder = Path(source_dir) if source_dir is not None else None
+    if isinstance(recipe, Mapping):
+        loaded = recipe_from_data(dict(recipe), Path.cwd() / "(recipe given as a mapping)", folder)
+    else:
+        loaded = read_file(recipe, folder)
+    bind(loaded)
+    return loaded
+
+
+def as_recipe(recipe: Any) -> Recipe:
+    from gen.recipe import Recipe
+
+    return recipe if isinstance(recipe, Recipe) else load_recipe(recipe)
+
+
+def run_recipe(
+    recipe: str | Path | Mapping[str, Any] | Recipe,
+    output_dir: str | Path | None = None,
+    *,
+    limit: int | None = None,
+    offline: bool = False,
+    cache_dir: str | Path | None = None,
+    workers: int = 1,
+) -> Path:
+    """Build every product of the recipe, validate it and write the run folder (`gen run`); returns its path."""
+    from gen.llm.config import RunSettings
+    from gen.run.runner import run
+
+    settings = RunSettings(offline=offline, cache_dir=Path(cache_dir) if cache_dir else None)
+    out = Path(output_dir) if output_dir is not None else None
+    return run(as_recipe(recipe), output_dir=out, limit=limit, llm_settings=settings, workers=workers)
+
+
+def plan(
+    recipe: str | Path | Mapping[str, Any] | Recipe, *, limit: int | None = None, cache_dir: str | Path | None = None
+) -> pd.DataFrame:
+    """Per LLM step: items, calls needed (first round), cached, at most (every retry), projected tokens and
+    cost (`gen plan`). No call is made and no key is needed."""
+    import pandas as pd
+
+    from gen.llm.config import RunSettings
+    from gen.llm.engine import Engine
+    from gen.products.base import BuildContext
+    from gen.run.shards import prepare
+
+    loaded = as_recipe(recipe)
+    prepared = prepare(loaded, limit)
+    units = [prepared.unit(position) for position in range(len(prepared.conversations))]
+    ctx = BuildContext(loaded)
+    settings = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None)
+    rows = []
+    with Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates) as engine:
+        for bound in (b for b in prepared.products if b.written):
+            for name, tasks, most in bound.product.llm_tasks(units, ctx):
+                step = engine.plan(name, tasks)
+                rows.append(
+                    {
+                        "step": name,
+                        "items": step.items,
+                        "needed": step.calls_needed,
+                        "cached": step.calls_cached,
+                        "at_most": most,
+                        "input_tokens": step.projected_input_tokens,
+                        "output_tokens": step.projected_output_tokens,
+                        "cost_usd": step.projected_cost_usd,
+                    }
+                )
+    return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
+
+
+PLAN_COLUMNS = ("step", "items", "needed", "cached", "at_most", "input_tokens", "output_tokens", "cost_usd")
+
+
+def summary(run_folder: str | Path) -> pd.DataFrame:
+    """One row per config of a run folder: its product, records, whether its product's validation passed, and
+    the config's description (from run.json)."""
+    import pandas as pd
+
+    report = read_report(Path(run_folder))
+    validation = report.get("validation", {})
+    rows = [
+        {
+            "config": name,
+            "product": info.get("product"),
+            "records": info.get("records"),
+            "validation_passed": (validation.get(info.get("product"), {}) or {}).get("passed"),
+            "questions": "questions" in info,
+            "description": info.get("description", ""),
+        }
+        for name, info in report["configs"].items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def read_report(folder: Path) -> dict:
+    path = folder / "run.json"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        report["configs"].items()
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
+        raise GenError(
+            f"not a run folder ({type(exc).__name__})", file=path, expected="run.json written by gen run"
+        ) from None
+    return report
+
+
+def load(run_folder: str | Path) -> DatasetDict:
+    """A finished run folder (or an export folder) as a `datasets.DatasetDict`, one Dataset per config, each with
+    the features its product declares: what `datasets.load_dataset(folder, config)` gives, for every config."""
+    from datasets import DatasetDict, load_dataset
+
+    from gen.eval.dataset import finished_report
+
+    folder = Path(run_folder)
+    report = finished_report(folder, "loaded")
+    split = report.get("split", "test")
+    return DatasetDict({name: load_dataset(str(folder), name, split=split) for name in report["configs"]})
+
+
+def export_harness(dataset: str | Path, format: str, output: str | Path, *, config: str | None = None) -> Path:
+    """Write a dataset's questions in a harness's layout (`gen export`): locomo, longmemeval or beir."""
+    from gen.export.harness.exporter import export as write_export
+
+    write_export(Path(dataset), format, Path(output), config)
+    return Path(output)
+
+
+def evaluate(
+    dataset: str | Path,
+    predictions: str | Path,
+    *,
+    k: int | None = None,
+    questions_from: str | Path | None = None,
+) -> pd.DataFrame:
+    """Scores of a predictions file (`gen eval`): one row per config and test, then per config its mean over
+    tests and its pooled mean over questions."""
+    from gen.eval.report import scores_table
+    from gen.eval.score import evaluate as score
+
+    subset = Path(questions_from) if questions_from is not None else None
+    return scores_table(score(Path(dataset), Path(predictions), k, subset))
