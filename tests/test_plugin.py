@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gen.errors import GenError
 from tests.conftest import REPO, gen_subprocess, read_jsonl, write_recipe
 
 PLUGIN = REPO / "tests" / "plugin_example"
@@ -106,3 +107,22 @@ def test_the_plugins_questions_are_published_exported_and_scored(site, run_folde
     result = json.loads((tmp_path / "scores.json").read_text())["configs"]["speaker_sessions"]
     expected = sum(1 / len(r["relevant_response_indices"]) for r in rows) / len(rows)
     assert result["questions"] == len(rows) and result["pooled"]["recall"] == pytest.approx(expected)
+
+
+def test_a_plugin_that_cannot_be_imported_is_one_error_naming_it(monkeypatch):
+    from importlib import metadata
+
+    from gen import plugins
+    from gen.products.registry import discover
+
+    real = list(metadata.entry_points(group=plugins.PRODUCTS))
+    broken = metadata.EntryPoint("broken", "no_such_module:Product", plugins.PRODUCTS)
+    monkeypatch.setattr(plugins.metadata, "entry_points", lambda group: [*real, broken])
+    with pytest.raises(GenError) as info:
+        discover()
+    assert str(info.value).startswith("entry point 'broken' of an unknown package: gen.products: cannot load ")
+    assert "no_such_module:Product (ModuleNotFoundError" in str(info.value)
+
+    monkeypatch.setattr(plugins.metadata, "entry_points", lambda group: [broken])  # gen itself not installed
+    with pytest.raises(GenError, match=r"gen's own gen\.products entry points are missing"):
+        discover()
