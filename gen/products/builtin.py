@@ -6,8 +6,18 @@ from gen.products.chat_log.conversations import Conversations
 from gen.products.chat_log.log import Log
 from gen.products.counterfactual.teabag import TeaBag
 from gen.products.persona.persona_sql import PersonaSQL
+from gen.products.quality.quality_labels import QualityLabels
 from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
 from gen.products.time_content.time_content_questions import TimeContentQuestions
 
-PRODUCTS = (Log, Conversations, TimeQueries, AmbiguousTimeQueries, TimeContentQuestions, PersonaSQL, TeaBag)
+PRODUCTS = (
+    Log,
+    Conversations,
+    TimeQueries,
+    AmbiguousTimeQueries,
+    TimeContentQuestions,
+    PersonaSQL,
+    TeaBag,
+    QualityLabels,
+)

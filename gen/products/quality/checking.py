@@ -1,0 +1,208 @@
+"""The validator of quality_labels, by its own path: turns read back from the `log` records, feedback phrases found
+by a separately written matcher (regular expressions over the text), distinct-1 by a hand-written scanner,
+cosines from a fresh encoder pass (within TOLERANCE), then the gate, baseline, advantage, reward and the
+conversation's means recomputed from those."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from statistics import fmean
+from typing import Any
+
+from gen.products.base import BuildContext, Record, Unit
+from gen.products.checks import Checks
+from gen.products.quality import vectors
+from gen.products.quality.options import QualityLabelsOptions
+from gen.products.quality.signals import FeedbackWords, feedback_reward, gate, keyword_signal
+
+TOLERANCE = 1e-3  # float32 vectors encoded in other batches may move the fourth decimal
+WEIGHTS = {"r2": 0.16, "r3_2": 0.22}
+LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def phrase_pattern(phrase: str) -> re.Pattern:
+    parts = re.findall(r"[a-z0-9']+", phrase.lower())
+    return re.compile(r"(?<![a-z0-9'])" + r"[^a-z0-9']+".join(map(re.escape, parts)) + r"(?![a-z0-9]|'[a-z])")
+
+
+def found(phrases: Sequence[str], text: str) -> list[str]:
+    plain = text.lower().replace("\u2019", "'")
+    return [p for p in phrases if phrase_pattern(p).search(plain)]
+
+
+def scanned_words(text: str) -> list[str]:
+    """Runs of letters and digits, an apostrophe kept when letters follow it (so "don't" is one word)."""
+    plain, tokens, current, position = text.lower().replace("\u2019", "'"), [], "", 0
+    while position < len(plain):
+        char = plain[position]
+        if char in LETTERS or (
+            char == "'"
+            and current
+            and "'" not in current
+            and position + 1 < len(plain)
+            and plain[position + 1].isalpha()
+            and plain[position + 1] in LETTERS
+        ):
+            current += char
+        elif current:
+            tokens.append(current)
+            current = ""
+        position += 1
+    return [*tokens, current] if current else tokens
+
+
+def near(a: float | None, b: float | None) -> bool:
+    return (a is None) == (b is None) and (a is None or abs(a - b) <= TOLERANCE)  # type: ignore[operator]
+
+
+def fresh_vectors(texts: Sequence[str]) -> Any:
+    return vectors.encode(texts)  # encoded again here: nothing is taken from the build
+
+
+def check_conversation(
+    unit: Unit,
+    rows: Sequence[Record],
+    summaries: Sequence[Record],
+    options: QualityLabelsOptions,
+    ctx: BuildContext,
+    checks: Checks,
+) -> None:
+    log = unit.records_of("log")
+    where = unit.conversation_id
+    if not checks.check(
+        "one record per response of the log",
+        [r["response_index"] for r in rows] == [r["response_index"] for r in log],
+        where,
+    ):
+        return
+    vectors = fresh_vectors([r["text"] for r in log])
+    words = FeedbackWords.load(ctx.templates_dir)
+    baselines: dict[str, float] = {}
+    for row, entry in zip(rows, log):
+        check_turn(row, entry, log, vectors, words, options, checks)
+        check_memory(row, log, vectors, unit, options, checks)
+        if row["feedback_reward"] is not None:
+            before = baselines.get(row["speaker"], 0.0)
+            expected = None if row["gate"] is None else row["gate"] * (row["feedback_reward"] - before)
+            checks.check(
+                "baseline and advantage follow the speaker's earlier rewards",
+                near(row["baseline"], before) and near(row["advantage"], expected),
+                f"{where} {row['response_index']}",
+            )
+            baselines[row["speaker"]] = (1 - options.baseline_rate) * before + options.baseline_rate * row[
+                "feedback_reward"
+            ]
+    check_summary(summaries, rows, checks, where)
+
+
+def same_session(log: Sequence[Record], a: int, b: int) -> bool:
+    return 0 <= b < len(log) and log[a]["session_index"] == log[b]["session_index"]
+
+
+def check_turn(
+    row: Record,
+    entry: Record,
+    log: Sequence[Record],
+    vectors: Any,
+    words: FeedbackWords,
+    options: QualityLabelsOptions,
+    checks: Checks,
+) -> None:
+    index, where = entry["response_index"], f"{entry['conversation_id']} {entry['response_index']}"
+    query = index - 1 if same_session(log, index, index - 1) else None
+    follow_up = index + 1 if same_session(log, index, index + 1) else None
+    checks.check(
+        "query and follow-up are the neighbouring turns of the session",
+        (row["query_index"], row["follow_up_index"]) == (query, follow_up),
+        where,
+    )
+    if query is not None and follow_up is not None:
+        negative, positive = (
+            found(words.negative, log[follow_up]["text"]),
+            found(words.positive, log[follow_up]["text"]),
+        )
+        checks.check(
+            "feedback phrases are those of the follow-up",
+            (row["negative_hits"], row["positive_hits"]) == (negative, positive),
+            where,
+        )
+        topic = float(vectors[query] @ vectors[follow_up])
+        checks.check("topic cosine of query and follow-up", near(row["topic_cosine"], topic), where)
+        expected = feedback_reward(
+            keyword_signal(negative, positive),
+            row["topic_cosine"] if near(row["topic_cosine"], topic) else topic,
+            options.rules,
+        )
+        checks.check("feedback reward from keywords and topic", near(row["feedback_reward"], expected), where)
+    else:
+        checks.check("no feedback without a query and a follow-up", row["feedback_reward"] is None, where)
+    tokens = scanned_words(entry["text"])
+    checks.check(
+        "r3_2 is distinct-1 of the reply", near(row["r3_2"], len(set(tokens)) / len(tokens) if tokens else None), where
+    )
+    r2 = None if query is None else float(vectors[index] @ vectors[query])
+    checks.check("r2 is the cosine of reply and query", near(row["r2"], r2), where)
+    parts = {name: row[name] for name in WEIGHTS if row[name] is not None}
+    reward = sum(WEIGHTS[name] * value for name, value in parts.items()) if parts else None
+    checks.check(
+        "reward sums the parts it names",
+        near(row["reward"], reward)
+        and row["reward_parts"] == list(parts)
+        and row["r1"] is None
+        and row["r3_1"] is None,
+        where,
+    )
+
+
+def check_memory(
+    row: Record, log: Sequence[Record], vectors: Any, unit: Unit, options: QualityLabelsOptions, checks: Checks
+) -> None:
+    where = f"{row['conversation_id']} {row['response_index']}"
+    if row["query_index"] is None:
+        checks.check("no retrieval without a query", row["s_max"] is None and row["gate"] is None, where)
+        return
+    query = vectors[row["query_index"]]
+    if options.memories == "personas":
+        facts = unit.conversation.personas.get(row["speaker"]) or []
+        scores = {fact: float(v @ query) for fact, v in zip(facts, fresh_vectors(facts))} if facts else {}
+        used = row["memory_facts"]
+    else:
+        session = log[row["response_index"]]["session_index"]
+        scores = {
+            r["response_index"]: float(vectors[r["response_index"]] @ query)
+            for r in log
+            if r["session_index"] < session and not r["is_padding"]
+        }
+        used = row["memory_indices"]
+    best = sorted(scores.values(), reverse=True)[: options.memory_top_k]
+    s_max = best[0] if best else None
+    checks.check("s_max is the nearest memory's cosine", near(row["s_max"], s_max), where)
+    chosen = len(used) == len(best) and all(key in scores and scores[key] >= best[-1] - TOLERANCE for key in used)
+    checks.check("the memories used are the nearest memory_top_k", chosen, where)
+    if s_max is None or row["feedback_reward"] is None:
+        checks.check("no gate without memories and a feedback reward", row["gate"] is None, where)
+        return
+    allowed = {
+        gate(row["feedback_reward"], value, options.rules) for value in (s_max - TOLERANCE, s_max, s_max + TOLERANCE)
+    }
+    checks.check("the gate follows the table for the reward and s_max", row["gate"] in allowed, where)
+
+
+def check_summary(summaries: Sequence[Record], rows: Sequence[Record], checks: Checks, where: str) -> None:
+    if not checks.check("one summary per conversation", len(summaries) == 1, where):
+        return
+    summary = summaries[0]
+
+    def mean(key: str) -> float | None:
+        values = [r[key] for r in rows if r[key] is not None]
+        return fmean(values) if values else None
+
+    means = all(
+        near(summary[f"mean_{key}"], mean(key)) for key in ("feedback_reward", "advantage", "r2", "r3_2", "reward")
+    )
+    counts = (summary["turns"], summary["with_feedback"]) == (
+        len(rows),
+        sum(r["feedback_reward"] is not None for r in rows),
+    )
+    checks.check("the summary's counts and means are the turns'", means and counts, where)

@@ -1,0 +1,53 @@
+"""quality_labels' recipe options: where the memories for the retrieval gate come from, and the settings the
+method leaves open (docs/quality.md says why each default)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from gen.products.quality.signals import Rules
+from gen.recipe import StrictModel
+
+
+class QualityLabelsOptions(StrictModel):
+    memories: Literal["earlier_sessions", "personas"] = Field(
+        "earlier_sessions",
+        description="what the replying speaker could have remembered: the top memory_top_k responses of earlier "
+        "sessions nearest the query, or the speaker's persona facts (sources that have them)",
+    )
+    memory_top_k: int = Field(5, ge=1, le=100, description="earlier-session responses retrieved per query")
+    topic_threshold: float = Field(
+        0.2, ge=-1.0, le=1.0, description="below this query/follow-up cosine, the topic changed"
+    )
+    topic_damping: float = Field(
+        0.5, ge=0.0, le=1.0, description="the feedback reward is multiplied by this after a topic change"
+    )
+    strongly_negative: float = Field(
+        -0.5, ge=-1.0, le=0.0, description="a feedback reward at or below this is strongly negative"
+    )
+    relevant_memory: float = Field(
+        0.5, ge=-1.0, le=1.0, description="s_max above this: a memory near the query was retrieved"
+    )
+    unrelated_memory: float = Field(
+        0.2, ge=-1.0, le=1.0, description="s_max below this: nothing near the query was retrieved"
+    )
+    baseline_rate: float = Field(0.1, gt=0.0, le=1.0, description="alpha of each speaker's running baseline")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> QualityLabelsOptions:
+        if self.unrelated_memory > self.relevant_memory:
+            raise ValueError("unrelated_memory must not exceed relevant_memory")
+        return self
+
+    @property
+    def rules(self) -> Rules:
+        return Rules(
+            self.topic_threshold,
+            self.topic_damping,
+            self.strongly_negative,
+            self.relevant_memory,
+            self.unrelated_memory,
+            self.baseline_rate,
+        )

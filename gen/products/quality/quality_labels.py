@@ -1,0 +1,266 @@
+"""quality_labels (configs `quality_turns` and `quality_conversations`; docs/quality.md): every response of the log
+labelled with the feedback reward the other speaker's follow-up gives it, the retrieval gate and advantage, and
+the persona-consistency reward's topic (R2) and repetition (R3.2) parts. R1 (persona facts against the reply, by
+an NLI model) and R3.1 (fluency, by a language model) need backends gen does not run yet: they are null, and
+`reward_parts` says which parts `reward` sums."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from statistics import fmean
+from typing import Any
+
+from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Record, Records, Unit
+from gen.products.checks import Checks
+from gen.products.quality import checking, vectors
+from gen.products.quality.options import QualityLabelsOptions
+from gen.products.quality.signals import FeedbackWords, distinct_1, feedback_reward, gate, keyword_signal, words
+from gen.products.quality.vectors import EMBEDDER
+from gen.products.schema import FLOAT64, INT64, STRING, Schema, list_of, schema
+from gen.timeline import Response, Timeline
+
+NAME = "quality_labels"
+TURNS, CONVERSATIONS = "quality_turns", "quality_conversations"
+WEIGHTS = {"r1": 0.4, "r2": 0.16, "r3_1": 0.22, "r3_2": 0.22}  # the persona-consistency reward's weights
+DIGITS = 6
+MEANS = ("feedback_reward", "advantage", "r2", "r3_2", "reward")  # the conversation record's means
+
+
+def rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), DIGITS)
+
+
+class Turns:
+    """One conversation's responses with their vectors, and who said what where."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.responses = timeline.responses
+        self.vectors = vectors.encode([r.text for r in self.responses])
+
+    def neighbour(self, index: int, step: int) -> Response | None:
+        """The turn before (step -1) or after (+1) in the same session, if any."""
+        other = index + step
+        if (
+            0 <= other < len(self.responses)
+            and self.responses[other].session_index == self.responses[index].session_index
+        ):
+            return self.responses[other]
+        return None
+
+    def cosine(self, a: int, b: int) -> float:
+        return float(self.vectors[a] @ self.vectors[b])
+
+
+def turn_features() -> Schema:
+    return schema(
+        {
+            "conversation_id": STRING,
+            "response_index": INT64,
+            "session_index": INT64,
+            "speaker": STRING,
+            "query_index": INT64,
+            "follow_up_index": INT64,
+            "negative_hits": list_of(STRING),
+            "positive_hits": list_of(STRING),
+            "keyword_signal": FLOAT64,
+            "topic_cosine": FLOAT64,
+            "feedback_reward": FLOAT64,
+            "s_max": FLOAT64,
+            "gate": FLOAT64,
+            "baseline": FLOAT64,
+            "advantage": FLOAT64,
+            "memory_indices": list_of(INT64),
+            "memory_facts": list_of(STRING),
+            "r1": FLOAT64,
+            "r2": FLOAT64,
+            "r3_1": FLOAT64,
+            "r3_2": FLOAT64,
+            "reward": FLOAT64,
+            "reward_parts": list_of(STRING),
+            "memory_source": STRING,
+            "embedder": STRING,
+            "nli_backend": STRING,
+            "lm_backend": STRING,
+        }
+    )
+
+
+def conversation_features() -> Schema:
+    return schema(
+        {
+            "conversation_id": STRING,
+            "turns": INT64,
+            "with_feedback": INT64,
+            **{f"mean_{key}": FLOAT64 for key in MEANS},
+            "n_entail": INT64,
+            "n_contradict": INT64,
+            "n_neutral": INT64,
+            "pc": FLOAT64,
+            "nli_backend": STRING,
+        }
+    )
+
+
+class QualityLabels(ConversationProduct[QualityLabelsOptions]):
+    name = NAME
+    description = (
+        "a quality reward for every response: the follow-up's feedback, retrieval gating, topic and repetition"
+    )
+    Options = QualityLabelsOptions
+    configs = (
+        ConfigSpec(TURNS, "one record per response: feedback reward, gate, advantage, reward parts", turn_features()),
+        ConfigSpec(CONVERSATIONS, "one record per conversation: the means of its labels", conversation_features()),
+    )
+    needs = Needs(timelines=True, products=("log",))
+
+    def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
+        feedback = FeedbackWords.load(ctx.templates_dir)
+        turns = Turns(unit.stamped)
+        memories = Memories(unit, turns, self.options)
+        baselines: dict[str, float] = {}
+        rows = []
+        for index, response in enumerate(turns.responses):
+            row = turn_record(unit.conversation_id, index, turns, feedback, memories, self.options)
+            if row["feedback_reward"] is not None:
+                before = baselines.get(response.speaker, 0.0)
+                row["baseline"] = rounded(before)
+                if row["gate"] is not None:
+                    row["advantage"] = rounded(row["gate"] * (row["feedback_reward"] - before))
+                rate = self.options.baseline_rate
+                baselines[response.speaker] = (1 - rate) * before + rate * row["feedback_reward"]
+            rows.append(row)
+            yield TURNS, row
+        yield CONVERSATIONS, conversation_record(unit.conversation_id, rows)
+
+    def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        checking.check_conversation(unit, records[TURNS], records[CONVERSATIONS], self.options, ctx, checks)
+
+    def count(self, config: str, records: Sequence[Record]) -> Counter:
+        counts: Counter = Counter()
+        if config == TURNS:
+            for row in records:
+                counts["turns", ""] += 1
+                counts["with feedback", ""] += row["feedback_reward"] is not None
+                if row["gate"] is not None:
+                    counts["gate", f"{row['gate']}"] += 1
+        return counts
+
+    def summary(self, config: str, counts: Counter) -> dict:
+        if config != TURNS:
+            return {}
+        rules = self.options.rules
+        return {
+            "turns": counts["turns", ""],
+            "with_feedback": counts["with feedback", ""],
+            "by_gate": {gate_value: n for (key, gate_value), n in sorted(counts.items()) if key == "gate"},
+            "settings": {**vars(rules), "memories": self.options.memories, "memory_top_k": self.options.memory_top_k},
+            "backends": {"embedder": EMBEDDER, "nli": "none", "lm": "none"},
+        }
+
+
+class Memories:
+    """What the replying speaker could have remembered when asked `query`: earlier sessions' responses, or
+    persona facts; each query's nearest, and s_max."""
+
+    def __init__(self, unit: Unit, turns: Turns, options: QualityLabelsOptions) -> None:
+        self.turns, self.options = turns, options
+        self.personas = unit.conversation.personas
+        self.fact_vectors = (
+            {speaker: vectors.encode(facts) for speaker, facts in self.personas.items() if facts}
+            if options.memories == "personas"
+            else {}
+        )
+
+    def nearest(self, query: int, speaker: str) -> tuple[list[Any], float | None]:
+        """(the memories used, best first; s_max), or ([], None) when there is nothing to retrieve."""
+        vector = self.turns.vectors[query]
+        if self.options.memories == "personas":
+            facts = self.personas.get(speaker) or []
+            if not facts:
+                return [], None
+            scores = self.fact_vectors[speaker] @ vector
+            order = sorted(range(len(facts)), key=lambda i: (-scores[i], i))[: self.options.memory_top_k]
+            return [facts[i] for i in order], float(scores[order[0]])
+        session = self.turns.responses[query].session_index
+        earlier = [r.response_index for r in self.turns.responses if r.session_index < session and not r.is_padding]
+        if not earlier:
+            return [], None
+        scores = self.turns.vectors[earlier] @ vector
+        order = sorted(range(len(earlier)), key=lambda i: (-scores[i], earlier[i]))[: self.options.memory_top_k]
+        return [earlier[i] for i in order], float(scores[order[0]])
+
+
+def turn_record(
+    conversation_id: str,
+    index: int,
+    turns: Turns,
+    feedback: FeedbackWords,
+    memories: Memories,
+    options: QualityLabelsOptions,
+) -> Record:
+    response = turns.responses[index]
+    query, follow_up = turns.neighbour(index, -1), turns.neighbour(index, +1)
+    row: Record = {
+        "conversation_id": conversation_id,
+        "response_index": response.response_index,
+        "session_index": response.session_index,
+        "speaker": response.speaker,
+        "query_index": query.response_index if query else None,
+        "follow_up_index": follow_up.response_index if follow_up else None,
+        "negative_hits": [],
+        "positive_hits": [],
+        **dict.fromkeys(("keyword_signal", "topic_cosine", "feedback_reward", "s_max", "gate", "baseline"), None),
+        "advantage": None,
+        "memory_indices": [],
+        "memory_facts": [],
+    }
+    if query is not None and follow_up is not None:
+        negative, positive = feedback.hits(follow_up.text)
+        signal = keyword_signal(negative, positive)
+        topic = turns.cosine(query.response_index, follow_up.response_index)
+        row.update(
+            negative_hits=negative,
+            positive_hits=positive,
+            keyword_signal=signal,
+            topic_cosine=rounded(topic),
+            feedback_reward=rounded(feedback_reward(signal, topic, options.rules)),
+        )
+    if query is not None:
+        used, s_max = memories.nearest(query.response_index, response.speaker)
+        row["memory_facts" if options.memories == "personas" else "memory_indices"] = used
+        row["s_max"] = rounded(s_max)
+        if s_max is not None and row["feedback_reward"] is not None:
+            row["gate"] = gate(row["feedback_reward"], s_max, options.rules)
+    r2 = rounded(turns.cosine(index, query.response_index)) if query is not None else None
+    r3_2 = rounded(distinct_1(words(response.text)))
+    parts = {name: value for name, value in (("r2", r2), ("r3_2", r3_2)) if value is not None}
+    row.update(
+        r1=None,
+        r2=r2,
+        r3_1=None,
+        r3_2=r3_2,
+        reward=rounded(sum(WEIGHTS[name] * value for name, value in parts.items())) if parts else None,
+        reward_parts=list(parts),
+        memory_source=options.memories,
+        embedder=EMBEDDER,
+        nli_backend="none",
+        lm_backend="none",
+    )
+    return row
+
+
+def mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return rounded(fmean(present)) if present else None
+
+
+def conversation_record(conversation_id: str, rows: Sequence[Record]) -> Record:
+    return {
+        "conversation_id": conversation_id,
+        "turns": len(rows),
+        "with_feedback": sum(r["feedback_reward"] is not None for r in rows),
+        **{f"mean_{key}": mean([r[key] for r in rows]) for key in MEANS},
+        **dict.fromkeys(("n_entail", "n_contradict", "n_neutral", "pc"), None),
+        "nli_backend": "none",
+    }

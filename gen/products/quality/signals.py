@@ -1,0 +1,98 @@
+"""The arithmetic of the quality labels, on plain numbers and words (docs/quality.md): feedback keywords, the
+keyword signal, the topic damping, the retrieval gate, the running baseline and advantage, and distinct-1."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import yaml
+
+from gen import templating
+from gen.errors import GenError
+
+WORDS_TEMPLATE = "quality/feedback_words.yaml"
+WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+NEGATIVE_SIGNAL = -1.0  # any negative hit
+POSITIVE_STEP = 0.5  # each distinct positive hit adds this ...
+POSITIVE_CAP = 1.0  # ... up to this
+# The gate: how much of the reward's advantage is put down to retrieval (the rest to the reply's writer).
+GATE_NOTHING_RELEVANT = 0.9  # strongly negative and no memory near the query: retrieval likely at fault
+GATE_IGNORED_MEMORY = 0.2  # strongly negative although a near memory was there: the writer ignored it
+GATE_UNCLEAR = 0.5  # strongly negative with a memory half near: either could be at fault
+GATE_HELPED = 0.6  # positive with a relevant memory: retrieval shares the credit
+GATE_OTHERWISE = 0.3
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens, apostrophes kept inside words (curly ones read as straight)."""
+    return WORD.findall(text.lower().replace("\u2019", "'"))
+
+
+@dataclass(frozen=True)
+class FeedbackWords:
+    negative: tuple[str, ...]
+    positive: tuple[str, ...]
+
+    @classmethod
+    def load(cls, templates_dir: str | None) -> FeedbackWords:
+        text, filename = templating.template_source(WORDS_TEMPLATE, templates_dir)
+        data = yaml.safe_load(text)
+        lists = {key: data.get(key) if isinstance(data, dict) else None for key in ("negative", "positive")}
+        if not all(
+            isinstance(v, list) and v and all(isinstance(w, str) and words(w) for w in v) for v in lists.values()
+        ):
+            raise GenError(
+                "the feedback words are not two lists of phrases",
+                file=filename,
+                expected="negative: [...] and positive: [...], each a non-empty list of words or phrases",
+            )
+        return cls(tuple(lists["negative"] or ()), tuple(lists["positive"] or ()))
+
+    def hits(self, text: str) -> tuple[list[str], list[str]]:
+        """The negative and the positive phrases the text holds as whole words, in list order."""
+        tokens = words(text)
+        return [p for p in self.negative if holds(tokens, words(p))], [
+            p for p in self.positive if holds(tokens, words(p))
+        ]
+
+
+def holds(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
+    width = len(phrase)
+    return any(list(tokens[i : i + width]) == list(phrase) for i in range(len(tokens) - width + 1))
+
+
+def keyword_signal(negative: Sequence[str], positive: Sequence[str]) -> float:
+    return (NEGATIVE_SIGNAL if negative else 0.0) + min(POSITIVE_CAP, POSITIVE_STEP * len(positive))
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The settings where the method leaves a choice (recipe options; their values go into run.json)."""
+
+    topic_threshold: float  # below this cosine between query and follow-up, the topic changed
+    topic_damping: float  # the reward is multiplied by this after a topic change
+    strongly_negative: float  # a reward at or below this is strongly negative
+    relevant_memory: float  # s_max above this: a memory near the query was there
+    unrelated_memory: float  # s_max below this: nothing near the query was retrieved
+    baseline_rate: float  # alpha of the running baseline b <- (1 - alpha) b + alpha r
+
+
+def feedback_reward(signal: float, topic_cosine: float, rules: Rules) -> float:
+    damped = signal * rules.topic_damping if topic_cosine < rules.topic_threshold else signal
+    return max(-1.0, min(1.0, damped))
+
+
+def gate(reward: float, s_max: float, rules: Rules) -> float:
+    if reward <= rules.strongly_negative:
+        if s_max < rules.unrelated_memory:
+            return GATE_NOTHING_RELEVANT
+        return GATE_IGNORED_MEMORY if s_max > rules.relevant_memory else GATE_UNCLEAR
+    return GATE_HELPED if reward > 0 and s_max > rules.relevant_memory else GATE_OTHERWISE
+
+
+def distinct_1(tokens: Sequence[str]) -> float | None:
+    """Unique tokens over tokens (None for a reply without words)."""
+    return len(set(tokens)) / len(tokens) if tokens else None
