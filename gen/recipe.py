@@ -42,7 +42,7 @@ MAX_SECONDS_PER_WORD = 60
 MAX_MINUTES = 10 * 365 * 24 * 60
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
-SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc"]
+SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc", "chat_logs"]
 
 
 class StrictModel(BaseModel):
@@ -63,6 +63,12 @@ class SourceSpec(StrictModel):
     default_interval: str | None = Field(default=None, description="CC only: the phrase used when an episode has none")
     sha256: str | None = Field(
         default=None, pattern=r"^[0-9a-f]{64}$", description="the file's sha256, checked when it is found (run folders)"
+    )
+    dayfirst: bool | None = Field(
+        default=None, description="chat_logs only: read 05/08/23 as 5 August (true) or as May 8 (false)"
+    )
+    session_break_minutes: float | None = Field(
+        default=None, gt=0, description="chat_logs only: a new session after this long without a message (default 30)"
     )
 
     @model_validator(mode="after")
@@ -323,6 +329,9 @@ def non_finite(value: Any, where: str) -> typing.Iterator[tuple[str, float]]:
             yield from non_finite(item, f"{where}[{index}]")
 
 
+CHAT_LOGS_ONLY = ("dayfirst", "session_break_minutes")
+
+
 def data_affecting(recipe: Recipe) -> dict:
     """The recipe without run-only settings; endpoints reduced to what changes their replies; input files by
     name only, so the same recipe moved elsewhere (the run folder's recipe.yaml) keeps its fingerprint."""
@@ -332,6 +341,9 @@ def data_affecting(recipe: Recipe) -> dict:
     for source in data["sources"]:
         source["path"] = file_name(source["path"])
         source.pop("sha256", None)  # a check on the file, not a setting: the fingerprint stays the recipe's
+        for key in CHAT_LOGS_ONLY:  # unset in other formats' entries: left out, so their fingerprints stay
+            if source[key] is None:
+                source.pop(key)
     data["timeline"]["padding"]["path"] = file_name(data["timeline"]["padding"]["path"])
     data["templates_dir"] = file_name(data["templates_dir"])
     return data

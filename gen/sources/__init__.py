@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 from gen.conversation import Conversation
 from gen.errors import GenError
 from gen.recipe import SourceSpec
-from gen.sources import cc, locomo, msc
+from gen.sources import cc, chat_logs, locomo, msc
 from gen.sources._io import read_json, stream_records
 
 # format → (what a file must hold, how to read it, how to parse the records)
@@ -43,6 +43,13 @@ FORMATS: dict[str, tuple[str, Reader, Parser]] = {
         stream_records,
         lambda data, origin, spec: cc.parse(
             data, origin, interval_phrases=spec.interval_phrases, default_interval=spec.default_interval
+        ),
+    ),
+    "chat_logs": (
+        chat_logs.EXPECTED,
+        stream_records,
+        lambda data, origin, spec: chat_logs.parse(
+            data, origin, spec.dayfirst, spec.session_break_minutes or chat_logs.DEFAULT_BREAK_MINUTES
         ),
     ),
 }
