@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from datasets import DatasetDict
 
+    from gen.llm.engine import Engine
+    from gen.llm.task import Task
     from gen.recipe import Recipe
 
 
@@ -76,6 +78,31 @@ def plan(
     cost (`gen plan`). No call is made and no key is needed."""
     import pandas as pd
 
+    steps, engine = llm_steps(recipe, limit, cache_dir)
+    rows = []
+    with engine:
+        for name, tasks, most in steps:
+            step = engine.plan(name, tasks)
+            rows.append(
+                {
+                    "step": name,
+                    "items": step.items,
+                    "needed": step.calls_needed,
+                    "cached": step.calls_cached,
+                    "at_most": most,
+                    "input_tokens": step.projected_input_tokens,
+                    "output_tokens": step.projected_output_tokens,
+                    "cost_usd": step.projected_cost_usd,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
+
+
+def llm_steps(
+    recipe: str | Path | Mapping[str, Any] | Recipe, limit: int | None = None, cache_dir: str | Path | None = None
+) -> tuple[list[tuple[str, list[Task], int]], Engine]:
+    """The recipe's LLM steps as (step, first-round tasks, most calls), and a planning engine (no network, no
+    key), for plan and preview."""
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
     from gen.products.base import BuildContext
@@ -85,25 +112,9 @@ def plan(
     prepared = prepare(loaded, limit)
     units = [prepared.unit(position) for position in range(len(prepared.conversations))]
     ctx = BuildContext(loaded)
+    steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
     settings = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None)
-    rows = []
-    with Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates) as engine:
-        for bound in (b for b in prepared.products if b.written):
-            for name, tasks, most in bound.product.llm_tasks(units, ctx):
-                step = engine.plan(name, tasks)
-                rows.append(
-                    {
-                        "step": name,
-                        "items": step.items,
-                        "needed": step.calls_needed,
-                        "cached": step.calls_cached,
-                        "at_most": most,
-                        "input_tokens": step.projected_input_tokens,
-                        "output_tokens": step.projected_output_tokens,
-                        "cost_usd": step.projected_cost_usd,
-                    }
-                )
-    return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
+    return steps, Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates)
 
 
 PLAN_COLUMNS = ("step", "items", "needed", "cached", "at_most", "input_tokens", "output_tokens", "cost_usd")

@@ -141,23 +141,6 @@ def run(
     say(f"wrote {final}")
 
 
-def llm_steps(recipe: Path, limit: int | None, cache_dir: Path | None):
-    """The recipe's LLM steps as (step, first-round tasks, most calls), and a planning engine (no
-    network, no key)."""
-    from gen.llm.config import RunSettings
-    from gen.llm.engine import Engine
-    from gen.products.base import BuildContext
-    from gen.recipe import load_recipe
-    from gen.run.shards import prepare
-
-    loaded = load_recipe(recipe)
-    prepared = prepare(loaded, limit)
-    units = [prepared.unit(position) for position in range(len(prepared.conversations))]
-    ctx = BuildContext(loaded)
-    steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
-    return steps, Engine(loaded.llm, RunSettings(cache_dir=cache_dir), plan_only=True, templates_dir=loaded.templates)
-
-
 @app.command()
 def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | None = CACHE_DIR) -> None:
     """Show, per LLM step, the calls needed, those already cached, and projected tokens and cost. Calls nothing.
@@ -166,26 +149,22 @@ def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | Non
 
     Example: gen plan recipes/locomo-temporal.yaml
     """
-    steps, engine = llm_steps(recipe, limit, cache_dir)
-    if not steps:
+    from gen.api import plan as plan_table
+
+    table = plan_table(recipe, limit=limit, cache_dir=cache_dir)
+    if table.empty:
         typer.echo("this recipe has no LLM steps")
-        engine.close()
         return
-    try:
+    typer.echo(
+        f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'at most':>8} {'input tok':>11} "
+        f"{'output tok':>11} {'cost $':>9}"
+    )
+    for row in table.itertuples():
+        cost = "?" if row.cost_usd is None or row.cost_usd != row.cost_usd else dollars(row.cost_usd)
         typer.echo(
-            f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'at most':>8} {'input tok':>11} "
-            f"{'output tok':>11} {'cost $':>9}"
+            f"{row.step:<28} {row.items:>7,} {row.needed:>8,} {row.cached:>8,} {row.at_most:>8,} "
+            f"{row.input_tokens:>11,} {row.output_tokens:>11,} {cost:>9}"
         )
-        for name, tasks, most in steps:
-            step = engine.plan(name, tasks)
-            cost = "?" if step.projected_cost_usd is None else dollars(step.projected_cost_usd)
-            typer.echo(
-                f"{name:<28} {step.items:>7,} {step.calls_needed:>8,} {step.calls_cached:>8,} "
-                f"{most:>8,} {step.projected_input_tokens:>11,} "
-                f"{step.projected_output_tokens:>11,} {cost:>9}"
-            )
-    finally:
-        engine.close()
 
 
 def dollars(amount: float) -> str:
@@ -209,6 +188,8 @@ def preview(
 
     Example: gen preview recipes/locomo-temporal.yaml --product time_content_questions --index 3
     """
+    from gen.api import llm_steps
+
     steps, engine = llm_steps(recipe, limit, cache_dir)
     try:
         tasks = {name: step_tasks for name, step_tasks, _ in steps}.get(product)
