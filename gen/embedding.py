@@ -29,18 +29,18 @@ BATCH_SIZE = 64
 ENCODER_VERSION = "numpy-1"  # part of the disk cache key: bump when encode() changes its output
 
 
-def require_eval_packages(*modules: str) -> None:
+def require_eval_packages(*modules: str, what: str = "this baseline") -> None:
     """One clear error when the optional `eval` packages are missing, before any work starts."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
         raise GenError(
-            f"this baseline needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed",
+            f"{what} needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed",
             expected=f"the eval extra and the model package: {INSTALL}",
         )
 
 
-def model_folder() -> Path:
-    require_eval_packages("tokenizers", "safetensors", MODEL_PACKAGE)
+def model_folder(what: str = "this baseline") -> Path:
+    require_eval_packages("tokenizers", "safetensors", MODEL_PACKAGE, what=what)
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     assert spec is not None and spec.origin is not None  # checked just above
     folder = Path(spec.origin).with_name("model")  # found without importing the package (it imports nothing heavy)

@@ -18,6 +18,7 @@ from gen.products.quality.options import QualityLabelsOptions
 from gen.products.quality.signals import FeedbackWords, distinct_1, feedback_reward, gate, keyword_signal, words
 from gen.products.quality.vectors import EMBEDDER
 from gen.products.schema import FLOAT64, INT64, STRING, Schema, list_of, schema
+from gen.recipe import Recipe
 from gen.timeline import Response, Timeline
 
 NAME = "quality_labels"
@@ -113,6 +114,13 @@ class QualityLabels(ConversationProduct[QualityLabelsOptions]):
         ConfigSpec(CONVERSATIONS, "one record per conversation: the means of its labels", conversation_features()),
     )
     needs = Needs(timelines=True, products=("log",))
+
+    def check_recipe(self, recipe: Recipe, where: str) -> None:
+        """The encoder's packages and the feedback words, before any source is read."""
+        from gen.embedding import model_folder
+
+        model_folder(what=NAME)
+        FeedbackWords.load(recipe.templates)
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
         feedback = FeedbackWords.load(ctx.templates_dir)
