@@ -75,6 +75,7 @@ def test_feedback_words_match_whole_words_and_phrases():
         "No, I said Tuesday. Go on though",
         "wrong'un, wrong-headed and WRONG",
         "I don't think so \u2019tis fine; 3pm-ish?",
+        "don't5 rock'n'roll it's 'quoted' o'clock 90's",
         "",
     ],
 )
@@ -105,8 +106,10 @@ class BagOfWords:
 
 
 @pytest.fixture
-def bag_of_words(monkeypatch):
+def bag_of_words(monkeypatch, tmp_path):
+    """The stand-in encoder, and no need for the real one's packages (the main test run has no eval extra)."""
     monkeypatch.setattr(vectors, "model", lambda: BagOfWords())
+    monkeypatch.setattr("gen.embedding.model_folder", lambda what="": tmp_path)
 
 
 SESSIONS = [

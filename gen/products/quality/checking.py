@@ -18,7 +18,8 @@ from gen.products.quality.signals import FeedbackWords, feedback_reward, gate, k
 
 TOLERANCE = 1e-3  # float32 vectors encoded in other batches may move the fourth decimal
 WEIGHTS = {"r2": 0.16, "r3_2": 0.22}
-LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+LETTERS = ALPHABET + "0123456789"
 
 
 def phrase_pattern(phrase: str) -> re.Pattern:
@@ -32,23 +33,19 @@ def found(phrases: Sequence[str], text: str) -> list[str]:
 
 
 def scanned_words(text: str) -> list[str]:
-    """Runs of letters and digits, an apostrophe kept when letters follow it (so "don't" is one word)."""
-    plain, tokens, current, position = text.lower().replace("\u2019", "'"), [], "", 0
-    while position < len(plain):
-        char = plain[position]
-        if char in LETTERS or (
-            char == "'"
-            and current
-            and "'" not in current
-            and position + 1 < len(plain)
-            and plain[position + 1].isalpha()
-            and plain[position + 1] in LETTERS
-        ):
+    """Runs of letters and digits; an apostrophe followed by letters joins them to the word, which then ends
+    with those letters (so "don't" is one word, "rock'n'roll" is "rock'n" and "roll")."""
+    plain, tokens, current, joined = text.lower().replace("\u2019", "'") + " ", [], "", False
+    for position, char in enumerate(plain[:-1]):
+        if char in LETTERS and not (joined and char not in ALPHABET):
             current += char
-        elif current:
+            continue
+        if char == "'" and current and not joined and plain[position + 1] in ALPHABET:
+            current, joined = current + char, True
+            continue
+        if current:
             tokens.append(current)
-            current = ""
-        position += 1
+        current, joined = (char, False) if char in LETTERS else ("", False)
     return [*tokens, current] if current else tokens
 
 
