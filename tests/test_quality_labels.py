@@ -224,3 +224,14 @@ def test_locomo_replies_are_nearer_their_own_previous_turn():
     assert wins >= 0.88, wins
     shuffled = true_next[rng.sample(range(len(pairs)), len(pairs))]
     assert (previous * shuffled).sum(axis=1).mean() < (previous * true_next).sum(axis=1).mean()
+
+
+def test_run_json_gives_the_distributions_of_the_rewards_and_gates(tmp_path, bag_of_words):
+    folder, rows = run_labels(tmp_path)
+    summary = json.loads((folder / "run.json").read_text())["configs"]["quality_turns"]["summary"]
+    rewards = [r["feedback_reward"] for r in rows if r["feedback_reward"] is not None]
+    gates = [r["gate"] for r in rows if r["gate"] is not None]
+    assert summary["by_feedback_reward"] == {f"{v:+.2f}": rewards.count(v) for v in sorted(set(rewards))}
+    assert summary["by_gate"] == {str(v): gates.count(v) for v in sorted(set(gates))}
+    assert (summary["turns"], summary["with_feedback"]) == (len(rows), len(rewards))
+    assert summary["settings"]["baseline_rate"] == 0.1 and summary["backends"]["nli"] == "none"

@@ -149,7 +149,9 @@ class QualityLabels(ConversationProduct[QualityLabelsOptions]):
         if config == TURNS:
             for row in records:
                 counts["turns", ""] += 1
-                counts["with feedback", ""] += row["feedback_reward"] is not None
+                if row["feedback_reward"] is not None:
+                    counts["with feedback", ""] += 1
+                    counts["feedback", f"{row['feedback_reward']:+.2f}"] += 1
                 if row["gate"] is not None:
                     counts["gate", f"{row['gate']}"] += 1
         return counts
@@ -161,10 +163,17 @@ class QualityLabels(ConversationProduct[QualityLabelsOptions]):
         return {
             "turns": counts["turns", ""],
             "with_feedback": counts["with feedback", ""],
-            "by_gate": {gate_value: n for (key, gate_value), n in sorted(counts.items()) if key == "gate"},
+            "by_feedback_reward": distribution(counts, "feedback"),
+            "by_gate": distribution(counts, "gate"),
             "settings": {**vars(rules), "memories": self.options.memories, "memory_top_k": self.options.memory_top_k},
             "backends": {"embedder": EMBEDDER, "nli": "none", "lm": "none"},
         }
+
+
+def distribution(counts: Counter, key: str) -> dict[str, int]:
+    """How many labels had each value, in the order of the values."""
+    found = [(label, n) for (kind, label), n in counts.items() if kind == key]
+    return dict(sorted(found, key=lambda item: float(item[0])))
 
 
 class Memories:
