@@ -24,6 +24,8 @@ from tests.conftest import read_jsonl, run_cli, write_recipe
         ("05/05/2023 09:00", None, datetime(2023, 5, 5, 9, 0)),  # either way the same day
         ("05/08/23 10:00", True, datetime(2023, 8, 5, 10, 0)),
         ("05/08/23 10:00", False, datetime(2023, 5, 8, 10, 0)),
+        ("2023-05-08 13:56", True, datetime(2023, 5, 8, 13, 56)),  # year first is always year-month-day
+        ("8 May 2023, 1:56 pm", False, datetime(2023, 5, 8, 13, 56)),
     ],
 )
 def test_times_in_the_forms_people_have(text, dayfirst, expected):
@@ -42,6 +44,12 @@ def test_times_in_the_forms_people_have(text, dayfirst, expected):
 def test_times_that_cannot_be_read_for_sure_are_refused(text, message):
     with pytest.raises(GenError, match=message):
         read_time(text, None, "log.jsonl", "record 3")
+
+
+@pytest.mark.parametrize(("text", "dayfirst"), [("13/05/2023 09:00", False), ("05/13/2023 09:00", True)])
+def test_a_date_against_the_dayfirst_given_is_refused_not_swapped(text, dayfirst):
+    with pytest.raises(GenError, match=r"cannot be read (day|month) first"):
+        read_time(text, dayfirst, "log.jsonl", "record 4")
 
 
 def message(conversation, speaker, text, time, **extra):

@@ -41,6 +41,15 @@ TIME_FORMS = "a local date and time such as 2023-05-08 13:56 or 8 May 2023, 1:56
 
 def read_time(text: str, dayfirst: bool | None, origin: Any, where: str) -> datetime:
     numeric = NUMERIC_DATE.match(text)
+    if numeric and dayfirst is not None and int(numeric[2 if dayfirst else 1]) > 12:
+        order = "day first" if dayfirst else "month first"
+        raise GenError(
+            f"the date of {text!r} cannot be read {order}, as the source entry's `dayfirst` says",
+            file=origin,
+            record=where,
+            field="time",
+            expected=f"every numeric date of the file {order}, or the right `dayfirst`",
+        )
     if numeric and dayfirst is None and int(numeric[1]) <= 12 and int(numeric[2]) <= 12 and numeric[1] != numeric[2]:
         raise GenError(
             f"the date of {text!r} reads as day first or month first",
@@ -50,7 +59,8 @@ def read_time(text: str, dayfirst: bool | None, origin: Any, where: str) -> date
             expected="set `dayfirst: true` (8/5 is 8 May) or `dayfirst: false` (8/5 is August 5) in the source entry",
         )
     try:
-        value = dates.parse(text, dayfirst=bool(dayfirst), default=NO_DATE)
+        # dayfirst only for day/month dates: dateutil would read 2023-05-08 as 5 August under it
+        value = dates.parse(text, dayfirst=bool(dayfirst) and numeric is not None, default=NO_DATE)
     except (ValueError, OverflowError):
         raise GenError(
             f"cannot read the time {text!r}", file=origin, record=where, field="time", expected=TIME_FORMS
