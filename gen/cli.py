@@ -66,10 +66,6 @@ def main_options(
     configure(1 if verbose else -1 if quiet else 0)
 
 
-def say(message: str) -> None:
-    log.info(message)
-
-
 RECIPE = typer.Argument(..., metavar="RECIPE", help="The recipe YAML file.")
 LIMIT = typer.Option(None, "--limit", min=0, help="Use at most N conversations per source (a quick trial).")
 
@@ -138,7 +134,7 @@ def run(
         executor=executor.value,
         ray_address=ray_address,
     )
-    say(f"wrote {final}")
+    log.info("wrote %s", final)
 
 
 @app.command()
@@ -224,7 +220,7 @@ def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR) -> Non
         detail = f"{responses:,} responses (padding included)"
     else:
         detail = "no product needs timelines, so none were built"
-    say(
+    log.info(
         f"recipe {loaded.name} is valid: {count} conversations, {detail}; products: "
         f"{', '.join(b.name + ('' if b.written else ' (needed, not written)') for b in prepared.products)}"
     )
@@ -306,7 +302,7 @@ def baseline(
     from gen.eval.baselines import write_baseline
 
     count = write_baseline(name.value, dataset, output, k=k, whole_dialogue=whole_dialogue)
-    say(f"wrote {count:,} predictions to {output}")
+    log.info("wrote %s predictions to %s", f"{count:,}", output)
 
 
 cache_app = typer.Typer(help="The LLM reply cache.", no_args_is_help=True)

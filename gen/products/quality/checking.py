@@ -14,10 +14,17 @@ from gen.products.base import BuildContext, Record, Unit
 from gen.products.checks import Checks
 from gen.products.quality import vectors
 from gen.products.quality.options import QualityLabelsOptions
-from gen.products.quality.signals import FeedbackWords, feedback_reward, gate, keyword_signal
+from gen.products.quality.signals import (
+    MEANS,
+    WEIGHTS,
+    FeedbackWords,
+    feedback_reward,
+    feedback_words,
+    gate,
+    keyword_signal,
+)
 
 TOLERANCE = 1e-3  # float32 vectors encoded in other batches may move the fourth decimal
-WEIGHTS = {"r2": 0.16, "r3_2": 0.22}
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 LETTERS = ALPHABET + "0123456789"
 
@@ -74,7 +81,7 @@ def check_conversation(
     ):
         return
     vectors = fresh_vectors([r["text"] for r in log])
-    words = FeedbackWords.load(ctx.templates_dir)
+    words = feedback_words(ctx.templates_dir)
     baselines: dict[str, float] = {}
     for row, entry in zip(rows, log):
         check_turn(row, entry, log, vectors, words, options, checks)
@@ -195,9 +202,7 @@ def check_summary(summaries: Sequence[Record], rows: Sequence[Record], checks: C
         values = [r[key] for r in rows if r[key] is not None]
         return fmean(values) if values else None
 
-    means = all(
-        near(summary[f"mean_{key}"], mean(key)) for key in ("feedback_reward", "advantage", "r2", "r3_2", "reward")
-    )
+    means = all(near(summary[f"mean_{key}"], mean(key)) for key in MEANS)
     counts = (summary["turns"], summary["with_feedback"]) == (
         len(rows),
         sum(r["feedback_reward"] is not None for r in rows),

@@ -15,7 +15,17 @@ from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Nee
 from gen.products.checks import Checks
 from gen.products.quality import checking, vectors
 from gen.products.quality.options import QualityLabelsOptions
-from gen.products.quality.signals import FeedbackWords, distinct_1, feedback_reward, gate, keyword_signal, words
+from gen.products.quality.signals import (
+    MEANS,
+    WEIGHTS,
+    FeedbackWords,
+    distinct_1,
+    feedback_reward,
+    feedback_words,
+    gate,
+    keyword_signal,
+    words,
+)
 from gen.products.quality.vectors import EMBEDDER
 from gen.products.schema import FLOAT64, INT64, STRING, Schema, list_of, schema
 from gen.recipe import Recipe
@@ -23,9 +33,7 @@ from gen.timeline import Response, Timeline
 
 NAME = "quality_labels"
 TURNS, CONVERSATIONS = "quality_turns", "quality_conversations"
-WEIGHTS = {"r1": 0.4, "r2": 0.16, "r3_1": 0.22, "r3_2": 0.22}  # the persona-consistency reward's weights
 DIGITS = 6
-MEANS = ("feedback_reward", "advantage", "r2", "r3_2", "reward")  # the conversation record's means
 
 
 def rounded(value: float | None) -> float | None:
@@ -120,10 +128,10 @@ class QualityLabels(ConversationProduct[QualityLabelsOptions]):
         from gen.embedding import model_folder
 
         model_folder(what=NAME)
-        FeedbackWords.load(recipe.templates)
+        feedback_words(recipe.templates)
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
-        feedback = FeedbackWords.load(ctx.templates_dir)
+        feedback = feedback_words(ctx.templates_dir)
         turns = Turns(unit.stamped)
         memories = Memories(unit, turns, self.options)
         baselines: dict[str, float] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import yaml
 
@@ -13,6 +14,8 @@ from gen import templating
 from gen.errors import GenError
 
 WORDS_TEMPLATE = "quality/feedback_words.yaml"
+WEIGHTS = {"r1": 0.4, "r2": 0.16, "r3_1": 0.22, "r3_2": 0.22}  # the persona-consistency reward's parts
+MEANS = ("feedback_reward", "advantage", "r2", "r3_2", "reward")  # what a conversation's record averages
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 NEGATIVE_SIGNAL = -1.0  # any negative hit
@@ -57,6 +60,12 @@ class FeedbackWords:
         return [p for p in self.negative if holds(tokens, words(p))], [
             p for p in self.positive if holds(tokens, words(p))
         ]
+
+
+@lru_cache(maxsize=8)
+def feedback_words(templates_dir: str | None) -> FeedbackWords:
+    """The feedback words of a recipe's templates, read once per process (labels and validator alike)."""
+    return FeedbackWords.load(templates_dir)
 
 
 def holds(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
