@@ -16,7 +16,7 @@ from gen.llm.endpoint import Endpoint, KeyScrubber
 from gen.llm.giveup import Budget
 from gen.llm.plan import DEFAULT_OUTPUT_TOKENS
 from gen.llm.progress import StepCounters
-from gen.llm.request import Answer, Failure, RetryPolicy, send_once
+from gen.llm.request import Answer, Failure, RetryPolicy, body_messages, send_once
 from gen.llm.task import estimate_input_tokens
 from gen.llm.workers import WorkerPool
 
@@ -58,7 +58,7 @@ class Attempts:
         """Attempts until a completion comes back; else :class:`CallFailed` (the call is given up or refused)
         or :class:`GiveUp` (the endpoint is)."""
         stats, config = run.stats, ep.config
-        estimate = estimate_input_tokens(body["messages"]) + (config.max_tokens or DEFAULT_OUTPUT_TOKENS)
+        estimate = estimate_input_tokens(body_messages(body)) + (body.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
         budget = Budget(config.max_retries + 1, config.max_wait_s)
         previous: Failure | None = None
         delay = 0.0

@@ -5,8 +5,8 @@ sampling parameter, response format), sample index} — see :func:`cache_key`. E
 the rendered messages of exactly the calls that use it, so exactly those miss.
 
 Only good replies are stored: never errors, never truncated (``finish_reason: length``) replies. A row
-holds the reply text, finish reason, token usage and the request's model — no request headers, so no API
-key can reach the file.
+holds the reply text, finish reason, token usage, the request's model and, for calls that asked for them, the
+reply's log-probabilities (JSON) — no request headers, so no API key can reach the file.
 
 Writes go through one writer thread that commits whatever is queued in one transaction (group commit);
 with WAL and ``synchronous=NORMAL`` a committed row survives the process being killed, so an interrupted
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import queue
 import sqlite3
 import threading
@@ -48,7 +49,8 @@ CREATE TABLE IF NOT EXISTS replies (
     input_tokens INTEGER,
     output_tokens INTEGER,
     model TEXT,
-    created REAL
+    created REAL,
+    logprobs TEXT
 ) WITHOUT ROWID;
 """
 
@@ -74,7 +76,15 @@ def damaged(path: Path, detail: str) -> GenError:
     )
 
 
-COLUMNS = "key, text, finish_reason, input_tokens, output_tokens, model, created"
+COLUMNS = "key, text, finish_reason, input_tokens, output_tokens, model, created, logprobs"
+INSERT = f"INSERT OR REPLACE INTO replies ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?)"
+
+
+def add_logprobs_column(conn: sqlite3.Connection) -> None:
+    """Caches written before log-probabilities were kept get the column (empty for their rows)."""
+    names = [row[1] for row in conn.execute("PRAGMA table_info(replies)")]
+    if "logprobs" not in names:
+        conn.execute("ALTER TABLE replies ADD COLUMN logprobs TEXT")
 
 
 def repair(path: Path) -> tuple[int, int, Path]:
@@ -87,7 +97,7 @@ def repair(path: Path) -> tuple[int, int, Path]:
     target.executescript(_SCHEMA)
     try:
         rows, skipped = salvage(source)
-        target.executemany("INSERT OR REPLACE INTO replies VALUES (?,?,?,?,?,?,?)", rows)
+        target.executemany(INSERT, rows)
         target.commit()
     finally:
         source.close()
@@ -109,10 +119,15 @@ def salvage(source: sqlite3.Connection) -> tuple[list[tuple], int]:
     cannot step onto from the damaged side)."""
     rows: list[tuple] = []
     start: str | None = ""
+    try:
+        names = [row[1] for row in source.execute("PRAGMA table_info(replies)")]
+    except sqlite3.DatabaseError:
+        names = []
+    columns = COLUMNS if "logprobs" in names else COLUMNS.replace("logprobs", "NULL")  # a cache from before it
     skipped = 0
     while start is not None:
         try:
-            for row in source.execute(f"SELECT {COLUMNS} FROM replies WHERE key >= ? ORDER BY key", (start,)):
+            for row in source.execute(f"SELECT {columns} FROM replies WHERE key >= ? ORDER BY key", (start,)):
                 rows.append(row)
             break
         except sqlite3.DatabaseError:
@@ -153,9 +168,14 @@ class CachedReply:
     input_tokens: int
     output_tokens: int
     model: str | None = None
+    logprobs: Any = None  # the reply's logprobs object, for calls that asked for it
 
 
 _STOP = object()
+
+
+def stored(reply: CachedReply) -> str | None:
+    return None if reply.logprobs is None else json.dumps(reply.logprobs, ensure_ascii=False, separators=(",", ":"))
 
 
 class Cache:
@@ -169,6 +189,7 @@ class Cache:
             check_intact(init, self.path)
             init.execute("PRAGMA journal_mode=WAL")
             init.executescript(_SCHEMA)
+            add_logprobs_column(init)
             init.commit()
             init.close()
             self._reader = self._connect(check_same_thread=False)
@@ -213,14 +234,14 @@ class Cache:
                 marks = ",".join("?" * len(chunk))
                 try:
                     rows = self._reader.execute(
-                        "SELECT key, text, finish_reason, input_tokens, output_tokens, model FROM replies "
+                        "SELECT key, text, finish_reason, input_tokens, output_tokens, model, logprobs FROM replies "
                         f"WHERE key IN ({marks})",
                         chunk,
                     ).fetchall()
                 except sqlite3.DatabaseError as exc:  # a page damaged after the check on open
                     raise damaged(self.path, str(exc)) from None
-                for key, text, finish, tin, tout, model in rows:
-                    found[key] = CachedReply(text, finish, tin or 0, tout or 0, model)
+                for key, text, finish, tin, tout, model, logprobs in rows:
+                    found[key] = CachedReply(text, finish, tin or 0, tout or 0, model, logprobs and json.loads(logprobs))
         return found
 
     def get(self, key: str) -> CachedReply | None:
@@ -288,14 +309,14 @@ class Cache:
                     except queue.Empty:
                         break
                 rows = [
-                    (key, r.text, r.finish_reason, r.input_tokens, r.output_tokens, r.model, time.time())
+                    (key, r.text, r.finish_reason, r.input_tokens, r.output_tokens, r.model, time.time(), stored(r))
                     for entry in batch
                     if entry is not _STOP
                     for key, r in [entry]
                 ]
                 if rows:
                     conn.execute("BEGIN")
-                    conn.executemany("INSERT OR REPLACE INTO replies VALUES (?,?,?,?,?,?,?)", rows)
+                    conn.executemany(INSERT, rows)
                     conn.execute("COMMIT")
                     self.writes += len(rows)
                 with self._pending_lock:

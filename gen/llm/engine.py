@@ -77,7 +77,7 @@ from gen.llm.plan import PlanBuilder, StepPlan
 from gen.llm.probe import PROBE_STEP, ModeChoice
 from gen.llm.probing import Modes, find_mode
 from gen.llm.progress import Reporter, make_reporter, showing
-from gen.llm.request import Answer, RetryPolicy, build_request, http_stack
+from gen.llm.request import Answer, RetryPolicy, body_messages, build_request, http_stack
 from gen.llm.step_run import NotCached, Prepared, Reply, StepRun, TooManyRejects, prepare, preview
 from gen.llm.structured import ParseFailure, correction_message, parse_reply
 from gen.llm.task import Outcome, Task, estimate_input_tokens
@@ -330,13 +330,13 @@ class Engine:
             return _failed(task, exc.kind, exc.reason, None)
         except NotCached:
             return _failed(task, "not_cached", "not cached (plan only)", None)
-        if first.finish_reason == "length":
+        if truncated(first, task):
             return _failed(task, "truncated", f"reply truncated ({_truncation(p)})", first.text)
         try:
             value = parse_reply(task.parser, first.text)
         except ParseFailure as exc:
             return await self._correct(run, p, first, str(exc))
-        return Outcome(task, ok=True, value=value, text=first.text, cached=first.cached)
+        return Outcome(task, ok=True, value=value, text=first.text, cached=first.cached, logprobs=first.logprobs)
 
     async def _correct(self, run: StepRun, p: Prepared, first: Reply, error: str) -> Outcome:
         """The correction round: the reply and what is wrong with it go back to the model, once."""
@@ -346,7 +346,7 @@ class Engine:
             {"role": "assistant", "content": first.text},
             {"role": "user", "content": correction_message(task.parser, error, self.templates_dir)},
         ]
-        body = build_request(config, messages, p.response_format, task.sample)
+        body = build_request(config, messages, p.response_format, task.sample, task)
         run.stats.corrections += 1
         try:
             second = await self._reply(run, p, body, cache_key(config.base_url, body, task.sample))
@@ -355,7 +355,7 @@ class Engine:
         except NotCached:
             return _failed(task, "not_cached", "correction round not cached (plan only)", first.text)
         cached = first.cached and second.cached
-        if second.finish_reason == "length":
+        if truncated(second, task):
             return _failed(
                 task, "truncated", f"{error}; the corrected reply was truncated ({_truncation(p)})", second.text, cached
             )
@@ -365,7 +365,9 @@ class Engine:
             return _failed(
                 task, "parse", f"{exc} (after one correction round; first reply: {error})", second.text, cached
             )
-        return Outcome(task, ok=True, value=value, text=second.text, cached=cached, corrected=True)
+        return Outcome(
+            task, ok=True, value=value, text=second.text, cached=cached, corrected=True, logprobs=second.logprobs
+        )
 
     async def _reply(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
         """A reply from the cache, or from the endpoint (then cached unless truncated)."""
@@ -374,9 +376,9 @@ class Engine:
             run.stats.add_cached(hit)
             if run.plan is not None:
                 run.plan.cached(p.endpoint.name, hit.output_tokens)
-            return Reply(hit.text, hit.finish_reason, hit.input_tokens, hit.output_tokens, cached=True)
+            return Reply(hit.text, hit.finish_reason, hit.input_tokens, hit.output_tokens, True, hit.logprobs)
         if run.plan is not None:
-            run.plan.needed(p.endpoint.name, estimate_input_tokens(body["messages"]))
+            run.plan.needed(p.endpoint.name, estimate_input_tokens(body_messages(body)))
             raise NotCached()
         if self.offline:
             raise self._offline_error(run.step, p)
@@ -411,7 +413,7 @@ class Engine:
     def _received(self, run: StepRun, p: Prepared, body: dict, key: str, answer: Answer, estimate: int) -> Reply:
         """Count a completion and cache it; a truncated one is returned but never cached, no text is a failure."""
         ep, stats = p.endpoint, run.stats
-        input_tokens, output_tokens, estimated = answer.tokens(body["messages"])
+        input_tokens, output_tokens, estimated = answer.tokens(body_messages(body))
         ep.flow.succeeded(estimate, input_tokens + output_tokens)
         stats.add_call(input_tokens, output_tokens, ep.config.price, estimated=estimated)
         run.counters.note_request(input_tokens + output_tokens)
@@ -421,15 +423,23 @@ class Engine:
             refusal = f" (refusal: {self._keys(str(answer.refusal))[:300]})" if answer.refusal else ""
             raise CallFailed("empty", f"the endpoint returned no text{refusal}")
         text = self._keys(answer.text)
-        if answer.finish_reason == "length":
+        reply = Reply(text, answer.finish_reason, input_tokens, output_tokens, False, answer.logprobs)
+        if truncated(reply, p.task):
             stats.errors["truncated"] += 1
         else:
-            self.cache.put(key, CachedReply(text, answer.finish_reason, input_tokens, output_tokens, ep.config.model))
-        return Reply(text, answer.finish_reason, input_tokens, output_tokens, cached=False)
+            self.cache.put(
+                key, CachedReply(text, reply.finish_reason, input_tokens, output_tokens, ep.config.model, reply.logprobs)
+            )
+        return reply
 
     async def _close_clients(self) -> None:
         for ep in self._endpoints.values():
             await ep.close()
+
+
+def truncated(reply: Reply, task: Task) -> bool:
+    """Cut at the endpoint's max_tokens; a task with its own cap asked for no more, so its reply is complete."""
+    return reply.finish_reason == "length" and task.max_tokens is None
 
 
 def _failed(task: Task, kind: str, reason: str, text: str | None, cached: bool = False) -> Outcome:

@@ -44,12 +44,13 @@ from typing import Any
 from gen.errors import Stopped
 from gen.llm.config import EndpointConfig
 from gen.llm.limiter import backoff_delay, retry_after_seconds
-from gen.llm.task import estimate_input_tokens
+from gen.llm.task import Task, estimate_input_tokens
 
 __all__ = [
     "Answer",
     "Failure",
     "RetryPolicy",
+    "body_messages",
     "build_request",
     "http_stack",
     "send_once",
@@ -64,21 +65,37 @@ PAUSING_KINDS = {"rate_limited", "http_503"}  # the server is overloaded: every 
 RETRIED_4XX = {"http_408", "http_409"}
 
 
-def build_request(endpoint: EndpointConfig, messages: list[dict], response_format: dict | None, sample: int) -> dict:
-    """The chat-completions request body: every data parameter of the endpoint, nothing else."""
-    body: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+def build_request(
+    endpoint: EndpointConfig, messages: list[dict], response_format: dict | None, sample: int, task: Task | None = None
+) -> dict:
+    """The request body: every data parameter of the endpoint, and what the task asks for besides (its own output
+    cap, log-probabilities; a scored text goes to /completions, see :class:`Task`)."""
+    max_tokens = task.max_tokens if task is not None and task.max_tokens is not None else endpoint.max_tokens
+    logprobs = task.logprobs if task is not None else 0
+    body: dict[str, Any] = {"model": endpoint.model}
+    if task is not None and task.score_text:
+        body.update(prompt=messages[0]["content"], echo=True, logprobs=logprobs)
+    else:
+        body["messages"] = messages
+        if logprobs:
+            body.update(logprobs=True, top_logprobs=logprobs)
     if endpoint.temperature is not None:
         body["temperature"] = endpoint.temperature
     if endpoint.top_p is not None:
         body["top_p"] = endpoint.top_p
-    if endpoint.max_tokens is not None:
-        body["max_tokens"] = endpoint.max_tokens
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
     if endpoint.seed is not None:
         body["seed"] = endpoint.seed + sample
     if response_format is not None:
         body["response_format"] = response_format
     body.update(endpoint.extra_params)
     return body
+
+
+def body_messages(body: dict) -> list[dict]:
+    """The chat messages of a request body; a /completions prompt counts as one user message."""
+    return body["messages"] if "messages" in body else [{"role": "user", "content": body["prompt"]}]
 
 
 def http_stack() -> tuple[ModuleType, Any]:
@@ -102,6 +119,7 @@ class Answer:
     finish_reason: str | None
     usage: Mapping[str, Any]
     refusal: Any = None
+    logprobs: Any = None  # the choice's logprobs object, as the server sent it
 
     def tokens(self, messages: list[dict]) -> tuple[int, int, bool]:
         """(input tokens, output tokens, estimated?): the server's usage, or an estimate when it gives none."""
@@ -121,7 +139,8 @@ class Failure:
 
 
 async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> Answer | Failure:
-    """One POST /chat/completions, its outcome classified; never raises for a failed request."""
+    """One POST /chat/completions (/completions for a scored text), its outcome classified; never raises for a
+    failed request."""
     import openai
 
     http, _ = http_stack()
@@ -130,7 +149,8 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
             # client.post sends the body as given; chat.completions.create would first re-walk the whole
             # request (JSON schema included) through the SDK's TypedDict transform, which costs more CPU
             # than everything else per call.
-            response = await client.post("/chat/completions", body=body, cast_to=http.Response)
+            path = "/chat/completions" if "messages" in body else "/completions"
+            response = await client.post(path, body=body, cast_to=http.Response)
             data = json.loads(response.content)
         return _answer(data)
     except (TimeoutError, openai.APITimeoutError) as exc:
@@ -160,11 +180,15 @@ def _refused_connection(exc: BaseException) -> str | None:
 
 def _answer(data: Any) -> Answer:
     choice = data["choices"][0]
-    message = choice.get("message") or {}
     usage = data.get("usage") or {}
     if not isinstance(usage, Mapping):
         usage = {}
-    return Answer(message.get("content"), choice.get("finish_reason"), usage, message.get("refusal"))
+    if "message" not in choice and "text" in choice:  # a /completions reply
+        return Answer(choice["text"], choice.get("finish_reason"), usage, None, choice.get("logprobs"))
+    message = choice.get("message") or {}
+    return Answer(
+        message.get("content"), choice.get("finish_reason"), usage, message.get("refusal"), choice.get("logprobs")
+    )
 
 
 def _status_failure(exc: Any, scrub: Scrub) -> Failure:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gen.errors import GenError
 from gen.llm.accounting import StepStats
@@ -35,6 +36,7 @@ class Reply:
     input_tokens: int
     output_tokens: int
     cached: bool
+    logprobs: Any = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def prepare(tasks: Sequence[Task], endpoints: dict[str, Endpoint]) -> list[Prepa
         ep = find_endpoint(endpoints, task.endpoint, task.item_id)
         messages = normalize_messages(task.messages, str(task.item_id))
         response_format = response_format_for(task.parser, ep.mode or CANDIDATES[0])
-        body = build_request(ep.config, messages, response_format, task.sample)
+        body = build_request(ep.config, messages, response_format, task.sample, task)
         key = cache_key(ep.config.base_url, body, task.sample)
         prepared.append(Prepared(index, task, ep, messages, response_format, body, key))
     return prepared

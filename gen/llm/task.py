@@ -30,6 +30,12 @@ class Task:
     that raises ``ValueError`` with a reason.
     ``sample``: 0, 1, 2... for several independent generations of the same prompt (enters the cache key;
     with a ``seed`` configured, sample ``k`` is sent with ``seed + k``).
+    ``logprobs``: how many alternatives per reply token to ask log-probabilities for (0: none); the server's
+    ``logprobs`` object comes back, cached with the reply, in ``Outcome.logprobs``.
+    ``max_tokens``: this call's own output cap, over the endpoint's; a reply that reaches it is complete (the
+    task wanted no more), so it is parsed and cached rather than rejected as truncated.
+    ``score_text``: instead of a chat, send the one user message as a plain prompt to ``/completions`` with
+    ``echo``, so the log-probabilities cover the text's own tokens (a language model's score of a text).
     """
 
     item_id: str
@@ -37,6 +43,9 @@ class Task:
     messages: Sequence[Mapping[str, Any]] | str
     parser: Parser = None
     sample: int = 0
+    logprobs: int = 0
+    max_tokens: int | None = None
+    score_text: bool = False
 
 
 @dataclass
@@ -57,6 +66,7 @@ class Outcome:
     kind: str | None = None
     cached: bool = False
     corrected: bool = False
+    logprobs: Any = None  # the server's logprobs object of the reply, when the task asked for them
 
     @property
     def item_id(self) -> str:

@@ -122,6 +122,9 @@ class FakeRequest:
 
     @property
     def last_user(self) -> str:
+        """The last user message (a /completions request's prompt)."""
+        if "prompt" in self.body:
+            return str(self.body["prompt"])
         for message in reversed(self.messages):
             if message.get("role") == "user":
                 return _text(message.get("content"))
@@ -167,6 +170,7 @@ class Reply:
     raw_body: bytes | None = None
     fault: str | None = None
     error_type: str | None = None  # the error body's "type" (default: by status)
+    logprobs: Any = None  # the choice's logprobs object
 
     @classmethod
     def text(cls, content: str, **kw) -> Reply:
@@ -526,7 +530,8 @@ class FakeOpenAI:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             data = [{"id": model, "object": "model", "created": 0, "owned_by": "fake"} for model in self.model_ids]
             return await self._send(writer, reader, 200, json.dumps({"object": "list", "data": data}).encode())
-        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+        completions = path.rstrip("/").endswith("/v1/completions")  # the legacy API: a prompt, not messages
+        if method != "POST" or not (completions or path.rstrip("/").endswith("/chat/completions")):
             payload = json.dumps({"error": {"message": f"no route {method} {path}", "type": "not_found_error"}})
             return await self._send(writer, reader, 404, payload.encode())
         try:
@@ -570,25 +575,30 @@ class FakeOpenAI:
             payload = reply.raw_body
         elif reply.status == 200:
             usage = {
-                "prompt_tokens": sum(count_words(_text(m.get("content"))) for m in request.messages),
+                "prompt_tokens": count_words(request.last_user)
+                if completions
+                else sum(count_words(_text(m.get("content"))) for m in request.messages),
                 "completion_tokens": count_words(reply.content),
             }
             usage.update(reply.usage or {})
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            choice = (
+                {"text": reply.content, "index": 0, "logprobs": reply.logprobs, "finish_reason": reply.finish_reason}
+                if completions
+                else {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.content},
+                    "finish_reason": reply.finish_reason,
+                    "logprobs": reply.logprobs,
+                }
+            )
             payload = json.dumps(
                 {
                     "id": f"chatcmpl-fake-{request.index}",
-                    "object": "chat.completion",
+                    "object": "text_completion" if completions else "chat.completion",
                     "created": 1700000000,
                     "model": request.model,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": reply.content},
-                            "finish_reason": reply.finish_reason,
-                            "logprobs": None,
-                        }
-                    ],
+                    "choices": [choice],
                     "usage": usage,
                 }
             ).encode()
