@@ -241,7 +241,8 @@ class Cache:
                 except sqlite3.DatabaseError as exc:  # a page damaged after the check on open
                     raise damaged(self.path, str(exc)) from None
                 for key, text, finish, tin, tout, model, logprobs in rows:
-                    found[key] = CachedReply(text, finish, tin or 0, tout or 0, model, logprobs and json.loads(logprobs))
+                    kept = json.loads(logprobs) if logprobs is not None else None
+                    found[key] = CachedReply(text, finish, tin or 0, tout or 0, model, kept)
         return found
 
     def get(self, key: str) -> CachedReply | None:

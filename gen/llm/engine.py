@@ -427,9 +427,8 @@ class Engine:
         if truncated(reply, p.task):
             stats.errors["truncated"] += 1
         else:
-            self.cache.put(
-                key, CachedReply(text, reply.finish_reason, input_tokens, output_tokens, ep.config.model, reply.logprobs)
-            )
+            kept = CachedReply(text, reply.finish_reason, input_tokens, output_tokens, ep.config.model, reply.logprobs)
+            self.cache.put(key, kept)
         return reply
 
     async def _close_clients(self) -> None:

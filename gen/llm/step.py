@@ -109,6 +109,7 @@ class CheckedStep(Generic[ItemT]):
     item_id: Callable[[ItemT], str]  # unique among the items of one run
     verify: Verify[ItemT] | None = None
     prepare: Callable[[ItemT, Any], Any] | None = None  # (item, parsed reply) -> value; default: the reply
+    logprobs: bool = False  # prepare gets (parsed reply, the reply's logprobs object): tasks that ask for them
     describe: Callable[[Any], dict[str, Any]] | None = None  # value -> its fields in a reject's attempts
     # (item, {item_id, reason, raw_text, attempts}) -> the line in rejects.jsonl (for the rejects of a stop)
     record: Callable[[ItemT, dict[str, Any]], dict[str, Any]] | None = None
@@ -235,7 +236,8 @@ class _Run(Generic[ItemT]):
             if not outcome.ok:
                 self._end(item, outcome)
                 continue
-            value = step.prepare(item, outcome.value) if step.prepare is not None else outcome.value
+            reply = (outcome.value, outcome.logprobs) if step.logprobs else outcome.value
+            value = step.prepare(item, reply) if step.prepare is not None else reply
             attempt = _Attempt(sample, value, list(step.check(item, value)), outcome.text)
             self.history.setdefault(step.item_id(item), []).append(attempt)
             if attempt.problems:

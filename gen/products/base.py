@@ -150,7 +150,7 @@ class Product(ABC, Generic[OptionsT]):
     description: ClassVar[str]
     Options: ClassVar[type[StrictModel]]
     configs: ClassVar[tuple[ConfigSpec, ...]]
-    needs: ClassVar[Needs] = Needs()
+    needs: Needs = Needs()  # a product whose needs depend on its options sets its own in __init__
 
     def __init__(self, options: OptionsT) -> None:
         self.options = options

@@ -115,7 +115,7 @@ def build_and_publish(
 ) -> Path:
     prepared = prepare(recipe, limit)
     engine = None
-    if any(uses_llm(b.name) for b in prepared.products):
+    if any(uses_llm(b.name, prepared.products) for b in prepared.products):
         from gen.llm.engine import Engine  # only runs with LLM products load the engine
 
         engine = Engine(recipe.llm, settings, templates_dir=recipe.templates)

@@ -200,14 +200,21 @@ def config_names(product: str) -> list[str]:
     return [spec.name for spec in REGISTRY[product].configs]
 
 
-def uses_llm(name: str) -> bool:
-    product = REGISTRY[name]
-    return product.needs.llm or any(uses_llm(need) for need in product.needs.products)
+def uses_llm(name: str, products: Sequence[Bound]) -> bool:
+    """Whether the product, as the recipe configured it (its options may call for an LLM), or anything it needs
+    calls an LLM."""
+    configured = {b.name: b.product for b in products}
+
+    def calls(product_name: str) -> bool:
+        product = configured.get(product_name) or REGISTRY[product_name]
+        return product.needs.llm or any(calls(need) for need in product.needs.products)
+
+    return calls(name)
 
 
 def stage_products(products: list[Bound], llm: bool) -> list[Bound]:
     """The products of one stage. The LLM stage also rebuilds (without writing) what its products need."""
     if not llm:
-        return [b for b in products if not uses_llm(b.name)]
-    needed = closure(b.name for b in products if uses_llm(b.name))
-    return [Bound(b.product, written=b.written and uses_llm(b.name)) for b in products if b.name in needed]
+        return [b for b in products if not uses_llm(b.name, products)]
+    needed = closure(b.name for b in products if uses_llm(b.name, products))
+    return [Bound(b.product, written=b.written and uses_llm(b.name, products)) for b in products if b.name in needed]

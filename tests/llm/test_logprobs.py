@@ -90,9 +90,9 @@ def test_a_cache_written_before_logprobs_were_kept_gains_the_column(tmp_path):
 
 
 def test_a_reply_cut_at_the_endpoint_cap_is_still_truncated(api_key, cache_dir):
-    with FakeOpenAI(lambda request: Reply("cut", finish_reason="length")) as server:
-        with make_engine(server, cache_dir, max_tokens=3) as engine:
-            (outcome,) = engine.run_step("plain", [Task("t", "main", "say", logprobs=2)], max_reject_rate=None)
+    cut = FakeOpenAI(lambda request: Reply("cut", finish_reason="length"))
+    with cut as server, make_engine(server, cache_dir, max_tokens=3) as engine:
+        (outcome,) = engine.run_step("plain", [Task("t", "main", "say", logprobs=2)], max_reject_rate=None)
     assert (outcome.ok, outcome.kind) == (False, "truncated")
 
 

@@ -86,6 +86,7 @@ def check_conversation(
     for row, entry in zip(rows, log):
         check_turn(row, entry, log, vectors, words, options, checks)
         check_memory(row, log, vectors, unit, options, checks)
+        check_persona(row, unit.conversation.personas.get(row["speaker"]) or [], options, checks)
         if row["feedback_reward"] is not None:
             before = baselines.get(row["speaker"], 0.0)
             expected = None if row["gate"] is None else row["gate"] * (row["feedback_reward"] - before)
@@ -150,13 +151,28 @@ def check_turn(
     parts = {name: row[name] for name in WEIGHTS if row[name] is not None}
     reward = sum(WEIGHTS[name] * value for name, value in parts.items()) if parts else None
     checks.check(
-        "reward sums the parts it names",
-        near(row["reward"], reward)
-        and row["reward_parts"] == list(parts)
-        and row["r1"] is None
-        and row["r3_1"] is None,
+        "reward sums the parts it names", near(row["reward"], reward) and row["reward_parts"] == list(parts), where
+    )
+
+
+def check_persona(row: Record, facts: Sequence[str], options: QualityLabelsOptions, checks: Checks) -> None:
+    """R1 and the labels from the stored probabilities: every fact of the speaker scored, or none."""
+    where = f"{row['conversation_id']} {row['response_index']}"
+    probabilities = list(zip(row["p_entail"], row["p_contradict"], row["p_neutral"]))
+    if row["r1"] is None:
+        checks.check("no persona labels without R1", not (row["persona_facts"] or probabilities), where)
+        return
+    checks.check(
+        "R1 scores every persona fact of the speaker",
+        options.nli_endpoint is not None and row["persona_facts"] == list(facts) and len(probabilities) == len(facts),
         where,
     )
+    sums_to_one = all(abs(sum(triple) - 1) <= TOLERANCE and min(triple) >= 0 for triple in probabilities)
+    expected = sum(p[0] for p in probabilities) - 2 * sum(p[1] for p in probabilities)
+    checks.check("label probabilities sum to 1 and give R1", sums_to_one and near(row["r1"], expected), where)
+    names = ("entailment", "contradiction", "neutral")
+    argmax = [names[max(range(3), key=lambda k: (triple[k], -k))] for triple in probabilities]
+    checks.check("each label is its most probable", row["nli_labels"] == argmax, where)
 
 
 def check_memory(
@@ -208,3 +224,13 @@ def check_summary(summaries: Sequence[Record], rows: Sequence[Record], checks: C
         sum(r["feedback_reward"] is not None for r in rows),
     )
     checks.check("the summary's counts and means are the turns'", means and counts, where)
+    labels = [label for r in rows for label in r["nli_labels"]]
+    n = {name: labels.count(name) for name in ("entailment", "contradiction", "neutral")}
+    pc = 100 * (n["entailment"] - n["contradiction"] + n["neutral"]) / len(labels) if labels else None
+    found = (summary["n_entail"], summary["n_contradict"], summary["n_neutral"])
+    checks.check(
+        "PC from the labels' counts",
+        near(summary["pc"], pc)
+        and found == ((n["entailment"], n["contradiction"], n["neutral"]) if labels else (None,) * 3),
+        where,
+    )

@@ -34,12 +34,27 @@ class QualityLabelsOptions(StrictModel):
         0.2, ge=-1.0, le=1.0, description="s_max below this: nothing near the query was retrieved"
     )
     baseline_rate: float = Field(0.1, gt=0.0, le=1.0, description="alpha of each speaker's running baseline")
+    nli_endpoint: str | None = Field(
+        None,
+        description="the llm: endpoint asked whether each persona fact of the speaker entails, contradicts or is "
+        "neutral to the reply (R1), read from its label's log-probabilities; none: R1 is left out",
+    )
+    lm_endpoint: str | None = Field(
+        None,
+        description="an llm: endpoint serving /completions with echo and logprobs, whose mean log-probability of "
+        "the reply's tokens after the previous turn is the fluency (R3.1); none: R3.1 is left out",
+    )
+    retries: int = Field(1, ge=0, le=5, description="new attempts at a label whose answer named no label")
 
     @model_validator(mode="after")
     def _ordered(self) -> QualityLabelsOptions:
         if self.unrelated_memory > self.relevant_memory:
             raise ValueError("unrelated_memory must not exceed relevant_memory")
         return self
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.nli_endpoint is not None or self.lm_endpoint is not None
 
     @property
     def rules(self) -> Rules:

@@ -15,7 +15,8 @@ from gen.errors import GenError
 
 WORDS_TEMPLATE = "quality/feedback_words.yaml"
 WEIGHTS = {"r1": 0.4, "r2": 0.16, "r3_1": 0.22, "r3_2": 0.22}  # the persona-consistency reward's parts
-MEANS = ("feedback_reward", "advantage", "r2", "r3_2", "reward")  # what a conversation's record averages
+MEANS = ("feedback_reward", "advantage", "r1", "r2", "r3_1", "r3_2", "reward")  # what a conversation's record averages
+LABELS = ("entailment", "contradiction", "neutral")  # the NLI labels, in the order ties are broken
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 NEGATIVE_SIGNAL = -1.0  # any negative hit
@@ -105,3 +106,30 @@ def gate(reward: float, s_max: float, rules: Rules) -> float:
 def distinct_1(tokens: Sequence[str]) -> float | None:
     """Unique tokens over tokens (None for a reply without words)."""
     return len(set(tokens)) / len(tokens) if tokens else None
+
+
+def persona_consistency(p_entail: Sequence[float], p_contradict: Sequence[float]) -> float:
+    """R1 over the speaker's facts: the entailment probabilities, less twice the contradiction probabilities."""
+    return sum(p_entail) - 2 * sum(p_contradict)
+
+
+def nli_label(p_entail: float, p_contradict: float, p_neutral: float) -> str:
+    """The most probable label (ties go to the first in LABELS)."""
+    scores = (p_entail, p_contradict, p_neutral)
+    return LABELS[scores.index(max(scores))]
+
+
+def nli_counts(labels: Sequence[str]) -> tuple[int, int, int]:
+    return labels.count("entailment"), labels.count("contradiction"), labels.count("neutral")
+
+
+def pc(n_entail: int, n_contradict: int, n_neutral: int) -> float | None:
+    """Persona consistency over reply-fact pairs, in percent: 100 (N_e - N_c + N_n) / N (None without pairs)."""
+    total = n_entail + n_contradict + n_neutral
+    return 100 * (n_entail - n_contradict + n_neutral) / total if total else None
+
+
+def relative_pc(pc_replies: float, pc_human: float) -> float:
+    """rPC of generated replies against the human replies of the same corpus: 1 + (PC - PC_human) / 100, so 1 is
+    as consistent as the humans (docs/quality.md on the table that drops the /100)."""
+    return 1 + (pc_replies - pc_human) / 100
