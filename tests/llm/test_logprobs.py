@@ -94,5 +94,3 @@ def test_a_reply_cut_at_the_endpoint_cap_is_still_truncated(api_key, cache_dir):
     with cut as server, make_engine(server, cache_dir, max_tokens=3) as engine:
         (outcome,) = engine.run_step("plain", [Task("t", "main", "say", logprobs=2)], max_reject_rate=None)
     assert (outcome.ok, outcome.kind) == (False, "truncated")
-
-

@@ -6,6 +6,7 @@ checked step, so they are cached, replayed offline, planned and rejected like ev
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,9 @@ def label_of(token: str) -> str | None:
 
 
 def parse_label(text: str) -> str:
-    label = label_of(text.split()[0] if text.split() else "")
+    """The label the answer's first word spells (or begins to spell: only the first token may have come)."""
+    first = re.match(r"[A-Za-z]+", text.strip())
+    label = label_of(first[0]) if first else None
     if label is None:
         raise ValueError(f"the answer {text.strip()[:40]!r} is none of {', '.join(LABELS)}")
     return label
