@@ -330,7 +330,7 @@ class Engine:
             return _failed(task, exc.kind, exc.reason, None)
         except NotCached:
             return _failed(task, "not_cached", "not cached (plan only)", None)
-        if truncated(first, task):
+        if first.truncated(task):
             return _failed(task, "truncated", f"reply truncated ({_truncation(p)})", first.text)
         try:
             value = parse_reply(task.parser, first.text)
@@ -355,7 +355,7 @@ class Engine:
         except NotCached:
             return _failed(task, "not_cached", "correction round not cached (plan only)", first.text)
         cached = first.cached and second.cached
-        if truncated(second, task):
+        if second.truncated(task):
             return _failed(
                 task, "truncated", f"{error}; the corrected reply was truncated ({_truncation(p)})", second.text, cached
             )
@@ -424,7 +424,7 @@ class Engine:
             raise CallFailed("empty", f"the endpoint returned no text{refusal}")
         text = self._keys(answer.text)
         reply = Reply(text, answer.finish_reason, input_tokens, output_tokens, False, answer.logprobs)
-        if truncated(reply, p.task):
+        if reply.truncated(p.task):
             stats.errors["truncated"] += 1
         else:
             kept = CachedReply(text, reply.finish_reason, input_tokens, output_tokens, ep.config.model, reply.logprobs)
@@ -434,11 +434,6 @@ class Engine:
     async def _close_clients(self) -> None:
         for ep in self._endpoints.values():
             await ep.close()
-
-
-def truncated(reply: Reply, task: Task) -> bool:
-    """Cut at the endpoint's max_tokens; a task with its own cap asked for no more, so its reply is complete."""
-    return reply.finish_reason == "length" and task.max_tokens is None
 
 
 def _failed(task: Task, kind: str, reason: str, text: str | None, cached: bool = False) -> Outcome:

@@ -38,6 +38,10 @@ class Reply:
     cached: bool
     logprobs: Any = None
 
+    def truncated(self, task: Task) -> bool:
+        """Cut at the endpoint's max_tokens; a task with its own cap asked for no more, so its reply is complete."""
+        return self.finish_reason == "length" and task.max_tokens is None
+
 
 @dataclass(frozen=True)
 class Prepared:
