@@ -1,7 +1,7 @@
 """A counting HTTP proxy on 127.0.0.1 for the real-model tests.
 
 It sits between gen and the model server, forwards every request unchanged and keeps its own record of the
-chat requests it passed on: how many arrived, and what the server answered. The tests compare gen's
+chat and completions requests it passed on: how many arrived, and what the server answered. The tests compare gen's
 accounting (run.json) and gen's rejects with this record, so the numbers they check do not come from gen.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 CHAT_PATH = "/v1/chat/completions"
+COMPLETIONS_PATH = "/v1/completions"  # a scored text (quality labels' fluency)
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "proxy-connection", "upgrade"}
 
 
@@ -96,7 +97,7 @@ class CountingProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 exchange = None
-                if self.command == "POST" and self.path.split("?")[0] == CHAT_PATH:
+                if self.command == "POST" and self.path.split("?")[0] in (CHAT_PATH, COMPLETIONS_PATH):
                     exchange = Exchange(body=json.loads(body or b"{}"))
                     with proxy.record.lock:
                         proxy.record.exchanges.append(exchange)
@@ -136,5 +137,5 @@ def note_reply(exchange: Exchange, status: int, data: bytes) -> None:
         choice = json.loads(data)["choices"][0]
     except (ValueError, KeyError, IndexError, TypeError):
         return
-    exchange.content = (choice.get("message") or {}).get("content")
+    exchange.content = (choice.get("message") or {}).get("content") if "message" in choice else choice.get("text")
     exchange.finish_reason = choice.get("finish_reason")

@@ -45,6 +45,13 @@ class QualityLabelsOptions(StrictModel):
         "the reply's tokens after the previous turn is the fluency (R3.1); none: R3.1 is left out",
     )
     retries: int = Field(1, ge=0, le=5, description="new attempts at a label whose answer named no label")
+    max_reject_rate: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="stop the run when more than this share of an NLI or fluency step's items is rejected; "
+        "default: the endpoint's max_reject_rate",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> QualityLabelsOptions:

@@ -183,7 +183,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
         endpoint = self.options.nli_endpoint
         assert endpoint is not None
         step = steps.nli_step(endpoint, ctx.templates_dir)
-        result = steps.run_checked(ctx, step, pairs, endpoint, self.options.retries)
+        result = steps.run_checked(ctx, step, pairs, endpoint, self.options)
         return {item_id: accepted.value[1] for item_id, accepted in result.accepted.items()}
 
     def fluency(self, units: Sequence[Unit], ctx: BuildContext) -> dict[str, float]:
@@ -191,7 +191,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
         endpoint = self.options.lm_endpoint
         assert endpoint is not None
         scored = [reply for unit in units for reply in scored_replies(unit, ctx.templates_dir)]
-        result = steps.run_checked(ctx, steps.fluency_step(endpoint), scored, endpoint, self.options.retries)
+        result = steps.run_checked(ctx, steps.fluency_step(endpoint), scored, endpoint, self.options)
         return {item_id: accepted.value for item_id, accepted in result.accepted.items()}
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:

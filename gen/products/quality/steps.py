@@ -15,6 +15,7 @@ from gen.llm import Task
 from gen.llm.step import CheckedStep, Problem, StepPolicy, StepResult, run
 from gen.llm.task import render_messages
 from gen.products.base import BuildContext, Reject
+from gen.products.quality.options import QualityLabelsOptions as Options
 from gen.products.quality.signals import LABELS
 from gen.templating import render
 
@@ -135,10 +136,14 @@ def fluency_context(templates_dir: str | None, speaker: str, query_speaker: str 
     return render(FLUENCY_CONTEXT, templates_dir, speaker=speaker, query_speaker=query_speaker, query=query)
 
 
-def run_checked(ctx: BuildContext, step: CheckedStep, items: Sequence, endpoint: str, retries: int) -> StepResult:
+def run_checked(ctx: BuildContext, step: CheckedStep, items: Sequence, endpoint: str, options: Options) -> StepResult:
     """Run a step; what it gave up on goes to the run's rejects with the conversation and response it was for."""
-    where = f"max_reject_rate on llm endpoint '{endpoint}'"
-    result = run(step, ctx.llm(), items, StepPolicy(retries, ctx.recipe.llm[endpoint].max_reject_rate, where))
+    if options.max_reject_rate is not None:
+        policy = StepPolicy(options.retries, options.max_reject_rate, f"max_reject_rate in the {NAME} product entry")
+    else:
+        where = f"max_reject_rate (in the {NAME} product entry, or on llm endpoint '{endpoint}')"
+        policy = StepPolicy(options.retries, ctx.recipe.llm[endpoint].max_reject_rate, where)
+    result = run(step, ctx.llm(), items, policy)
     by_id = {item.item_id: item for item in items}
     for reject in result.rejects:
         item = by_id[reject["item_id"]]
