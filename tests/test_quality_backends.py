@@ -169,6 +169,9 @@ def test_r1_r3_1_and_pc_worked_out_by_hand_and_replayed_offline(tmp_path, bag_of
         labels.count("neutral"),
     )
     assert summary["pc"] == pytest.approx(100 * (len(labels) - 2 * labels.count("contradiction")) / len(labels))
+    totals = report["configs"]["quality_turns"]["summary"]
+    assert totals["by_nli_label"] == {name: labels.count(name) for name in ("entailment", "contradiction", "neutral")}
+    assert totals["pc"] == summary["pc"]  # one conversation: the dataset's PC is its own
     assert read_jsonl(again / "quality_turns" / "test.jsonl") == rows
 
 

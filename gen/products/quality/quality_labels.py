@@ -20,6 +20,7 @@ from gen.products.checks import Checks
 from gen.products.quality import checking, steps, vectors
 from gen.products.quality.options import QualityLabelsOptions
 from gen.products.quality.signals import (
+    LABELS,
     MEANS,
     WEIGHTS,
     FeedbackWords,
@@ -220,6 +221,8 @@ class QualityLabels(Product[QualityLabelsOptions]):
                     counts["feedback", f"{row['feedback_reward']:+.2f}"] += 1
                 if row["gate"] is not None:
                     counts["gate", f"{row['gate']}"] += 1
+                for label in row["nli_labels"]:
+                    counts["nli", label] += 1
         return counts
 
     def summary(self, config: str, counts: Counter) -> dict:
@@ -231,6 +234,8 @@ class QualityLabels(Product[QualityLabelsOptions]):
             "with_feedback": counts["with feedback", ""],
             "by_feedback_reward": distribution(counts, "feedback"),
             "by_gate": distribution(counts, "gate"),
+            "by_nli_label": {label: counts["nli", label] for label in LABELS},
+            "pc": rounded(pc(*(counts["nli", label] for label in LABELS))),
             "settings": {**vars(rules), "memories": self.options.memories, "memory_top_k": self.options.memory_top_k},
             "backends": {"embedder": EMBEDDER, "nli": backends.nli, "lm": backends.lm},
         }
