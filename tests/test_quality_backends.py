@@ -193,3 +193,37 @@ def test_a_tampered_probability_fails_validation(tmp_path, bag_of_words):  # noq
     checking.check_conversation(harness.inputs(product)[0], rows, summaries, product.options, harness.ctx, checks)
     failed = {name for name, result in checks.report().items() if result["failed"]}
     assert "label probabilities sum to 1 and give R1" in failed
+
+
+def test_an_nli_model_without_its_packages_names_the_extra(tmp_path, monkeypatch):
+    import importlib.util
+
+    from gen.errors import GenError
+    from gen.products.quality import nli_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "torch" else real(name))
+    with pytest.raises(GenError) as error:
+        nli_model.require(str(tmp_path), "products[0]")
+    message = str(error.value)
+    assert "needs torch, which is not installed" in message and "gen-memory[nli]" in message
+    assert error.value.field == "products[0].nli_model"
+
+
+def test_both_nli_backends_at_once_are_refused(tmp_path):
+    from gen.errors import GenError
+    from gen.products.registry import bind
+    from gen.recipe import load_recipe
+
+    (tmp_path / "msc.jsonl").write_text("")
+    recipe = write_recipe(
+        tmp_path / "q.yaml",
+        {
+            "name": "q",
+            "sources": [{"format": "msc", "path": str(tmp_path / "msc.jsonl")}],
+            "llm": {"main": {"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": None}},
+            "products": [{"type": "quality_labels", "nli_endpoint": "main", "nli_model": str(tmp_path)}],
+        },
+    )
+    with pytest.raises(GenError, match="name one NLI backend"):
+        bind(load_recipe(recipe))  # as every command does before it reads a source

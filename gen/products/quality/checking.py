@@ -164,7 +164,7 @@ def check_persona(row: Record, facts: Sequence[str], options: QualityLabelsOptio
         return
     checks.check(
         "R1 scores every persona fact of the speaker",
-        options.nli_endpoint is not None and row["persona_facts"] == list(facts) and len(probabilities) == len(facts),
+        options.has_nli and row["persona_facts"] == list(facts) and len(probabilities) == len(facts),
         where,
     )
     sums_to_one = all(abs(sum(triple) - 1) <= TOLERANCE and min(triple) >= 0 for triple in probabilities)

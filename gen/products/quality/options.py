@@ -39,6 +39,11 @@ class QualityLabelsOptions(StrictModel):
         description="the llm: endpoint asked whether each persona fact of the speaker entails, contradicts or is "
         "neutral to the reply (R1), read from its label's log-probabilities; none: R1 is left out",
     )
+    nli_model: str | None = Field(
+        None,
+        description="instead of nli_endpoint: a local folder with a three-way NLI sequence-classification model and "
+        "its tokenizer, run with transformers (the nli extra)",
+    )
     lm_endpoint: str | None = Field(
         None,
         description="an llm: endpoint serving /completions with echo and logprobs, whose mean log-probability of "
@@ -57,7 +62,13 @@ class QualityLabelsOptions(StrictModel):
     def _ordered(self) -> QualityLabelsOptions:
         if self.unrelated_memory > self.relevant_memory:
             raise ValueError("unrelated_memory must not exceed relevant_memory")
+        if self.nli_endpoint is not None and self.nli_model is not None:
+            raise ValueError("name one NLI backend: nli_endpoint or nli_model, not both")
         return self
+
+    @property
+    def has_nli(self) -> bool:
+        return self.nli_endpoint is not None or self.nli_model is not None
 
     @property
     def uses_llm(self) -> bool:

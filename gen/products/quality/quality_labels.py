@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -17,7 +18,7 @@ from gen.llm import Task
 from gen.llm.step import StepPolicy, most_calls
 from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Unit
 from gen.products.checks import Checks
-from gen.products.quality import checking, steps, vectors
+from gen.products.quality import checking, nli_model, steps, vectors
 from gen.products.quality.options import QualityLabelsOptions
 from gen.products.quality.signals import (
     LABELS,
@@ -147,6 +148,8 @@ class QualityLabels(Product[QualityLabelsOptions]):
 
         model_folder(what=NAME)
         feedback_words(recipe.templates)
+        if self.options.nli_model is not None:
+            nli_model.require(self.options.nli_model, where)
 
     def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
         """The labels that need no LLM, conversation by conversation; then each LLM part in one step over every
@@ -180,7 +183,10 @@ class QualityLabels(Product[QualityLabelsOptions]):
         return rows
 
     def nli_labels(self, pairs: list[FactPair], ctx: BuildContext) -> dict[str, dict[str, float]]:
-        """item id -> the label probabilities of every fact-reply pair the NLI endpoint answered."""
+        """item id -> the label probabilities of every fact-reply pair the NLI backend answered."""
+        if self.options.nli_model is not None:
+            found = nli_model.load(self.options.nli_model).probabilities([(p.fact, p.reply) for p in pairs])
+            return {pair.item_id: probabilities for pair, probabilities in zip(pairs, found)}
         endpoint = self.options.nli_endpoint
         assert endpoint is not None
         step = steps.nli_step(endpoint, ctx.templates_dir)
@@ -345,14 +351,21 @@ class Backends:
     """Which endpoint, if any, gives R1 and R3.1 (named in every record and in run.json)."""
 
     nli_endpoint: str | None
+    nli_model: str | None
     lm_endpoint: str | None
 
     @classmethod
     def of(cls, options: QualityLabelsOptions) -> Backends:
-        return cls(options.nli_endpoint, options.lm_endpoint)
+        return cls(options.nli_endpoint, options.nli_model, options.lm_endpoint)
+
+    @property
+    def has_nli(self) -> bool:
+        return self.nli_endpoint is not None or self.nli_model is not None
 
     @property
     def nli(self) -> str:
+        if self.nli_model is not None:
+            return f"transformers model {Path(self.nli_model).name}, softmax"
         return "none" if self.nli_endpoint is None else f"llm endpoint {self.nli_endpoint}, label log-probabilities"
 
     @property
@@ -366,7 +379,7 @@ def fact_id(conversation_id: str, response_index: int, fact_index: int) -> str:
 
 def fact_pairs(unit: Unit, options: QualityLabelsOptions) -> Iterator[FactPair]:
     """Every persona fact of the replying speaker against every reply (none where the source has no facts)."""
-    if options.nli_endpoint is None:
+    if not options.has_nli:
         return
     personas = unit.conversation.personas
     for response in unit.stamped.responses:
@@ -393,7 +406,7 @@ def finish_row(
     row: Record, unit: Unit, labels: dict[str, dict[str, float]], fluency: dict[str, float], backends: Backends
 ) -> None:
     """R1 (when every fact of the speaker got its probabilities), R3.1, and the reward over the parts present."""
-    if backends.nli_endpoint is not None:
+    if backends.has_nli:
         facts = unit.conversation.personas.get(row["speaker"]) or []
         ids = [fact_id(unit.conversation_id, row["response_index"], k) for k in range(len(facts))]
         if ids and all(item_id in labels for item_id in ids):
@@ -424,7 +437,7 @@ def mean(values: Sequence[float | None]) -> float | None:
 
 def conversation_record(conversation_id: str, rows: Sequence[Record], backends: Backends) -> Record:
     n_entail, n_contradict, n_neutral = nli_counts([label for r in rows for label in r["nli_labels"]])
-    scored = backends.nli_endpoint is not None and n_entail + n_contradict + n_neutral > 0
+    scored = backends.has_nli and n_entail + n_contradict + n_neutral > 0
     return {
         "conversation_id": conversation_id,
         "turns": len(rows),
