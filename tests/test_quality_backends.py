@@ -161,7 +161,7 @@ def test_r1_r3_1_and_pc_worked_out_by_hand_and_replayed_offline(tmp_path, bag_of
     assert reply["reward"] == pytest.approx(sum(weights[k] * reply[k] for k in weights), abs=1e-5)
     # a session's first turn has no previous turn: no R2, the rest present
     assert rows[0]["reward_parts"] == mechanic["reward_parts"] == ["r1", "r3_1", "r3_2"]
-    (summary,) = read_jsonl(folder / "quality_conversations" / "test.jsonl")
+    (summary,) = read_jsonl(folder / "quality_dialogues" / "test.jsonl")
     labels = [label for row in rows for label in row["nli_labels"]]
     assert (summary["n_entail"], summary["n_contradict"], summary["n_neutral"]) == (
         labels.count("entailment"),
@@ -185,7 +185,7 @@ def test_a_tampered_probability_fails_validation(tmp_path, bag_of_words):  # noq
         recipe = quality_recipe(tmp_path, server.base_url)
         folder = run_once(recipe, tmp_path / "out", tmp_path / "cache")
     rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
-    summaries = read_jsonl(folder / "quality_conversations" / "test.jsonl")
+    summaries = read_jsonl(folder / "quality_dialogues" / "test.jsonl")
     rows[2]["p_contradict"] = [0.1, rows[2]["p_contradict"][1]]
     harness = Harness.from_recipe(load_recipe(recipe))
     product = harness.product("quality_labels")

@@ -191,7 +191,7 @@ def test_a_tampered_record_fails_validation(tmp_path, bag_of_words, field, value
     from tests.harness import Harness
 
     folder, rows = run_labels(tmp_path)
-    summaries = read_jsonl(folder / "quality_conversations" / "test.jsonl")
+    summaries = read_jsonl(folder / "quality_dialogues" / "test.jsonl")
     rows[5][field] = value
     harness = Harness.from_recipe(load_recipe(tmp_path / "q.yaml"))
     product = harness.product("quality_labels")

@@ -9,13 +9,13 @@ to their validated options.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from gen.errors import GenError
 from gen.plugins import PRODUCTS, distribution, loaded
-from gen.products.base import ConfigSpec, Product
+from gen.products.base import ConfigSpec, Needs, Product
 from gen.recipe import Recipe, load_recipe
 from gen.validation import validate_model
 
@@ -97,11 +97,11 @@ def bind(recipe: Recipe) -> list[Bound]:
     wanted = set(chosen)
     if any(product.needs.timelines for product in chosen.values()):  # a product the recipe names asks about time
         wanted.update(WRITTEN_WITH_TIMELINES)
-    needed = closure(wanted)
+    needed = closure(wanted, chosen)
     order = [name for name in REGISTRY if name in needed]
     return [
         Bound(chosen.get(name) or REGISTRY[name](REGISTRY[name].Options()), written=name in wanted)
-        for name in topological(order)
+        for name in topological(order, chosen)
     ]
 
 
@@ -135,7 +135,12 @@ def lookup(name: str, recipe: Recipe, where: str) -> type[Product]:
     return cls
 
 
-def closure(names: Iterable[str]) -> set[str]:
+def needs_of(name: str, configured: Mapping[str, Product]) -> Needs:
+    """A product's needs as the recipe configured it (its options may add some), else its type's."""
+    return (configured.get(name) or REGISTRY[name]).needs
+
+
+def closure(names: Iterable[str], configured: Mapping[str, Product] | None = None) -> set[str]:
     """The named products and everything they need, directly or not."""
     pending = list(names)
     seen: set[str] = set()
@@ -143,16 +148,16 @@ def closure(names: Iterable[str]) -> set[str]:
         name = pending.pop()
         if name not in seen:
             seen.add(name)
-            pending.extend(REGISTRY[name].needs.products)
+            pending.extend(needs_of(name, configured or {}).products)
     return seen
 
 
-def topological(names: Iterable[str]) -> list[str]:
+def topological(names: Iterable[str], configured: Mapping[str, Product] | None = None) -> list[str]:
     """Needs before the products that need them; ties in the given order."""
     remaining = list(names)
     done: list[str] = []
     while remaining:
-        ready = next((n for n in remaining if all(d in done for d in REGISTRY[n].needs.products)), None)
+        ready = next((n for n in remaining if all(d in done for d in needs_of(n, configured or {}).products)), None)
         if ready is None:
             raise ValueError(f"products need each other in a circle: {', '.join(remaining)}")
         done.append(ready)

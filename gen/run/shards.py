@@ -216,5 +216,5 @@ def stage_products(products: list[Bound], llm: bool) -> list[Bound]:
     """The products of one stage. The LLM stage also rebuilds (without writing) what its products need."""
     if not llm:
         return [b for b in products if not uses_llm(b.name, products)]
-    needed = closure(b.name for b in products if uses_llm(b.name, products))
+    needed = closure((b.name for b in products if uses_llm(b.name, products)), {b.name: b.product for b in products})
     return [Bound(b.product, written=b.written and uses_llm(b.name, products)) for b in products if b.name in needed]

@@ -6,7 +6,8 @@ conversation's means recomputed from those."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
@@ -64,6 +65,51 @@ def fresh_vectors(texts: Sequence[str]) -> Any:
     return vectors.encode(texts)  # encoded again here: nothing is taken from the build
 
 
+@dataclass
+class Read:
+    """A dialogue as the validator reads it from the records the run wrote (not from the build's dialogues)."""
+
+    name: str
+    turns: list[dict]  # {index, speaker, text, session, padding}
+    history: list[dict]
+    personas: Mapping[str, Sequence[str]]
+
+
+def read_dialogues(unit: Unit, kinds: Sequence[str]) -> Iterator[Read]:
+    personas = unit.conversation.personas
+    if "log" in kinds:
+        turns = [
+            {
+                "index": r["response_index"],
+                "speaker": r["speaker"],
+                "text": r["text"],
+                "session": r["session_index"],
+                "padding": r["is_padding"],
+            }
+            for r in unit.records_of("log")
+        ]
+        yield Read("log", turns, [], personas)
+    if "teabag_session6" in kinds:
+        for record in unit.records_of("teabag"):
+            history = [
+                {"index": k, "speaker": t["speaker"], "text": t["text"], "session": s, "padding": False}
+                for k, (s, t) in enumerate((h["session"], t) for h in record["history"] for t in h["turns"])
+            ]
+            last = max((h["session"] for h in history), default=-1) + 1
+            turns = [
+                {"index": k, "speaker": t["speaker"], "text": t["text"], "session": last, "padding": False}
+                for k, t in enumerate(record["session6"])
+            ]
+            yield Read(f"session6 {record['question_id']}", turns, history, personas)
+    if "persona_dialogues" in kinds:
+        for record in unit.records_of("persona_sql_episodes"):
+            turns = [
+                {"index": k, "speaker": t["speaker"], "text": t["text"], "session": 0, "padding": False}
+                for k, t in enumerate(record["lines"])
+            ]
+            yield Read("pseudo-dialogue", turns, [], {p["speaker"]: p["facts"] for p in record["personas"]})
+
+
 def check_conversation(
     unit: Unit,
     rows: Sequence[Record],
@@ -72,51 +118,71 @@ def check_conversation(
     ctx: BuildContext,
     checks: Checks,
 ) -> None:
-    log = unit.records_of("log")
     where = unit.conversation_id
+    dialogues = list(read_dialogues(unit, options.dialogues))
+    expected = [(d.name, t["index"]) for d in dialogues for t in d.turns]
     if not checks.check(
-        "one record per response of the log",
-        [r["response_index"] for r in rows] == [r["response_index"] for r in log],
-        where,
+        "one record per turn of every dialogue", [(r["dialogue"], r["response_index"]) for r in rows] == expected, where
     ):
         return
-    vectors = fresh_vectors([r["text"] for r in log])
+    if not checks.check(
+        "one summary per dialogue", [s["dialogue"] for s in summaries] == [d.name for d in dialogues], where
+    ):
+        return
     words = feedback_words(ctx.templates_dir)
+    start, human_pc = 0, None
+    for dialogue, summary in zip(dialogues, summaries):
+        own = rows[start : start + len(dialogue.turns)]
+        start += len(dialogue.turns)
+        check_dialogue(dialogue, own, words, options, checks, f"{where} {dialogue.name}")
+        check_summary(summary, own, checks, f"{where} {dialogue.name}", None if dialogue.name == "log" else human_pc)
+        human_pc = summary["pc"] if dialogue.name == "log" else human_pc
+
+
+def check_dialogue(
+    dialogue: Read,
+    rows: Sequence[Record],
+    words: FeedbackWords,
+    options: QualityLabelsOptions,
+    checks: Checks,
+    where: str,
+) -> None:
+    vectors = fresh_vectors([t["text"] for t in (*dialogue.history, *dialogue.turns)])
+    offset = len(dialogue.history)
     baselines: dict[str, float] = {}
-    for row, entry in zip(rows, log):
-        check_turn(row, entry, log, vectors, words, options, checks)
-        check_memory(row, log, vectors, unit, options, checks)
-        check_persona(row, unit.conversation.personas.get(row["speaker"]) or [], options, checks)
+    for row, turn in zip(rows, dialogue.turns):
+        place = f"{where} {turn['index']}"
+        check_turn(row, turn["index"], dialogue.turns, vectors[offset:], words, options, checks, place)
+        check_memory(row, dialogue, vectors, options, checks, place)
+        check_persona(row, dialogue.personas.get(row["speaker"]) or [], options, checks, place)
         if row["feedback_reward"] is not None:
             before = baselines.get(row["speaker"], 0.0)
             expected = None if row["gate"] is None else row["gate"] * (row["feedback_reward"] - before)
             checks.check(
                 "baseline and advantage follow the speaker's earlier rewards",
                 near(row["baseline"], before) and near(row["advantage"], expected),
-                f"{where} {row['response_index']}",
+                place,
             )
-            baselines[row["speaker"]] = (1 - options.baseline_rate) * before + options.baseline_rate * row[
-                "feedback_reward"
-            ]
-    check_summary(summaries, rows, checks, where)
+            rate = options.baseline_rate
+            baselines[row["speaker"]] = (1 - rate) * before + rate * row["feedback_reward"]
 
 
-def same_session(log: Sequence[Record], a: int, b: int) -> bool:
-    return 0 <= b < len(log) and log[a]["session_index"] == log[b]["session_index"]
+def same_session(turns: Sequence[dict], a: int, b: int) -> bool:
+    return 0 <= b < len(turns) and turns[a]["session"] == turns[b]["session"]
 
 
 def check_turn(
     row: Record,
-    entry: Record,
-    log: Sequence[Record],
+    index: int,
+    turns: Sequence[dict],
     vectors: Any,
     words: FeedbackWords,
     options: QualityLabelsOptions,
     checks: Checks,
+    where: str,
 ) -> None:
-    index, where = entry["response_index"], f"{entry['conversation_id']} {entry['response_index']}"
-    query = index - 1 if same_session(log, index, index - 1) else None
-    follow_up = index + 1 if same_session(log, index, index + 1) else None
+    query = index - 1 if same_session(turns, index, index - 1) else None
+    follow_up = index + 1 if same_session(turns, index, index + 1) else None
     checks.check(
         "query and follow-up are the neighbouring turns of the session",
         (row["query_index"], row["follow_up_index"]) == (query, follow_up),
@@ -124,8 +190,8 @@ def check_turn(
     )
     if query is not None and follow_up is not None:
         negative, positive = (
-            found(words.negative, log[follow_up]["text"]),
-            found(words.positive, log[follow_up]["text"]),
+            found(words.negative, turns[follow_up]["text"]),
+            found(words.positive, turns[follow_up]["text"]),
         )
         checks.check(
             "feedback phrases are those of the follow-up",
@@ -142,7 +208,7 @@ def check_turn(
         checks.check("feedback reward from keywords and topic", near(row["feedback_reward"], expected), where)
     else:
         checks.check("no feedback without a query and a follow-up", row["feedback_reward"] is None, where)
-    tokens = scanned_words(entry["text"])
+    tokens = scanned_words(turns[index]["text"])
     checks.check(
         "r3_2 is distinct-1 of the reply", near(row["r3_2"], len(set(tokens)) / len(tokens) if tokens else None), where
     )
@@ -155,9 +221,8 @@ def check_turn(
     )
 
 
-def check_persona(row: Record, facts: Sequence[str], options: QualityLabelsOptions, checks: Checks) -> None:
+def check_persona(row: Record, facts: Sequence[str], options: QualityLabelsOptions, checks: Checks, where: str) -> None:
     """R1 and the labels from the stored probabilities: every fact of the speaker scored, or none."""
-    where = f"{row['conversation_id']} {row['response_index']}"
     probabilities = list(zip(row["p_entail"], row["p_contradict"], row["p_neutral"]))
     if row["r1"] is None:
         checks.check("no persona labels without R1", not (row["persona_facts"] or probabilities), where)
@@ -176,23 +241,24 @@ def check_persona(row: Record, facts: Sequence[str], options: QualityLabelsOptio
 
 
 def check_memory(
-    row: Record, log: Sequence[Record], vectors: Any, unit: Unit, options: QualityLabelsOptions, checks: Checks
+    row: Record, dialogue: Read, vectors: Any, options: QualityLabelsOptions, checks: Checks, where: str
 ) -> None:
-    where = f"{row['conversation_id']} {row['response_index']}"
     if row["query_index"] is None:
         checks.check("no retrieval without a query", row["s_max"] is None and row["gate"] is None, where)
         return
-    query = vectors[row["query_index"]]
+    offset = len(dialogue.history)
+    query = vectors[offset + row["query_index"]]
     if options.memories == "personas":
-        facts = unit.conversation.personas.get(row["speaker"]) or []
+        facts = dialogue.personas.get(row["speaker"]) or []
         scores = {fact: float(v @ query) for fact, v in zip(facts, fresh_vectors(facts))} if facts else {}
         used = row["memory_facts"]
     else:
-        session = log[row["response_index"]]["session_index"]
+        session = dialogue.turns[row["response_index"]]["session"]
+        pool = [(t, t["index"]) for t in dialogue.history] or [(t, offset + t["index"]) for t in dialogue.turns]
         scores = {
-            r["response_index"]: float(vectors[r["response_index"]] @ query)
-            for r in log
-            if r["session_index"] < session and not r["is_padding"]
+            t["index"]: float(vectors[row_index] @ query)
+            for t, row_index in pool
+            if t["session"] < session and not t["padding"]
         }
         used = row["memory_indices"]
     best = sorted(scores.values(), reverse=True)[: options.memory_top_k]
@@ -209,11 +275,7 @@ def check_memory(
     checks.check("the gate follows the table for the reward and s_max", row["gate"] in allowed, where)
 
 
-def check_summary(summaries: Sequence[Record], rows: Sequence[Record], checks: Checks, where: str) -> None:
-    if not checks.check("one summary per conversation", len(summaries) == 1, where):
-        return
-    summary = summaries[0]
-
+def check_summary(summary: Record, rows: Sequence[Record], checks: Checks, where: str, human_pc: float | None) -> None:
     def mean(key: str) -> float | None:
         values = [r[key] for r in rows if r[key] is not None]
         return fmean(values) if values else None
@@ -228,9 +290,7 @@ def check_summary(summaries: Sequence[Record], rows: Sequence[Record], checks: C
     n = {name: labels.count(name) for name in ("entailment", "contradiction", "neutral")}
     pc = 100 * (n["entailment"] - n["contradiction"] + n["neutral"]) / len(labels) if labels else None
     found = (summary["n_entail"], summary["n_contradict"], summary["n_neutral"])
-    checks.check(
-        "PC from the labels' counts",
-        near(summary["pc"], pc)
-        and found == ((n["entailment"], n["contradiction"], n["neutral"]) if labels else (None,) * 3),
-        where,
-    )
+    expected = (n["entailment"], n["contradiction"], n["neutral"]) if labels else (None, None, None)
+    checks.check("PC from the labels' counts", near(summary["pc"], pc) and found == expected, where)
+    rpc = 1 + (pc - human_pc) / 100 if pc is not None and human_pc is not None else None
+    checks.check("rPC against the conversation's log", near(summary["rpc"], rpc), where)

@@ -12,6 +12,12 @@ from gen.recipe import StrictModel
 
 
 class QualityLabelsOptions(StrictModel):
+    dialogues: list[Literal["log", "teabag_session6", "persona_dialogues"]] = Field(
+        ["log"],
+        min_length=1,
+        description="what to label: the log's responses, the sessions 6 TeaBag writes (teabag runs too), the "
+        "persona pseudo-dialogues of persona_sql (persona_sql runs too)",
+    )
     memories: Literal["earlier_sessions", "personas"] = Field(
         "earlier_sessions",
         description="what the replying speaker could have remembered: the top memory_top_k responses of earlier "
@@ -62,6 +68,8 @@ class QualityLabelsOptions(StrictModel):
     def _ordered(self) -> QualityLabelsOptions:
         if self.unrelated_memory > self.relevant_memory:
             raise ValueError("unrelated_memory must not exceed relevant_memory")
+        if len(set(self.dialogues)) < len(self.dialogues):
+            raise ValueError("dialogues names a kind twice")
         if self.nli_endpoint is not None and self.nli_model is not None:
             raise ValueError("name one NLI backend: nli_endpoint or nli_model, not both")
         return self
