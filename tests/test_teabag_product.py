@@ -283,6 +283,39 @@ def test_session6_turns_is_configurable(tmp_path):
     assert "Between 4 and 6 turns in all" in model.prompts["session6-Ann"][0]
 
 
+def test_a_session_below_min_quality_is_written_again_then_rejected_with_its_scores(tmp_path):
+    # Bob's session repeats one line: its distinct-word share is far below the floor; Ann's careful one is not
+    speakers = [BOB if (10 - i) % 2 == 0 else ANN for i in range(11)]  # alternating, Bob last
+    dull = {"turns": [{"speaker": who, "text": "Nice weather today."} for who in speakers[:-1]]}
+    dull["turns"].append({"speaker": BOB, "text": ASK})
+    model = Model({"session6-Bob": [dull]})
+    floor = {"distinct_token_ratio": 0.5}
+    rows, _, rejects, _, checks, _, _ = build(tmp_path, model, retries=1, min_quality=floor)
+
+    texts = [t["text"] for t in dull["turns"]]
+    words = [w for text in texts for w in re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())]
+    ratio = len(set(words)) / len(words)  # by hand: the repeated line's 3 words and the question's 11
+    assert ratio < 0.5
+    [reject] = rejects
+    assert reject["reason"] == f"low quality: distinct_token_ratio {ratio:.4f} < 0.5 (after 2 attempts)"
+    assert [a["distinct_token_ratio"] for a in reject["attempts"]] == [round(ratio, 6)] * 2
+    assert all("coherence" in a for a in reject["attempts"])
+    assert [r["asker"] for r in rows] == [ANN] and rows[0]["distinct_token_ratio"] >= 0.5
+    assert checks.passed, checks.report()
+
+
+def test_the_validator_holds_kept_sessions_to_min_quality(tmp_path):
+    from gen.products.counterfactual import checking
+
+    rows, _, _, _, checks, _, product = build(tmp_path, Model(), min_quality={"coherence": -1.0})
+    assert checks.passed
+    rows[0]["coherence"] = -1.5  # below the floor: the validator must see it
+    checks = Checks()
+    checking.check_session(rows[0], [ANN, BOB], product.options, checks, "episode-1")
+    failed = {name for name, result in checks.report().items() if result["failed"]}
+    assert failed == {"session 6 meets min_quality"}
+
+
 # --- questions and summaries ----------------------------------------------------------------------------
 
 

@@ -154,6 +154,12 @@ def check_session(row: Record, speakers: list[str], options: Options, checks: Ch
         bool(turns) and turns[-1] == {"speaker": row["asker"], "text": row["question"]},
         where,
     )
+    floors = options.min_quality.model_dump().items()
+    checks.check(
+        "session 6 meets min_quality",
+        all(floor is None or row[name] >= floor for name, floor in floors),
+        f"{where}: coherence {row['coherence']}, distinct_token_ratio {row['distinct_token_ratio']}",
+    )
 
 
 def check_texts(row: Record, checks: Checks, where: str) -> None:

@@ -23,6 +23,17 @@ class TurnRange(StrictModel):
         return self
 
 
+class MinQuality(StrictModel):
+    """Floors on the new session's quality scores; a session below one is written again, then rejected."""
+
+    coherence: float | None = Field(
+        None, ge=-1.0, le=1.0, description="lowest mean similarity of consecutive turns (the record's coherence)"
+    )
+    distinct_token_ratio: float | None = Field(
+        None, ge=0.0, le=1.0, description="lowest share of distinct words (the record's distinct_token_ratio)"
+    )
+
+
 class TeaBagOptions(LLMOptions):
     summary_endpoint: str | None = Field(None, description="the summaries step's endpoint (default: endpoint)")
     question_endpoint: str | None = Field(None, description="the questions step's endpoint (default: endpoint)")
@@ -37,4 +48,9 @@ class TeaBagOptions(LLMOptions):
     retries: int = Field(2, ge=0, le=20, description="regenerations (new sample index) after a failed check")
     coherence: Literal["auto", "embedding", "lexical"] = Field(
         "auto", description="how turn-to-turn coherence is scored; auto: embedding when its model is installed"
+    )
+    min_quality: MinQuality = Field(
+        default_factory=lambda: MinQuality(coherence=None, distinct_token_ratio=None),
+        description="floors on the new session's coherence and distinct_token_ratio: a session below one is "
+        "written again (retries), then rejected with its scores",
     )

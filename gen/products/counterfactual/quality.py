@@ -97,3 +97,17 @@ def coherence(texts: Sequence[str], method: str) -> float:
     else:
         raise ValueError(f"unknown coherence method {method!r}")
     return round(sum(scores) / len(scores), 4)
+
+
+def scores(texts: Sequence[str], method: str) -> dict[str, float]:
+    """The quality scores a session 6 record carries."""
+    return {"distinct_token_ratio": distinct_ratio(texts), "coherence": coherence(texts, method)}
+
+
+def below(found: dict[str, float], floors: dict[str, float | None]) -> list[str]:
+    """The scores under their floor, each as "name value < floor"."""
+    return [
+        f"{name} {found[name]:.4f} < {floor}"
+        for name, floor in floors.items()
+        if floor is not None and found[name] < floor
+    ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gen import templating
-from gen.llm.step import CheckedStep, Verify
+from gen.llm.step import CheckedStep, Problem, Verify
 from gen.llm.task import Task, render_messages
 from gen.products.counterfactual import quality, replies
 from gen.products.counterfactual.episodes import Episode
@@ -218,15 +218,29 @@ def question_step(options: Options, templates_dir: str | None) -> CheckedStep[Qu
 
 def session_step(options: Options, templates_dir: str | None) -> CheckedStep[SessionItem]:
     low, high = options.session6_turns.min, options.session6_turns.max
+    floors = options.min_quality.model_dump()
+    method = quality.method_for(options.coherence) if any(v is not None for v in floors.values()) else None
+
+    def check(item: SessionItem, turns: list[dict[str, str]]) -> list[Problem]:
+        found = replies.session_problems(
+            turns, item.episode.speakers, item.question.asker, item.question.question, low, high
+        )
+        if method is not None and not found:  # the scores of a session that is otherwise right
+            under = quality.below(quality.scores([t["text"] for t in turns], method), floors)
+            found += [Problem("low quality", "; ".join(under))] if under else []
+        return found
+
+    def describe(turns: list[dict[str, str]]) -> dict[str, Any]:
+        scored = quality.scores([t["text"] for t in turns], method) if method is not None else {}
+        return {"session6": turns, **scored}
+
     return CheckedStep(
         name=SESSION_STEP,
         task=lambda item, sample: session_task(item, options, sample, templates_dir),
         prepare=lambda item, reply: replies.session_lines(reply),
-        check=lambda item, turns: replies.session_problems(
-            turns, item.episode.speakers, item.question.asker, item.question.question, low, high
-        ),
+        check=check,
         item_id=lambda item: item.item_id,
-        describe=lambda turns: {"session6": turns},
+        describe=describe,
         record=lambda item, reject: reject_record(SESSION_STEP, item.episode, reject),
     )
 
