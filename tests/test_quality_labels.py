@@ -235,3 +235,33 @@ def test_run_json_gives_the_distributions_of_the_rewards_and_gates(tmp_path, bag
     assert summary["by_gate"] == {str(v): gates.count(v) for v in sorted(set(gates))}
     assert (summary["turns"], summary["with_feedback"]) == (len(rows), len(rewards))
     assert summary["settings"]["baseline_rate"] == 0.1 and summary["backends"]["nli"] == "none"
+
+
+def test_gen_eval_reports_the_quality_labels_of_the_dataset(tmp_path, bag_of_words, capsys):
+    from gen.recipe import load_recipe
+    from gen.run.runner import run
+    from tests.conftest import run_cli
+
+    source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
+    recipe = write_recipe(
+        tmp_path / "q.yaml",
+        {
+            "name": "q",
+            "sources": [{"format": "locomo", "path": str(source)}],
+            "timeline": {"padding": {"mode": "none"}},
+            "products": [{"type": "time_queries"}, {"type": "quality_labels"}],
+        },
+    )
+    folder = run(load_recipe(recipe), tmp_path / "out")
+    rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
+    (tmp_path / "none.jsonl").write_text("")
+    code, out, err = run_cli(["eval", folder, "--predictions", tmp_path / "none.jsonl"], capsys)
+
+    assert code == 0, err
+    rewards = sorted(r["feedback_reward"] for r in rows if r["feedback_reward"] is not None)
+    gates = sorted(r["gate"] for r in rows if r["gate"] is not None)
+    assert f"quality labels of this dataset: {len(rows)} turns, {len(rewards)} with a feedback reward" in out
+    shown = ", ".join(f"{v:+.2f} ×{rewards.count(v)}" for v in sorted(set(rewards)))
+    assert f"feedback reward: {shown}\n" in out
+    assert "gate: " + ", ".join(f"{v} ×{gates.count(v)}" for v in sorted(set(gates))) in out
+    assert "persona consistency (none): not scored" in out

@@ -22,6 +22,8 @@ def format_result(result: EvalResult) -> str:
         blocks.append(render("eval/conventions.j2").strip())  # which summary each harness prints
     if result.unscored:
         blocks.append(f"not scored (no prediction in the file): {', '.join(result.unscored)}")
+    if result.quality is not None:
+        blocks.append(render("eval/quality.j2", quality=result.quality).strip())
     return "\n\n".join(blocks)
 
 
@@ -76,6 +78,7 @@ def result_json(result: EvalResult) -> dict[str, Any]:
         },
         "not_scored": result.unscored,
         "only_questions_of": str(result.subset) if result.subset is not None else None,
+        "quality_labels": result.quality,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Question, finished_report, open_dataset
@@ -35,18 +36,19 @@ class EvalResult:
     results: list[ConfigResult] = field(default_factory=list)
     unscored: list[str] = field(default_factory=list)  # question configs the file has no line for
     subset: Path | None = None  # the export whose questions alone were scored
+    quality: dict[str, Any] | None = None  # run.json's summary of quality labels, when the run has them
 
 
 def evaluate(
     dataset_path: Path, predictions_path: Path, k: int | None = None, subset: Path | None = None
 ) -> EvalResult:
-    finished_report(Path(dataset_path), "scored")
+    report = finished_report(Path(dataset_path), "scored")
     dataset = open_dataset(dataset_path)
     questions = {config: dataset.questions(config) for config in require_questions(dataset)}
     predictions = read_predictions(predictions_path, targets(dataset, questions))
     if subset is not None:
         questions = only_exported(questions, subset)
-    result = EvalResult(Path(dataset_path), Path(predictions_path), k, subset=subset)
+    result = EvalResult(Path(dataset_path), Path(predictions_path), k, subset=subset, quality=quality_of(report))
     anything = bool(predictions)  # an empty file scores every config (all empty); otherwise only those it covers
     for config, items in questions.items():
         predicted = sum(q.question_id in predictions for q in items)
@@ -55,6 +57,11 @@ def evaluate(
             continue
         result.results.append(score_config(config, dataset, items, predictions, k, predicted))
     return result
+
+
+def quality_of(report: dict[str, Any]) -> dict[str, Any] | None:
+    summary = ((report.get("configs") or {}).get("quality_turns") or {}).get("summary")
+    return summary if isinstance(summary, dict) and summary else None
 
 
 def only_exported(questions: dict[str, list[Question]], export: Path) -> dict[str, list[Question]]:
