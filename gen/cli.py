@@ -293,14 +293,24 @@ def baseline(
     whole_dialogue: bool = typer.Option(
         False, "--whole-dialogue", help="ambiguous_time_queries: use the whole dialogue, not its last utterance."
     ),
+    turns: bool = typer.Option(
+        False,
+        "--turns",
+        help="Instead of questions: for every response of the log, what the system retrieves from earlier sessions "
+        "when queried with the turn before it (a retrieval file for quality_labels).",
+    ),
 ) -> None:
     """Write a reference system's predictions for every question config of a dataset (needs the eval extra:
     pip install 'gen-memory[eval]').
 
     Example: gen baseline bm25 outputs/locomo-temporal --output bm25.jsonl --k 30
     """
-    from gen.eval.baselines import write_baseline
+    from gen.eval.baselines import write_baseline, write_turn_baseline
 
+    if turns:
+        count = write_turn_baseline(name.value, dataset, output, k=k)
+        log.info("wrote what was retrieved for %s responses to %s", f"{count:,}", output)
+        return
     count = write_baseline(name.value, dataset, output, k=k, whole_dialogue=whole_dialogue)
     log.info("wrote %s predictions to %s", f"{count:,}", output)
 

@@ -129,7 +129,7 @@ SESSIONS = [
 ]
 
 
-def run_labels(tmp_path, **options):
+def run_labels(tmp_path, *others: str, **options):
     from gen.recipe import load_recipe
     from gen.run.runner import run
 
@@ -140,7 +140,7 @@ def run_labels(tmp_path, **options):
             "name": "q",
             "sources": [{"format": "locomo", "path": str(source)}],
             "timeline": {"padding": {"mode": "none"}},
-            "products": [{"type": "quality_labels", **options}],
+            "products": [*({"type": name} for name in others), {"type": "quality_labels", **options}],
         },
     )
     folder = run(load_recipe(recipe), tmp_path / "out")
@@ -265,3 +265,43 @@ def test_gen_eval_reports_the_quality_labels_of_the_dataset(tmp_path, bag_of_wor
     assert f"feedback reward: {shown}\n" in out
     assert "gate: " + ", ".join(f"{v} ×{gates.count(v)}" for v in sorted(set(gates))) in out
     assert "persona consistency (none): not scored" in out
+
+
+def test_a_retrieval_file_from_gen_baseline_gives_the_gate_its_memories(tmp_path, bag_of_words, capsys):
+    from gen.errors import GenError
+    from tests.conftest import run_cli
+
+    folder, _ = run_labels(tmp_path / "first", "log")
+    code, _, err = run_cli(
+        ["baseline", "recent", folder, "--turns", "--k", "2", "--output", tmp_path / "r.jsonl"], capsys
+    )
+    assert code == 0, err
+    lines = read_jsonl(tmp_path / "r.jsonl")
+    # a reply after a turn of its own session: 1-3 (nothing earlier to retrieve) and 5-7 (the last two of session 1)
+    assert [(line["response_index"], line["retrieved"]) for line in lines] == [
+        (1, []),
+        (2, []),
+        (3, []),
+        (5, [3, 2]),
+        (6, [3, 2]),
+        (7, [3, 2]),
+    ]
+    folder, rows = run_labels(tmp_path, memories="retrieval_file", retrieval_file=str(tmp_path / "r.jsonl"))
+    assert json.loads((folder / "run.json").read_text())["validation"]["quality_labels"]["passed"]
+    wrong = rows[5]  # "Yes your cat", asked "Do you remember my puppy"
+    texts = [text for _, session in SESSIONS for text in session]
+    encoded = BagOfWords().encode([texts[3], texts[2], texts[4]])
+    assert wrong["memory_indices"] == [3, 2]
+    assert wrong["s_max"] == pytest.approx(float(max(encoded[:2] @ encoded[2])), abs=1e-6)
+    assert rows[2]["memory_indices"] == [] and rows[2]["s_max"] is None
+
+    conversation = rows[0]["conversation_id"]
+    late = {"conversation_id": conversation, "response_index": 5, "retrieved": [6]}
+    (tmp_path / "late.jsonl").write_text(json.dumps(late))
+    with pytest.raises(GenError) as error:
+        run_labels(tmp_path / "late", memories="retrieval_file", retrieval_file=str(tmp_path / "late.jsonl"))
+    assert f"response 6 is retrieved for reply 5 of {conversation}, but does not come before it" in str(error.value)
+    (tmp_path / "bad.jsonl").write_text(json.dumps({**late, "retrieved": []}) + '\n{"x": 1}\n')
+    with pytest.raises(GenError) as error:
+        run_labels(tmp_path / "bad", memories="retrieval_file", retrieval_file=str(tmp_path / "bad.jsonl"))
+    assert (error.value.record, error.value.field) == ("line 2", "conversation_id")

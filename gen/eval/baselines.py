@@ -11,6 +11,7 @@ Every ranking is over one conversation's log; ties go to the lower response_inde
 
 from __future__ import annotations
 
+import itertools
 import logging
 from bisect import bisect_left
 from collections import defaultdict
@@ -56,6 +57,40 @@ def write_baseline(
             responses = before_now(responses_of[conversation_id], nows.get(conversation_id))
             ranked = ranker(responses, asked, k)
             lines += [{"question_id": q.question_id, "retrieved": ranked[q.question_id]} for q, _ in asked]
+    write_lines(Path(output), lines)
+    return len(lines)
+
+
+def write_turn_baseline(name: str, dataset_path: Path, output: Path, k: int) -> int:
+    """For every response of the log that follows a turn of its own session, what the reference system retrieves
+    from the conversation's earlier sessions when queried with that turn: one line {conversation_id,
+    response_index, retrieved} per response (the memories quality_labels' retrieval gate can be given)."""
+    ranker = make_ranker(name)
+    dataset = open_dataset(dataset_path)
+    lines = []
+    for conversation_id, responses in dataset.log().items():
+        by_session: dict[int, list[tuple[Question, str]]] = defaultdict(list)
+        for before, reply in itertools.pairwise(responses):
+            if before["session_index"] == reply["session_index"]:
+                turn = Question(
+                    f"{conversation_id}/{reply['response_index']}",
+                    conversation_id,
+                    "turn",
+                    [],
+                    Located({"now": reply["timestamp"]}, dataset.folder, f"response {reply['response_index']}"),
+                )
+                by_session[reply["session_index"]].append((turn, before["text"]))
+        for session, asked in by_session.items():
+            earlier = [r for r in responses if r["session_index"] < session and not r.get("is_padding")]
+            ranked = ranker(earlier, asked, k) if earlier else {}
+            lines += [
+                {
+                    "conversation_id": conversation_id,
+                    "response_index": int(turn.question_id.rsplit("/", 1)[1]),
+                    "retrieved": ranked.get(turn.question_id, []),
+                }
+                for turn, _ in asked
+            ]
     write_lines(Path(output), lines)
     return len(lines)
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 from gen.products.base import BuildContext, Record, Unit
 from gen.products.checks import Checks
-from gen.products.quality import vectors
+from gen.products.quality import retrieval, vectors
 from gen.products.quality.options import QualityLabelsOptions
 from gen.products.quality.signals import (
     MEANS,
@@ -130,11 +131,13 @@ def check_conversation(
     ):
         return
     words = feedback_words(ctx.templates_dir)
+    path = options.retrieval_file
+    retrieval_path = None if path is None else retrieval.resolve(ctx.recipe.file, path)
     start, human_pc = 0, None
     for dialogue, summary in zip(dialogues, summaries):
         own = rows[start : start + len(dialogue.turns)]
         start += len(dialogue.turns)
-        check_dialogue(dialogue, own, words, options, checks, f"{where} {dialogue.name}")
+        check_dialogue(dialogue, own, words, options, checks, f"{where} {dialogue.name}", retrieval_path)
         check_summary(summary, own, checks, f"{where} {dialogue.name}", None if dialogue.name == "log" else human_pc)
         human_pc = summary["pc"] if dialogue.name == "log" else human_pc
 
@@ -146,6 +149,7 @@ def check_dialogue(
     options: QualityLabelsOptions,
     checks: Checks,
     where: str,
+    retrieval_path: Path | None,
 ) -> None:
     vectors = fresh_vectors([t["text"] for t in (*dialogue.history, *dialogue.turns)])
     offset = len(dialogue.history)
@@ -153,7 +157,7 @@ def check_dialogue(
     for row, turn in zip(rows, dialogue.turns):
         place = f"{where} {turn['index']}"
         check_turn(row, turn["index"], dialogue.turns, vectors[offset:], words, options, checks, place)
-        check_memory(row, dialogue, vectors, options, checks, place)
+        check_memory(row, dialogue, vectors, options, checks, place, retrieval_path)
         check_persona(row, dialogue.personas.get(row["speaker"]) or [], options, checks, place)
         if row["feedback_reward"] is not None:
             before = baselines.get(row["speaker"], 0.0)
@@ -241,17 +245,30 @@ def check_persona(row: Record, facts: Sequence[str], options: QualityLabelsOptio
 
 
 def check_memory(
-    row: Record, dialogue: Read, vectors: Any, options: QualityLabelsOptions, checks: Checks, where: str
+    row: Record,
+    dialogue: Read,
+    vectors: Any,
+    options: QualityLabelsOptions,
+    checks: Checks,
+    where: str,
+    retrieval_path: Path | None,
 ) -> None:
     if row["query_index"] is None:
         checks.check("no retrieval without a query", row["s_max"] is None and row["gate"] is None, where)
         return
     offset = len(dialogue.history)
     query = vectors[offset + row["query_index"]]
+    scores: dict[Any, float]
     if options.memories == "personas":
         facts = dialogue.personas.get(row["speaker"]) or []
         scores = {fact: float(v @ query) for fact, v in zip(facts, fresh_vectors(facts))} if facts else {}
         used = row["memory_facts"]
+    elif retrieval_path is not None:  # the file's own order: the nearest are not the point, what was retrieved is
+        retrieved = retrieval.load(retrieval_path).get((row["conversation_id"], row["response_index"]), [])
+        kept = retrieved[: options.memory_top_k]
+        checks.check("the memories used are the file's first memory_top_k", row["memory_indices"] == kept, where)
+        scores = {index: float(vectors[index] @ query) for index in kept}
+        used = row["memory_indices"]
     else:
         session = dialogue.turns[row["response_index"]]["session"]
         pool = [(t, t["index"]) for t in dialogue.history] or [(t, offset + t["index"]) for t in dialogue.turns]
@@ -264,8 +281,9 @@ def check_memory(
     best = sorted(scores.values(), reverse=True)[: options.memory_top_k]
     s_max = best[0] if best else None
     checks.check("s_max is the nearest memory's cosine", near(row["s_max"], s_max), where)
-    chosen = len(used) == len(best) and all(key in scores and scores[key] >= best[-1] - TOLERANCE for key in used)
-    checks.check("the memories used are the nearest memory_top_k", chosen, where)
+    if retrieval_path is None:
+        chosen = len(used) == len(best) and all(key in scores and scores[key] >= best[-1] - TOLERANCE for key in used)
+        checks.check("the memories used are the nearest memory_top_k", chosen, where)
     if s_max is None or row["feedback_reward"] is None:
         checks.check("no gate without memories and a feedback reward", row["gate"] is None, where)
         return

@@ -1,11 +1,14 @@
 """A dialogue's turns with their vectors, and what a replying speaker could have remembered when asked a query:
-earlier sessions' turns (the dialogue's own, and its history), or the speaker's persona facts."""
+earlier sessions' turns (the dialogue's own, and its history), the speaker's persona facts, or what a memory
+system retrieved before the reply (a retrieval file)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from gen.products.quality import vectors
+from gen.errors import GenError
+from gen.products.quality import retrieval, vectors
 from gen.products.quality.dialogues import Dialogue, Turn
 from gen.products.quality.options import QualityLabelsOptions
 
@@ -35,17 +38,22 @@ class Memories:
     """Each query's nearest memories and s_max. Earlier-session memories are named by their position: in the
     history for a dialogue that has one (a TeaBag session 6), else in the dialogue (the log's response index)."""
 
-    def __init__(self, dialogue: Dialogue, turns: Turns, options: QualityLabelsOptions) -> None:
+    def __init__(
+        self, dialogue: Dialogue, turns: Turns, options: QualityLabelsOptions, retrieval_path: Path | None = None
+    ) -> None:
         self.turns, self.options, self.personas = turns, options, dialogue.personas
+        self.conversation_id, self.retrieval_path = dialogue.conversation_id, retrieval_path
         self.fact_vectors = (
             {speaker: vectors.encode(list(facts)) for speaker, facts in self.personas.items() if facts}
             if options.memories == "personas"
             else {}
         )
 
-    def nearest(self, query: int, speaker: str) -> tuple[list[Any], float | None]:
+    def nearest(self, query: int, reply: int, speaker: str) -> tuple[list[Any], float | None]:
         """(the memories used, best first; s_max), or ([], None) when there is nothing to retrieve."""
         vector = self.turns.vector(query)
+        if self.retrieval_path is not None:
+            return self.retrieved(reply, vector)
         if self.options.memories == "personas":
             facts = self.personas.get(speaker) or []
             if not facts:
@@ -71,3 +79,20 @@ class Memories:
             for t in self.turns.turns
             if t.session_index < session and not t.is_padding
         ]
+
+    def retrieved(self, reply: int, vector: Any) -> tuple[list[Any], float | None]:
+        """The first memory_top_k responses the file says were retrieved before `reply`, in its order."""
+        assert self.retrieval_path is not None
+        used = retrieval.load(self.retrieval_path).get((self.conversation_id, reply), [])[: self.options.memory_top_k]
+        late = [index for index in used if index >= reply]
+        if late:
+            raise GenError(
+                f"response {late[0]} is retrieved for reply {reply} of {self.conversation_id}, but does not come "
+                "before it",
+                file=self.retrieval_path,
+                field="retrieved",
+                expected="indices of responses before the reply",
+            )
+        if not used:
+            return [], None
+        return used, float(max(self.turns.vectors[used] @ vector))

@@ -18,10 +18,16 @@ class QualityLabelsOptions(StrictModel):
         description="what to label: the log's responses, the sessions 6 TeaBag writes (teabag runs too), the "
         "persona pseudo-dialogues of persona_sql (persona_sql runs too)",
     )
-    memories: Literal["earlier_sessions", "personas"] = Field(
+    memories: Literal["earlier_sessions", "personas", "retrieval_file"] = Field(
         "earlier_sessions",
         description="what the replying speaker could have remembered: the top memory_top_k responses of earlier "
-        "sessions nearest the query, or the speaker's persona facts (sources that have them)",
+        "sessions nearest the query, the speaker's persona facts (sources that have them), or what a memory "
+        "system retrieved before each reply of the log (retrieval_file)",
+    )
+    retrieval_file: str | None = Field(
+        None,
+        description="with memories: retrieval_file, a JSONL file of {conversation_id, response_index, retrieved} "
+        "per reply, as `gen baseline NAME RUN --turns` writes it (relative to the recipe's folder)",
     )
     memory_top_k: int = Field(5, ge=1, le=100, description="earlier-session responses retrieved per query")
     topic_threshold: float = Field(
@@ -70,6 +76,12 @@ class QualityLabelsOptions(StrictModel):
             raise ValueError("unrelated_memory must not exceed relevant_memory")
         if len(set(self.dialogues)) < len(self.dialogues):
             raise ValueError("dialogues names a kind twice")
+        if (self.memories == "retrieval_file") != (self.retrieval_file is not None):
+            raise ValueError("memories: retrieval_file and a retrieval_file go together")
+        if self.memories == "retrieval_file" and self.dialogues != ["log"]:
+            raise ValueError(
+                "a retrieval file names replies of the log: memories: retrieval_file needs dialogues: [log]"
+            )
         if self.nli_endpoint is not None and self.nli_model is not None:
             raise ValueError("name one NLI backend: nli_endpoint or nli_model, not both")
         return self

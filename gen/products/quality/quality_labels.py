@@ -15,7 +15,7 @@ from gen.llm import Task
 from gen.llm.step import StepPolicy, most_calls
 from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Unit
 from gen.products.checks import Checks
-from gen.products.quality import checking, nli_model, steps
+from gen.products.quality import checking, nli_model, retrieval, steps
 from gen.products.quality.dialogues import LOG, NEEDS, Dialogue, dialogues_of
 from gen.products.quality.options import QualityLabelsOptions
 from gen.products.quality.records import (
@@ -59,13 +59,17 @@ class QualityLabels(Product[QualityLabelsOptions]):
         feedback_words(recipe.templates)
         if self.options.nli_model is not None:
             nli_model.require(self.options.nli_model, where)
+        if self.options.retrieval_file is not None:
+            retrieval.load(retrieval.resolve(recipe.file, self.options.retrieval_file))
 
     def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
         """The labels that need no model, dialogue by dialogue; then each model-backed part in one step over
         every dialogue of the batch; then the rewards and each dialogue's summary."""
         feedback = feedback_words(ctx.templates_dir)
         dialogues = [list(dialogues_of(unit, self.options.dialogues)) for unit in units]
-        rows = [[dialogue_rows(d, feedback, self.options) for d in found] for found in dialogues]
+        path = self.options.retrieval_file
+        memory_file = None if path is None else retrieval.resolve(ctx.recipe.file, path)
+        rows = [[dialogue_rows(d, feedback, self.options, memory_file) for d in found] for found in dialogues]
         flat = [d for found in dialogues for d in found]
         pairs = list(fact_pairs(flat, self.options))
         labels = self.nli_labels(pairs, ctx) if pairs else {}

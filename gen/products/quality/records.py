@@ -122,10 +122,12 @@ class Backends:
         return "none" if self.lm_endpoint is None else f"llm endpoint {self.lm_endpoint}, /completions echo logprobs"
 
 
-def dialogue_rows(dialogue: Dialogue, feedback: FeedbackWords, options: QualityLabelsOptions) -> list[Record]:
+def dialogue_rows(
+    dialogue: Dialogue, feedback: FeedbackWords, options: QualityLabelsOptions, retrieval_path: Path | None
+) -> list[Record]:
     """Every turn's labels that need no model, with each speaker's running baseline and advantage."""
     turns = Turns(dialogue)
-    memories = Memories(dialogue, turns, options)
+    memories = Memories(dialogue, turns, options, retrieval_path)
     baselines: dict[str, float] = {}
     rows = []
     for index, turn in enumerate(turns.turns):
@@ -178,7 +180,7 @@ def turn_record(
             feedback_reward=rounded(feedback_reward(signal, topic, options.rules)),
         )
     if query is not None:
-        used, s_max = memories.nearest(query.index, turn.speaker)
+        used, s_max = memories.nearest(query.index, turn.index, turn.speaker)
         row["memory_facts" if options.memories == "personas" else "memory_indices"] = used
         row["s_max"] = rounded(s_max)
         if s_max is not None and row["feedback_reward"] is not None:
