@@ -98,7 +98,8 @@ def script(request):
     return echo(request.body["prompt"]) if "prompt" in request.body else nli_answer(request.last_user)
 
 
-def quality_recipe(tmp_path, base_url: str):
+def episode_recipe(tmp_path, product: dict, llm: dict | None = None):
+    """A recipe over one MSC episode (two sessions, persona facts for both speakers) and quality_labels."""
     record = {
         "metadata": {"initial_data_id": "e1"},
         "previous_dialogs": [{"dialog": [{"text": t} for t in PREVIOUS], "time_num": 2, "time_unit": "days"}],
@@ -107,17 +108,22 @@ def quality_recipe(tmp_path, base_url: str):
     }
     source = tmp_path / "msc.jsonl"
     source.write_text(json.dumps(record) + "\n")
-    endpoint = {"model": "fake-model", "base_url": base_url, "api_key_env": None, "temperature": 0.0}
     return write_recipe(
         tmp_path / "q.yaml",
         {
             "name": "q",
             "sources": [{"format": "msc", "path": str(source)}],
             "timeline": {"padding": {"mode": "none"}},
-            "llm": {"nli": endpoint, "lm": endpoint},
-            "products": [{"type": "quality_labels", "nli_endpoint": "nli", "lm_endpoint": "lm"}],
+            **({"llm": llm} if llm else {}),
+            "products": [{"type": "quality_labels", **product}],
         },
     )
+
+
+def quality_recipe(tmp_path, base_url: str):
+    endpoint = {"model": "fake-model", "base_url": base_url, "api_key_env": None, "temperature": 0.0}
+    product = {"nli_endpoint": "nli", "lm_endpoint": "lm"}
+    return episode_recipe(tmp_path, product, {"nli": endpoint, "lm": endpoint})
 
 
 def run_once(recipe_path, out, cache_dir, offline=False):

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from gen.errors import GenError
-from tests.conftest import extra_marks, read_jsonl, write_recipe
-from tests.test_quality_backends import DIALOG, PERSONAS, PREVIOUS
+from tests.conftest import extra_marks, read_jsonl
+from tests.test_quality_backends import DIALOG, PERSONAS, PREVIOUS, episode_recipe
 from tests.test_quality_labels import bag_of_words  # noqa: F401  (the fixture)
 
 pytestmark = extra_marks("nli", "transformers", "torch")
@@ -64,32 +64,12 @@ def one_by_one(folder, premise: str, hypothesis: str) -> dict[str, float]:
     return {"contradiction": p[0], "neutral": p[1], "entailment": p[2]}
 
 
-def recipe(tmp_path, folder):
-    record = {
-        "metadata": {"initial_data_id": "e1"},
-        "previous_dialogs": [{"dialog": [{"text": t} for t in PREVIOUS], "time_num": 2, "time_unit": "days"}],
-        "dialog": [{"text": t} for t in DIALOG],
-        "personas": PERSONAS,
-    }
-    source = tmp_path / "msc.jsonl"
-    source.write_text(json.dumps(record) + "\n")
-    return write_recipe(
-        tmp_path / "q.yaml",
-        {
-            "name": "q",
-            "sources": [{"format": "msc", "path": str(source)}],
-            "timeline": {"padding": {"mode": "none"}},
-            "products": [{"type": "quality_labels", "nli_model": str(folder)}],
-        },
-    )
-
-
 def test_a_local_model_gives_each_pair_the_softmax_of_its_own_forward_pass(tmp_path, bag_of_words):  # noqa: F811
     from gen.recipe import load_recipe
     from gen.run.runner import run
 
     folder = tiny_model(tmp_path / "nli")
-    out = run(load_recipe(recipe(tmp_path, folder)), tmp_path / "out")
+    out = run(load_recipe(episode_recipe(tmp_path, {"nli_model": str(folder)})), tmp_path / "out")
     report = json.loads((out / "run.json").read_text())
     assert report["validation"]["quality_labels"]["passed"]
     assert report["configs"]["quality_turns"]["summary"]["backends"]["nli"] == "transformers model nli, softmax"
