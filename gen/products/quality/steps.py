@@ -120,13 +120,16 @@ def fluency_step(endpoint: str) -> CheckedStep[ScoredReply]:
     def check(scored: ScoredReply, value: float | None) -> list[Problem]:
         return [] if value is not None else [Problem("no log-probabilities", "the echo had none for the reply")]
 
-    start = lambda scored: len(scored.context)  # noqa: E731
+    def prepare(scored: ScoredReply, reply: tuple[Any, Any]) -> float | None:
+        start = len(scored.context)  # the echoed prompt is the context, then the reply
+        return mean_logprob(reply[1], start, start + len(scored.reply))
+
     return CheckedStep(
         name=LM_STEP,
         task=task,
         check=check,
         item_id=lambda scored: scored.item_id,
-        prepare=lambda scored, reply: mean_logprob(reply[1], start(scored), start(scored) + len(scored.reply)),
+        prepare=prepare,
         logprobs=True,
         describe=lambda value: {"mean_logprob": value},
     )
