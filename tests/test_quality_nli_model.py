@@ -94,3 +94,17 @@ def test_a_model_whose_classes_are_not_named_is_refused(tmp_path):
     with pytest.raises(GenError) as error:
         nli_model.load(str(folder))
     assert error.value.field == "id2label" and "LABEL_0" in str(error.value)
+
+
+def test_the_methods_worked_example_with_a_real_nli_model():
+    """A priest who says he works as a mechanic contradicts himself, for any real three-way NLI model: set
+    GEN_NLI_MODEL to the folder of one (for example a RoBERTa or DeBERTa MNLI model saved by transformers)."""
+    import os
+
+    from gen.products.quality import nli_model
+
+    folder = os.environ.get("GEN_NLI_MODEL")
+    if not folder:
+        pytest.skip("GEN_NLI_MODEL is not set to the folder of a real NLI model (none can be downloaded here)")
+    [probabilities] = nli_model.load(folder).probabilities([("I am a priest.", "I work as a mechanic.")])
+    assert max(probabilities, key=probabilities.__getitem__) == "contradiction", probabilities
