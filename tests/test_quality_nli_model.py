@@ -105,6 +105,6 @@ def test_the_methods_worked_example_with_a_real_nli_model():
 
     folder = os.environ.get("GEN_NLI_MODEL")
     if not folder:
-        pytest.skip("GEN_NLI_MODEL is not set to the folder of a real NLI model (none can be downloaded here)")
+        pytest.skip("GEN_NLI_MODEL is not set: give it the folder of a real NLI model to run the worked example")
     [probabilities] = nli_model.load(folder).probabilities([("I am a priest.", "I work as a mechanic.")])
     assert max(probabilities, key=probabilities.__getitem__) == "contradiction", probabilities
