@@ -59,6 +59,21 @@ def test_run_report_has_fingerprint_versions_counts_and_validation(quickstart):
     assert kept.fingerprint == original.fingerprint
 
 
+def test_run_json_records_the_version_of_every_capped_dependency(quickstart):
+    """pyproject.toml caps the libraries whose new majors may change the bytes a run writes; run.json must say
+    which version of each wrote this run."""
+    import re
+    import tomllib
+    from importlib import metadata
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    capped = [re.match(r"[A-Za-z0-9_.-]+", dep)[0] for dep in project["dependencies"] if "<" in dep]
+    packages = json.loads((quickstart / "run.json").read_text())["packages"]
+    assert {"sqlglot", "pyarrow", "num2words", "jinja2", "datasets"} <= set(capped)
+    for name in capped:
+        assert packages[name] == metadata.version(name), name
+
+
 def test_a_copied_run_folder_rebuilds_the_same_bytes_elsewhere(tmp_path):
     """The run folder names its inputs by file name and sha256 only: copied to another place, with its source in
     yet another folder, `gen run recipe.yaml --source-dir` rebuilds it byte for byte; a different file of the

@@ -47,9 +47,23 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
 
-# run.json names gen itself "gen"; its distribution on the package index is DISTRIBUTION
+# run.json names gen itself "gen"; its distribution on the package index is DISTRIBUTION. The others are the
+# libraries whose releases can change what a run writes (sqlglot rewrites the SQL labels, pyarrow writes the
+# parquet, num2words spells numbers, jinja2 renders every wording, orjson and dateutil read and write records)
 PACKAGES = {"gen": DISTRIBUTION} | {
-    name: name for name in ("datasets", "openai", "jinja2", "num2words", "pydantic", "huggingface-hub")
+    name: name
+    for name in (
+        "datasets",
+        "openai",
+        "jinja2",
+        "num2words",
+        "pydantic",
+        "huggingface-hub",
+        "sqlglot",
+        "pyarrow",
+        "orjson",
+        "python-dateutil",
+    )
 }
 
 
