@@ -53,8 +53,9 @@ class SourceSpec(StrictModel):
     format: SourceFormat
     path: Path | None = None
     hf: str | None = Field(default=None, description="owner/name of a Hugging Face dataset")
-    split: str | None = None
-    revision: str | None = None
+    hf_config: str | None = Field(default=None, description="hf only: the dataset's configuration (subset) name")
+    split: str | None = Field(default=None, description="hf only: the split to read (default train)")
+    revision: str | None = Field(default=None, description="hf only: a branch, tag or commit of the dataset")
     limit: int | None = Field(default=None, ge=0)
     ids: list[str] | None = None
     longest: int | None = Field(default=None, ge=1)
@@ -75,6 +76,9 @@ class SourceSpec(StrictModel):
     def one_location(self) -> SourceSpec:
         if (self.path is None) == (self.hf is None):
             raise ValueError("give exactly one of `path` (a local file) or `hf` (owner/name on the Hub)")
+        hub_only = [name for name in ("hf_config", "split", "revision") if getattr(self, name) is not None]
+        if self.hf is None and hub_only:
+            raise ValueError(f"{', '.join(hub_only)} only apply to a Hub source (`hf: owner/name`)")
         return self
 
     @property
@@ -329,7 +333,9 @@ def non_finite(value: Any, where: str) -> typing.Iterator[tuple[str, float]]:
             yield from non_finite(item, f"{where}[{index}]")
 
 
-CHAT_LOGS_ONLY = ("dayfirst", "session_break_minutes")
+# Fields added after recipes were first fingerprinted: left out of the fingerprint while unset, so recipes
+# that do not use them keep theirs
+LATER_FIELDS = ("dayfirst", "session_break_minutes", "hf_config")
 
 
 def data_affecting(recipe: Recipe) -> dict:
@@ -341,7 +347,7 @@ def data_affecting(recipe: Recipe) -> dict:
     for source in data["sources"]:
         source["path"] = file_name(source["path"])
         source.pop("sha256", None)  # a check on the file, not a setting: the fingerprint stays the recipe's
-        for key in CHAT_LOGS_ONLY:  # unset in other formats' entries: left out, so their fingerprints stay
+        for key in LATER_FIELDS:
             if source[key] is None:
                 source.pop(key)
     data["timeline"]["padding"]["path"] = file_name(data["timeline"]["padding"]["path"])

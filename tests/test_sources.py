@@ -240,3 +240,25 @@ def test_cc_reads_a_list_json_lines_or_one_pretty_printed_episode(tmp_path):
     ids = lambda path: [c.conversation_id for c in read_source(SourceSpec(format="cc", path=path))]  # noqa: E731
     assert ids(as_list) == ids(as_lines) == ["cc/episode-0", "cc/episode-1"]
     assert ids(one) == ["cc/episode-0"]
+
+
+def test_a_hub_source_passes_its_configuration_split_and_revision(monkeypatch):
+    import datasets
+
+    asked = []
+
+    def load_dataset(*args, **kwargs):
+        asked.append((args, kwargs))
+        return [{"dataID": "e1"}]
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    from gen.sources import load_hub_records
+
+    spec = SourceSpec(format="cc", hf="owner/chronicles", hf_config="small", split="validation", revision="v1.0")
+    assert load_hub_records(spec) == [{"dataID": "e1"}]
+    assert asked == [(("owner/chronicles", "small"), {"split": "validation", "revision": "v1.0"})]
+
+
+def test_hub_settings_on_a_local_file_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="hf_config, revision only apply to a Hub source"):
+        SourceSpec(format="cc", path=tmp_path / "x.json", hf_config="small", revision="v1")

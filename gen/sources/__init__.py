@@ -80,13 +80,13 @@ def load_hub_records(spec: SourceSpec) -> list[dict]:
     import datasets  # heavy import, only for Hub sources
 
     try:
-        rows = datasets.load_dataset(spec.hf, split=spec.split or "train", revision=spec.revision)
+        rows = datasets.load_dataset(spec.hf, spec.hf_config, split=spec.split or "train", revision=spec.revision)
     except Exception as exc:  # the Hub library raises many types; the user needs the name and the reason
         raise GenError(
             f"cannot load Hugging Face dataset: {type(exc).__name__}: {exc}",
             file=f"hf:{spec.hf}",
             field="hf",
-            expected="a reachable dataset id (owner/name) with that split and revision",
+            expected="a reachable dataset id (owner/name) with that configuration, split and revision",
         ) from None
     return [dict(row) for row in rows]
 
