@@ -58,7 +58,8 @@ class Attempts:
         """Attempts until a completion comes back; else :class:`CallFailed` (the call is given up or refused)
         or :class:`GiveUp` (the endpoint is)."""
         stats, config = run.stats, ep.config
-        estimate = estimate_input_tokens(body_messages(body)) + (body.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
+        cap = body.get("max_tokens") or body.get("max_completion_tokens")
+        estimate = estimate_input_tokens(body_messages(body)) + (cap if isinstance(cap, int) else DEFAULT_OUTPUT_TOKENS)
         budget = Budget(config.max_retries + 1, config.max_wait_s)
         previous: Failure | None = None
         delay = 0.0

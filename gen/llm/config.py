@@ -78,7 +78,8 @@ class EndpointConfig(BaseModel):
 
     # --- data: enters the cache key -------------------------------------------------------------
     model: str = Field(min_length=1)
-    base_url: str = "https://api.openai.com/v1"
+    # a recipe that names no base_url gets OPENAI_BASE_URL, as the openai client's own users expect
+    base_url: str = Field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -124,6 +125,15 @@ class EndpointConfig(BaseModel):
         "null for no limit; a product's own max_reject_rate wins",
     )
     price: Price | None = None
+
+    @property
+    def output_cap(self) -> tuple[int | None, str]:
+        """(the most tokens a reply may have, the parameter that says so): max_tokens, else a
+        max_completion_tokens among extra_params (the name newer OpenAI models take), else none."""
+        if self.max_tokens is not None:
+            return self.max_tokens, "max_tokens"
+        cap = self.extra_params.get("max_completion_tokens")
+        return (cap, "max_completion_tokens") if isinstance(cap, int) and cap > 0 else (None, "")
 
     @field_validator("base_url")
     @classmethod

@@ -445,4 +445,5 @@ def _given_up(exc: GiveUp) -> str:
 
 
 def _truncation(p: Prepared) -> str:
-    return f"finish_reason=length, max_tokens={p.endpoint.config.max_tokens}"
+    cap, name = p.endpoint.config.output_cap  # (a task with its own cap is never truncated)
+    return f"finish_reason=length, {name or 'max_tokens'}={cap}"

@@ -133,8 +133,8 @@ class PlanBuilder:
             if observed:
                 per_call = round(sum(observed) / len(observed))
                 basis = f"observed average of {len(observed)} cached replies"
-            elif config.max_tokens:
-                per_call, basis = config.max_tokens, "max_tokens (upper bound)"
+            elif config.output_cap[0] is not None:
+                per_call, basis = config.output_cap[0], f"{config.output_cap[1]} (upper bound)"
             else:
                 per_call, basis = DEFAULT_OUTPUT_TOKENS, f"assumed {DEFAULT_OUTPUT_TOKENS} per call"
             entry = EndpointPlan(
