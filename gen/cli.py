@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import time
 import warnings
 from enum import StrEnum
 from pathlib import Path
@@ -107,6 +108,17 @@ def run(
         help="With --executor ray: connect to this Ray cluster (auto, host:port, ray://host:10001) instead of "
         "starting a local instance.",
     ),
+    batch_export: Path | None = typer.Option(
+        None,
+        "--batch-export",
+        help="Write the LLM requests of the next round as batch files (OpenAI batch layout) into DIR and stop, "
+        "instead of sending them.",
+    ),
+    batch_import: list[Path] = typer.Option(
+        [],
+        "--batch-import",
+        help="Read a batch output file (or every .jsonl in a folder) into the cache first; repeat for several.",
+    ),
 ) -> None:
     """Build every product the recipe names, validate it, and write outputs/<name>/.
 
@@ -124,6 +136,7 @@ def run(
 
         require_ray()  # before reading any source: say at once that Ray is missing
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
+    settings = settings.model_copy(update={"batch_export": batch_export, "batch_import": batch_files(batch_import)})
     loaded = load_recipe(recipe, source_dir)
     final = run_recipe(
         loaded,
@@ -334,6 +347,60 @@ def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
     kept, lost, aside = repair(path)
     lost_text = f"; {lost} damaged stretch(es) could not be read" if lost else ""
     err.print(f"kept {kept:,} replies in {path}{lost_text}; the damaged file is {aside}")
+
+
+def batch_files(given: list[Path]) -> tuple[Path, ...]:
+    """--batch-import's files: each file given, and every .jsonl of each folder given."""
+    files: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            files += sorted(path.glob("*.jsonl"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise GenError("no such file or folder", file=path, field="--batch-import", expected="a batch output file")
+    return tuple(files)
+
+
+batches_app = typer.Typer(help="The Batch API batches an LLM cache knows.", invoke_without_command=True)
+app.add_typer(batches_app, name="batches")
+
+
+@batches_app.callback()
+def batches(ctx: typer.Context, cache_dir: Path | None = CACHE_DIR) -> None:
+    """List the batches sent from this cache: id, endpoint, step, status, requests done and failed, age.
+
+    Example: gen batches --cache-dir ~/.cache/gen
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from gen.llm.batch import known_batches
+
+    rows = known_batches(cache_dir)
+    if not rows:
+        typer.echo("this cache has sent no batch")
+        return
+    typer.echo(f"{'batch':<34} {'endpoint':<12} {'step':<28} {'status':<11} {'done':>13} {'failed':>7} {'age':>7}")
+    for row in rows:
+        age = (time.time() - row.created) / 3600
+        done = f"{row.completed:,}/{row.requests:,}"
+        typer.echo(
+            f"{row.id:<34} {row.endpoint:<12} {row.step:<28} {row.status:<11} {done:>13} {row.failed:>7,} {age:>6.1f}h"
+        )
+
+
+@batches_app.command("cancel")
+def batches_cancel(
+    batch_id: str = typer.Argument(..., help="A batch id from `gen batches`."), cache_dir: Path | None = CACHE_DIR
+) -> None:
+    """Ask the Batch API to cancel a batch this cache sent; its finished replies are collected by the next run.
+
+    Example: gen batches cancel batch_abc123
+    """
+    from gen.llm.batch import cancel_batch
+
+    status = cancel_batch(cache_dir, batch_id)
+    err.print(f"batch {batch_id}: {status}")
 
 
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/push.py

@@ -57,3 +57,4 @@ class Stopped(GenError):
 
     rejects: list[dict[str, Any]] = field(default_factory=list)
     exit_code: int = 1
+    resume: str = ""  # what to do next, when it is not "run the same command again"

@@ -34,6 +34,7 @@ SUMMED = (
     "calls_made",
     "calls_cached",
     "calls_failed",
+    "calls_batch",
     "requests",
     "retries",
     "corrections",
@@ -58,6 +59,7 @@ class StepStats:
     calls_made: int = 0
     calls_cached: int = 0
     calls_failed: int = 0
+    calls_batch: int = 0  # of calls_made, those answered through the Batch API
     requests: int = 0
     corrections: int = 0
     input_tokens: int = 0
@@ -103,6 +105,7 @@ class StepStats:
             "calls_made": self.calls_made,
             "calls_cached": self.calls_cached,
             "calls_failed": self.calls_failed,
+            "calls_batch": self.calls_batch,
             "requests": self.requests,
             "retries": self.requests - self.calls_made - self.calls_failed,
             "corrections": self.corrections,

@@ -26,10 +26,11 @@ log = logging.getLogger("gen.llm")
 class CallFailed(Exception):
     """A call that brought no usable reply; ``kind`` and ``reason`` go into the item's Outcome."""
 
-    def __init__(self, kind: str, reason: str, said: str = "") -> None:
+    def __init__(self, kind: str, reason: str, said: str = "", raw: str | None = None) -> None:
         super().__init__(reason)
         self.kind, self.reason = kind, reason
         self.said = said  # a refusal: what the server said, "HTTP 500: ..."
+        self.raw = raw  # what came back instead of a reply (a batch file's line), for the rejects
 
 
 class GiveUp(Exception):

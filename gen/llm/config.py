@@ -22,8 +22,8 @@ Fields split in two groups:
   found to accept is what enters the request body, and so the cache key; see :mod:`gen.llm.probe`);
 * run fields — ``api_key_env``, ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``,
   ``timeout_s``, ``max_retries``, ``max_wait_s``, ``max_consecutive_failures``, ``max_reject_rate``,
-  ``price``: they never enter any hash, and :class:`RunSettings` (command-line overrides) may replace the
-  limits.
+  ``price`` and the Batch API settings (``mode``, ``batch_*``, :mod:`gen.llm.batch`): they never enter any
+  hash, and :class:`RunSettings` (command-line overrides) may replace the limits.
 
 Giving up (docs/llm-endpoints.md): one call is tried at most ``max_retries + 1`` times and for at most
 ``max_wait_s`` seconds (failed attempts and the waits between them), then the item is given up; the run
@@ -125,6 +125,32 @@ class EndpointConfig(BaseModel):
         "null for no limit; a product's own max_reject_rate wins",
     )
     price: Price | None = None
+    mode: Literal["online", "batch"] = Field(
+        default="online",
+        description="online: one request at a time as the limits allow; batch: each round of a step goes "
+        "through the Batch API (files + batches, answered within 24 hours at a lower price)",
+    )
+    batch_discount: float = Field(
+        default=0.5, ge=0, le=1, description="the share of the online price a batch call costs (OpenAI: half)"
+    )
+    batch_poll_s: float = Field(
+        default=15.0, gt=0, description="seconds before a batch is first polled; the wait doubles up to 10 minutes"
+    )
+    batch_max_requests: int = Field(default=50_000, ge=1, le=50_000, description="requests per batch input file")
+    batch_max_bytes: int = Field(
+        default=200 * 1024 * 1024, ge=1024, le=200 * 1024 * 1024, description="bytes per batch input file"
+    )
+
+    @property
+    def batch_price(self) -> Price | None:
+        """What a call through the Batch API costs (the online price times batch_discount)."""
+        if self.price is None:
+            return None
+        scale = self.batch_discount
+        return Price(
+            input_per_million=self.price.input_per_million * scale,
+            output_per_million=self.price.output_per_million * scale,
+        )
 
     @property
     def output_cap(self) -> tuple[int | None, str]:
@@ -218,6 +244,10 @@ class RunSettings(BaseModel):
     offline: bool = False
     progress: Literal["auto", "live", "plain", "off"] = "auto"
     progress_interval_s: float = Field(default=10.0, gt=0)
+    # offline batch files (gen.llm.batch_files): write the next round's requests here and stop; read these
+    # output files into the cache first
+    batch_export: Path | None = None
+    batch_import: tuple[Path, ...] = ()
 
     def cache_path(self) -> Path:
         return Path(self.cache_dir).expanduser() / "llm.sqlite" if self.cache_dir else default_cache_path()

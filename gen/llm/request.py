@@ -50,6 +50,7 @@ __all__ = [
     "Answer",
     "Failure",
     "RetryPolicy",
+    "answer_of",
     "body_messages",
     "build_request",
     "http_stack",
@@ -152,7 +153,7 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
             path = "/chat/completions" if "messages" in body else "/completions"
             response = await client.post(path, body=body, cast_to=http.Response)
             data = json.loads(response.content)
-        return _answer(data)
+        return answer_of(data)
     except (TimeoutError, openai.APITimeoutError) as exc:
         if refused := _refused_connection(exc):
             return Failure("connection_error", scrub(refused))
@@ -178,7 +179,8 @@ def _refused_connection(exc: BaseException) -> str | None:
     return None
 
 
-def _answer(data: Any) -> Answer:
+def answer_of(data: Any) -> Answer:
+    """The completion in a chat (or /completions) reply body; raises LookupError/TypeError when it holds none."""
     choice = data["choices"][0]
     usage = data.get("usage") or {}
     if not isinstance(usage, Mapping):

@@ -70,6 +70,8 @@ class StepRun:
     counters: StepCounters = field(init=False)
     reject_kinds: Counter[str] = field(default_factory=Counter)
     pool: WorkerPool[Prepared] | None = None
+    # a batch round's look-ahead: the calls of batched endpoints not answered yet (cache key -> what to send)
+    misses: dict[str, tuple[Prepared, dict]] | None = None
 
     def __post_init__(self) -> None:
         self.outcomes = [None] * len(self.prepared)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 LLM_BATCH = 64
 LLM_BATCH_MAX = 256
 LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
+BATCH_ITEMS = 50_000  # what one Batch API input file may hold
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
 
 _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, read by the workers
@@ -166,18 +167,28 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Iterator[ShardResult]:
-    # products ask one item or more per conversation: a first batch as large as the concurrency fills a step
-    count, first, size = len(prepared.conversations), 0, max(LLM_BATCH, min(LLM_BATCH_MAX, engine.concurrency))
+    # products ask one item or more per conversation: a first batch as large as the concurrency fills a step.
+    # Through the Batch API a step's round waits for its batch whatever its size: a step then holds up to a
+    # full batch file of items.
+    concurrency, most = (
+        (BATCH_ITEMS // LLM_ROUNDS_PER_STEP, BATCH_ITEMS)
+        if engine.batch_mode
+        else (
+            engine.concurrency,
+            LLM_BATCH_MAX,
+        )
+    )
+    count, first, size = len(prepared.conversations), 0, max(LLM_BATCH, min(most, concurrency))
     while first < count:
         last, items_before = min(first + size, count), engine.items_run
         yield process_shard(prepared, range(first, last), products, engine)
-        size = llm_batch_size(engine.items_run - items_before, last - first, engine.concurrency)
+        size = llm_batch_size(engine.items_run - items_before, last - first, concurrency, most)
         first = last
 
 
-def llm_batch_size(items: int, conversations: int, concurrency: int) -> int:
+def llm_batch_size(items: int, conversations: int, concurrency: int, most: int = LLM_BATCH_MAX) -> int:
     """Conversations in the next batch, for about LLM_ROUNDS_PER_STEP × concurrency items per step."""
     if not items:
-        return LLM_BATCH_MAX
+        return most
     wanted = math.ceil(LLM_ROUNDS_PER_STEP * concurrency * conversations / items)
-    return max(LLM_BATCH, min(LLM_BATCH_MAX, wanted))
+    return max(LLM_BATCH, min(most, wanted))

@@ -233,10 +233,11 @@ def keep_stopped(
     report["stopped"] = {"reason": str(stop), "exit_code": stop.exit_code}
     report["rejects"] = write_rejects(folder.path, prepared.products, engine, stop.rejects)
     write_provenance(folder.path, final, prepared.recipe, report)
-    resume = " (completed LLM calls are cached, so none is made twice)" if engine is not None else ""
+    cached = " (completed LLM calls are cached, so none is made twice)" if engine is not None else ""
+    resume = stop.resume or f"run the same command again{cached}"
     return Stopped(
         f"{stop}; kept the records so far, rejects.jsonl ({report['rejects']:,}) and run.json with the stop "
-        f"reason in {kept} ({final} is unchanged); to resume, run the same command again{resume}",
+        f"reason in {kept} ({final} is unchanged); to resume, {resume}",
         exit_code=stop.exit_code,
     )
 

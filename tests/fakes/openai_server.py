@@ -385,6 +385,7 @@ class FakeOpenAI:
         self._stop: asyncio.Event | None = None
         self._handlers: set[asyncio.Task] = set()
         self._start_error: BaseException | None = None
+        self.batch_api = FakeBatchAPI(self)
 
     # -- public -------------------------------------------------------------------------------------
     @property
@@ -509,12 +510,20 @@ class FakeOpenAI:
             chunks.append(await reader.readexactly(size))
             await reader.readline()
 
-    async def _send(self, writer, reader, status: int, payload: bytes, headers: dict[str, str] | None = None) -> bool:
+    async def _send(
+        self,
+        writer,
+        reader,
+        status: int,
+        payload: bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> bool:
         if writer.transport.is_closing() or reader.at_eof():
             return False
         head = [
             f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-            "content-type: application/json",
+            f"content-type: {content_type}",
             f"content-length: {len(payload)}",
             "x-request-id: req_fake",
         ]
@@ -526,20 +535,7 @@ class FakeOpenAI:
             return False
         return True
 
-    async def _dispatch(self, method, path, headers, body, reader, writer, arrived: float) -> bool:
-        if method == "GET" and path.rstrip("/").endswith("/models"):
-            data = [{"id": model, "object": "model", "created": 0, "owned_by": "fake"} for model in self.model_ids]
-            return await self._send(writer, reader, 200, json.dumps({"object": "list", "data": data}).encode())
-        completions = path.rstrip("/").endswith("/v1/completions")  # the legacy API: a prompt, not messages
-        if method != "POST" or not (completions or path.rstrip("/").endswith("/chat/completions")):
-            payload = json.dumps({"error": {"message": f"no route {method} {path}", "type": "not_found_error"}})
-            return await self._send(writer, reader, 404, payload.encode())
-        try:
-            request_body = json.loads(body or b"{}")
-        except json.JSONDecodeError:
-            payload = json.dumps({"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
-            return await self._send(writer, reader, 400, payload.encode())
-
+    def _record(self, request_body: dict, headers: dict[str, str], arrived: float) -> FakeRequest:
         key = body_key(request_body)
         attempt = self._seen.get(key, 0)
         self._seen[key] = attempt + 1
@@ -555,6 +551,9 @@ class FakeOpenAI:
             started=arrived,
         )
         self.requests.append(request)
+        return request
+
+    def _scripted(self, request: FakeRequest) -> Reply:
         try:
             reply = _as_reply(self.script(request))
         except Exception as exc:  # reported at the end of the with-block
@@ -563,7 +562,27 @@ class FakeOpenAI:
         request.status, request.fault = reply.status, reply.fault
         request.finish_reason = reply.finish_reason if reply.status == 200 else None
         request.content = reply.content if reply.status == 200 else None
+        return reply
 
+    async def _dispatch(self, method, path, headers, body, reader, writer, arrived: float) -> bool:
+        if path.startswith("/v1/files") or path.startswith("/v1/batches"):
+            status, payload, kind = self.batch_api.handle(method, path, headers, body)
+            return await self._send(writer, reader, status, payload, content_type=kind)
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            data = [{"id": model, "object": "model", "created": 0, "owned_by": "fake"} for model in self.model_ids]
+            return await self._send(writer, reader, 200, json.dumps({"object": "list", "data": data}).encode())
+        completions = path.rstrip("/").endswith("/v1/completions")  # the legacy API: a prompt, not messages
+        if method != "POST" or not (completions or path.rstrip("/").endswith("/chat/completions")):
+            payload = json.dumps({"error": {"message": f"no route {method} {path}", "type": "not_found_error"}})
+            return await self._send(writer, reader, 404, payload.encode())
+        try:
+            request_body = json.loads(body or b"{}")
+        except json.JSONDecodeError:
+            payload = json.dumps({"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
+            return await self._send(writer, reader, 400, payload.encode())
+
+        request = self._record(request_body, headers, arrived)
+        reply = self._scripted(request)
         if reply.hang:
             await self._stop.wait()
             return False
@@ -571,51 +590,195 @@ class FakeOpenAI:
         remaining = arrived + delay - time.monotonic()  # the delay counts from the request's arrival
         if remaining > 0:
             await asyncio.sleep(remaining)
-        if reply.raw_body is not None:
-            payload = reply.raw_body
-        elif reply.status == 200:
-            usage = {
-                "prompt_tokens": count_words(request.last_user)
-                if completions
-                else sum(count_words(_text(m.get("content"))) for m in request.messages),
-                "completion_tokens": count_words(reply.content),
-            }
-            usage.update(reply.usage or {})
-            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-            choice = (
-                {"text": reply.content, "index": 0, "logprobs": reply.logprobs, "finish_reason": reply.finish_reason}
-                if completions
-                else {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": reply.content},
-                    "finish_reason": reply.finish_reason,
-                    "logprobs": reply.logprobs,
-                }
-            )
-            payload = json.dumps(
-                {
-                    "id": f"chatcmpl-fake-{request.index}",
-                    "object": "text_completion" if completions else "chat.completion",
-                    "created": 1700000000,
-                    "model": request.model,
-                    "choices": [choice],
-                    "usage": usage,
-                }
-            ).encode()
-        else:
-            payload = json.dumps(
-                {
-                    "error": {
-                        "message": reply.error_message or "error (fake)",
-                        "type": reply.error_type or _ERROR_TYPES.get(reply.status, "server_error"),
-                        "code": None,
-                        "param": None,
-                    }
-                }
-            ).encode()
+        payload = reply.raw_body if reply.raw_body is not None else json.dumps(_reply_body(request, reply)).encode()
         request.delivered = await self._send(writer, reader, reply.status, payload, reply.headers)
         request.finished = time.monotonic()
         return request.delivered
+
+
+def _reply_body(request: FakeRequest, reply: Reply) -> dict:
+    """The JSON body of a reply: a chat completion (a text completion for /v1/completions), or an error."""
+    if reply.status != 200:
+        error_type = reply.error_type or _ERROR_TYPES.get(reply.status, "server_error")
+        return {
+            "error": {"message": reply.error_message or "error (fake)", "type": error_type, "code": None, "param": None}
+        }
+    completions = "prompt" in request.body
+    usage = {
+        "prompt_tokens": count_words(request.last_user)
+        if completions
+        else sum(count_words(_text(m.get("content"))) for m in request.messages),
+        "completion_tokens": count_words(reply.content),
+    }
+    usage.update(reply.usage or {})
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    choice = (
+        {"text": reply.content, "index": 0, "logprobs": reply.logprobs, "finish_reason": reply.finish_reason}
+        if completions
+        else {
+            "index": 0,
+            "message": {"role": "assistant", "content": reply.content},
+            "finish_reason": reply.finish_reason,
+            "logprobs": reply.logprobs,
+        }
+    )
+    return {
+        "id": f"chatcmpl-fake-{request.index}",
+        "object": "text_completion" if completions else "chat.completion",
+        "created": 1700000000,
+        "model": request.model,
+        "choices": [choice],
+        "usage": usage,
+    }
+
+
+class FakeBatchAPI:
+    """The server's /v1/files and /v1/batches, as the OpenAI Batch API answers them.
+
+    A batch is ``in_progress`` for ``polls`` retrieves (forever while ``hold`` is set), then ends as ``end``
+    says: ``completed`` (every line run through the server's script: a 200 reply goes to the output file, any
+    other status to the error file), ``expired`` (the first ``finished`` lines run, the others in the error file
+    as ``batch_expired``), or ``failed`` (the input file refused by validation, with ``failure`` as the message).
+    A cancelled batch (``POST /v1/batches/{id}/cancel``) ends ``cancelled`` on its next retrieve, with the first
+    ``finished`` lines run. ``creates`` counts ``batches.create`` calls; ``files`` holds every file by id.
+    """
+
+    def __init__(self, server: FakeOpenAI) -> None:
+        self.server = server
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.creates = 0
+        self.polls = 1
+        self.hold = False
+        self.end: str | list[str] = "completed"  # a list: one end per batch, in order, then "completed"
+        self.finished: int | None = None  # lines run before an expiry or a cancel (default: half)
+        self.failure = "line 1: model 'x' is not available for batches"
+        self._polled: dict[str, int] = {}
+
+    def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
+        parts = path.strip("/").split("/")[1:]  # after "v1"
+        if parts == ["files"] and method == "POST":
+            return self._upload(headers, body)
+        if len(parts) == 3 and parts[0] == "files" and parts[2] == "content" and parts[1] in self.files:
+            return 200, self.files[parts[1]], "application/octet-stream"
+        if parts == ["batches"] and method == "POST":
+            return self._create(json.loads(body))
+        if len(parts) >= 2 and parts[0] == "batches" and parts[1] in self.batches:
+            batch = self.batches[parts[1]]
+            if len(parts) == 3 and parts[2] == "cancel" and method == "POST":
+                if batch["status"] not in ("completed", "failed", "expired", "cancelled"):
+                    batch["status"] = "cancelling"
+                return self._json(batch)
+            if len(parts) == 2 and method == "GET":
+                return self._json(self._advance(batch))
+        return (
+            404,
+            json.dumps({"error": {"message": f"no route {method} {path}", "type": "not_found_error"}}).encode(),
+            "application/json",
+        )
+
+    @staticmethod
+    def _json(value: dict) -> tuple[int, bytes, str]:
+        return 200, json.dumps(value).encode(), "application/json"
+
+    def _upload(self, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
+        from email.parser import BytesParser
+        from email.policy import default
+
+        head = f"Content-Type: {headers.get('content-type', '')}\r\n\r\n".encode()
+        message = BytesParser(policy=default).parsebytes(head + body)
+        fields = {part.get_param("name", header="content-disposition"): part for part in message.iter_parts()}
+        data = fields["file"].get_payload(decode=True)
+        file_id = f"file-fake-{len(self.files) + 1}"
+        self.files[file_id] = data
+        purpose = fields["purpose"].get_payload(decode=True).decode()
+        return self._json(
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": 1700000000,
+                "filename": fields["file"].get_filename() or "upload.jsonl",
+                "purpose": purpose,
+                "status": "processed",
+            }
+        )
+
+    def _create(self, request: dict) -> tuple[int, bytes, str]:
+        self.creates += 1
+        batch_id = f"batch_fake_{self.creates}"
+        lines = [line for line in self.files[request["input_file_id"]].decode().splitlines() if line.strip()]
+        self.batches[batch_id] = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": request["endpoint"],
+            "errors": None,
+            "input_file_id": request["input_file_id"],
+            "completion_window": request["completion_window"],
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": 1700000000,
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "metadata": request.get("metadata"),
+        }
+        self._polled[batch_id] = 0
+        return self._json(self.batches[batch_id])
+
+    def _advance(self, batch: dict) -> dict:
+        if batch["status"] in ("completed", "failed", "expired", "cancelled"):
+            return batch
+        if batch["status"] == "cancelling":
+            return self._end(batch, "cancelled")
+        self._polled[batch["id"]] += 1
+        if self.hold or self._polled[batch["id"]] <= self.polls:
+            batch["status"] = "in_progress"
+            return batch
+        end = self.end.pop(0) if isinstance(self.end, list) and self.end else self.end
+        return self._end(batch, end if isinstance(end, str) else "completed")
+
+    def _end(self, batch: dict, status: str) -> dict:
+        if status == "failed":
+            batch["status"] = "failed"
+            error = {"code": "invalid_request", "message": self.failure, "param": None, "line": 1}
+            batch["errors"] = {"object": "list", "data": [error]}
+            return batch
+        lines = [json.loads(line) for line in self.files[batch["input_file_id"]].decode().splitlines() if line.strip()]
+        run = len(lines) if status == "completed" else (len(lines) // 2 if self.finished is None else self.finished)
+        output, errors = [], []
+        for number, line in enumerate(lines):
+            if number >= run:
+                code = "batch_expired" if status == "expired" else "batch_cancelled"
+                errors.append(
+                    {
+                        "id": f"batch_req_{number}",
+                        "custom_id": line["custom_id"],
+                        "response": None,
+                        "error": {"code": code, "message": "the batch ended before this request ran"},
+                    }
+                )
+                continue
+            request = self.server._record(line["body"], {"x-fake-batch": batch["id"]}, time.monotonic())
+            reply = self.server._scripted(request)
+            result = {
+                "id": f"batch_req_{number}",
+                "custom_id": line["custom_id"],
+                "response": {
+                    "status_code": reply.status,
+                    "request_id": f"req_{number}",
+                    "body": _reply_body(request, reply),
+                },
+                "error": None,
+            }
+            (output if reply.status == 200 else errors).append(result)
+        for kind, found in (("output_file_id", output), ("error_file_id", errors)):
+            if found:
+                file_id = f"file-fake-{len(self.files) + 1}"
+                self.files[file_id] = "".join(json.dumps(x) + "\n" for x in found).encode()
+                batch[kind] = file_id
+        batch["status"] = status
+        batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}
+        return batch
 
 
 try:  # the pytest fixture, for suites that want it: `from tests.fakes.openai_server import fake_openai`

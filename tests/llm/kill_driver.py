@@ -1,6 +1,6 @@
 """A small run driven as a subprocess by test_faults.py (SIGKILL half-way, then resume).
 
-    python kill_driver.py BASE_URL CACHE_DIR OUT_PATH N
+    python kill_driver.py BASE_URL CACHE_DIR OUT_PATH N [online|batch]
 
 Runs one step of N summary tasks and writes the outcomes as JSON lines to OUT_PATH (only at the end).
 """
@@ -24,7 +24,7 @@ class Summary(BaseModel):
     words: int
 
 
-def main(base_url: str, cache_dir: str, out_path: str, n: int) -> int:
+def main(base_url: str, cache_dir: str, out_path: str, n: int, mode: str = "online") -> int:
     endpoint = {
         "model": "fake-model",
         "base_url": base_url,
@@ -33,6 +33,8 @@ def main(base_url: str, cache_dir: str, out_path: str, n: int) -> int:
         "timeout_s": 60,
         "temperature": 0.5,
         "structured_output": "json_schema",
+        "mode": mode,
+        "batch_poll_s": 0.05,
     }
     tasks = [Task(f"item-{i}", "main", f"topic{i} " + "word " * (i % 7), Summary) for i in range(n)]
     with Engine({"main": endpoint}, RunSettings(cache_dir=cache_dir, progress="off")) as engine:
@@ -50,4 +52,4 @@ def main(base_url: str, cache_dir: str, out_path: str, n: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:]))

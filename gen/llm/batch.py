@@ -1,0 +1,250 @@
+"""One round of a step through the Batch API: request files up, batches created, polled, results down.
+
+:func:`run_round` is given the requests one endpoint still has to answer in a round (cache key -> body). It
+first polls every batch the ledger knows that already holds some of them (a run that was stopped while they
+were in flight), then writes the others into request files within the endpoint's limits, uploads each
+(``files.create``, purpose ``batch``), creates its batch (``batches.create``, window ``24h``) and records the
+batch id in the ledger at once. Every batch is polled with a growing wait until it ends; its output and error
+files are read line by line (never whole) and each line goes to ``take``, which the engine uses to fill the
+cache. How a batch ends:
+
+* completed, expired, cancelled: every line that came back is taken (a request that did not is left for the
+  engine to send in its next round); a cancelled batch is reported in :attr:`Round.cancelled`;
+* failed (the request file did not pass the API's validation): :class:`gen.errors.Stopped`, quoting the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gen.errors import GenError, Stopped
+from gen.llm.batch_files import LineResult, read_result, request_line, write_request_files
+from gen.llm.batch_ledger import TERMINAL, BatchRow, Ledger
+from gen.llm.config import RunSettings
+from gen.llm.endpoint import Endpoint, KeyScrubber
+from gen.llm.request import server_message
+
+__all__ = ["MAX_POLL_S", "Round", "cancel_batch", "known_batches", "run_round"]
+
+log = logging.getLogger("gen.llm")
+
+MAX_POLL_S = 600.0
+API_RETRIES = 4  # the openai client's own retries of a files/batches call (connection errors, 5xx, 429)
+
+
+@dataclass
+class Round:
+    submitted: int = 0  # requests sent in new batches
+    batches: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    unreadable_lines: int = 0
+
+
+async def run_round(
+    ep: Endpoint,
+    step: str,
+    bodies: Mapping[str, dict],
+    ledger: Ledger,
+    keys: KeyScrubber,
+    take: Callable[[LineResult], None],
+) -> Round:
+    client = ep.client(keys).with_options(max_retries=API_RETRIES, timeout=MAX_POLL_S)
+    round_ = Round()
+    waiting = ledger.open_for(bodies, ep.config.base_url)
+    for batch_id in waiting:
+        log.info("[llm] %s: polling batch %s, sent by an earlier run", step, batch_id)
+    covered = {key for held in waiting.values() for key in held}
+    by_url: dict[str, list[str]] = defaultdict(list)
+    for key, body in bodies.items():
+        if key not in covered:
+            by_url["/v1/chat/completions" if "messages" in body else "/v1/completions"].append(key)
+    ids = list(waiting)
+    for url, url_keys in by_url.items():
+        ids += await _submit(client, ep, step, url, url_keys, bodies, ledger, keys)
+        round_.submitted += len(url_keys)
+    round_.batches = ids
+    ends = await asyncio.gather(*(_finish(client, ep, step, batch_id, ledger, keys, take, round_) for batch_id in ids))
+    round_.cancelled = [batch_id for batch_id, status in zip(ids, ends, strict=True) if status == "cancelled"]
+    return round_
+
+
+async def _submit(
+    client: Any,
+    ep: Endpoint,
+    step: str,
+    url: str,
+    url_keys: list[str],
+    bodies: Mapping[str, dict],
+    ledger: Ledger,
+    keys: KeyScrubber,
+) -> list[str]:
+    config, ids = ep.config, []
+    with tempfile.TemporaryDirectory(prefix="gen-batch-") as folder:
+        files = write_request_files(
+            (request_line(key, bodies[key]) for key in url_keys),
+            Path(folder),
+            "requests",
+            max_requests=config.batch_max_requests,
+            max_bytes=config.batch_max_bytes,
+        )
+        start = 0
+        for path, count in files:
+            file_keys = url_keys[start : start + count]  # lines are written in key order
+            start += count
+            with path.open("rb") as handle:
+                uploaded = await _api(
+                    ep, keys, "upload a request file", client.files.create(file=(path.name, handle), purpose="batch")
+                )
+            batch = await _api(
+                ep,
+                keys,
+                "create a batch",
+                client.batches.create(
+                    input_file_id=uploaded.id, endpoint=url, completion_window="24h", metadata={"gen_step": step[:500]}
+                ),
+            )
+            ledger.add(batch.id, ep.name, config.base_url, config.api_key_env, step, file_keys)
+            log.info("[llm] %s: batch %s created with %s requests on %s", step, batch.id, f"{count:,}", ep.name)
+            ids.append(batch.id)
+    return ids
+
+
+async def _finish(
+    client: Any,
+    ep: Endpoint,
+    step: str,
+    batch_id: str,
+    ledger: Ledger,
+    keys: KeyScrubber,
+    take: Callable[[LineResult], None],
+    round_: Round,
+) -> str:
+    """Poll the batch until it ends, take every line it answered; its final status."""
+    wait, seen = ep.config.batch_poll_s, None
+    while True:
+        batch = await _api(ep, keys, f"poll batch {batch_id}", client.batches.retrieve(batch_id))
+        counts = batch.request_counts
+        done, failed, total = (counts.completed, counts.failed, counts.total) if counts else (0, 0, 0)
+        ledger.update(batch_id, batch.status, done, failed)
+        if (batch.status, done, failed) != seen:
+            seen = (batch.status, done, failed)
+            log.info("[llm] %s: batch %s %s, %s/%s done, %s failed", step, batch_id, batch.status, done, total, failed)
+        if batch.status in TERMINAL:
+            break
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, MAX_POLL_S)
+    if batch.status == "failed":
+        ledger.collected(batch_id)
+        raise _failed(ep, batch_id, batch)
+    for file_id in (batch.output_file_id, batch.error_file_id):
+        if file_id:
+            await _read_file(client, ep, keys, file_id, take, round_)
+    ledger.collected(batch_id)
+    return str(batch.status)
+
+
+async def _read_file(
+    client: Any, ep: Endpoint, keys: KeyScrubber, file_id: str, take: Callable[[LineResult], None], round_: Round
+) -> None:
+    """Every line of a result file, streamed."""
+
+    async def read() -> None:
+        async with client.files.with_streaming_response.content(file_id) as response:
+            async for raw in response.iter_lines():
+                if not raw.strip():
+                    continue
+                result = read_result(raw)
+                if result is None:
+                    round_.unreadable_lines += 1
+                    log.warning("[llm] a line of batch file %s names no request: %s", file_id, keys(raw)[:200])
+                else:
+                    take(result)
+
+    await _api(ep, keys, f"download file {file_id}", read())
+
+
+async def _api(ep: Endpoint, keys: KeyScrubber, what: str, call: Any) -> Any:
+    """A files/batches call; what it failed with becomes one stop naming the endpoint (every reply already
+    taken stays in the cache, every batch created stays in the ledger)."""
+    import openai
+
+    try:
+        return await call
+    except openai.APIStatusError as exc:
+        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
+        message = body.get("message") if isinstance(body, dict) else None
+        reason = f"HTTP {exc.status_code}: {server_message(keys(str(message or exc)))}"
+    except openai.APIError as exc:
+        reason = server_message(keys(str(exc)))
+    raise Stopped(
+        f"the Batch API could not {what}: {reason}",
+        record=ep.where,
+        field="mode",
+        expected="an endpoint that offers the Batch API (/v1/files and /v1/batches), or mode: online",
+    )
+
+
+def _failed(ep: Endpoint, batch_id: str, batch: Any) -> Stopped:
+    errors = getattr(batch.errors, "data", None) or []
+    quoted = "; ".join(
+        f"{'line ' + str(e.line) + ': ' if e.line is not None else ''}{e.message} ({e.code})" for e in errors[:3]
+    )
+    return Stopped(
+        f"the Batch API refused batch {batch_id}'s request file: {server_message(quoted or 'no reason given')}",
+        record=ep.where,
+        field="mode",
+        expected="requests the endpoint's Batch API accepts (the model and parameters as for online calls)",
+    )
+
+
+def known_batches(cache_dir: Path | None) -> list[BatchRow]:
+    """The batches the cache in ``cache_dir`` has sent (``gen batches``)."""
+    ledger = _ledger(cache_dir)
+    try:
+        return ledger.all()
+    finally:
+        ledger.close()
+
+
+def cancel_batch(cache_dir: Path | None, batch_id: str) -> str:
+    """Ask the batch's endpoint to cancel it (``gen batches cancel``); the status it reports."""
+    import openai
+
+    ledger = _ledger(cache_dir)
+    try:
+        row = ledger.get(batch_id)
+        if row is None:
+            raise GenError(
+                "this cache sent no batch with that id", record=batch_id, expected="an id `gen batches` lists"
+            )
+        key = os.environ.get(row.api_key_env, "") if row.api_key_env else "no-key"
+        if not key:
+            raise GenError(f"the environment variable {row.api_key_env} is not set", record=batch_id)
+        keys = KeyScrubber()
+        keys.add(key)
+        try:
+            batch = openai.OpenAI(api_key=key, base_url=row.base_url, max_retries=API_RETRIES).batches.cancel(batch_id)
+        except openai.APIError as exc:
+            raise GenError(
+                f"the Batch API could not cancel it: {server_message(keys(str(exc)))}", record=batch_id
+            ) from None
+        counts = batch.request_counts
+        ledger.update(batch_id, batch.status, counts.completed if counts else 0, counts.failed if counts else 0)
+        return str(batch.status)
+    finally:
+        ledger.close()
+
+
+def _ledger(cache_dir: Path | None) -> Ledger:
+    path = RunSettings(cache_dir=cache_dir).cache_path()
+    if not path.is_file():
+        raise GenError("there is no LLM cache here", file=str(path), expected="the --cache-dir a run used")
+    return Ledger(path)
