@@ -75,7 +75,8 @@ def plan(
     recipe: str | Path | Mapping[str, Any] | Recipe, *, limit: int | None = None, cache_dir: str | Path | None = None
 ) -> pd.DataFrame:
     """Per LLM step: items, calls needed (first round), cached, at most (every retry), projected tokens and
-    cost (`gen plan`). No call is made and no key is needed."""
+    cost online, and the Batch API batches those calls fill and their cost that way (`gen plan`). No call is
+    made and no key is needed."""
     import pandas as pd
 
     steps, engine = llm_steps(recipe, limit, cache_dir)
@@ -93,6 +94,8 @@ def plan(
                     "input_tokens": step.projected_input_tokens,
                     "output_tokens": step.projected_output_tokens,
                     "cost_usd": step.projected_cost_usd,
+                    "batches": step.batches,
+                    "batch_cost_usd": step.projected_batch_cost_usd,
                 }
             )
     return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
@@ -117,7 +120,18 @@ def llm_steps(
     return steps, Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates)
 
 
-PLAN_COLUMNS = ("step", "items", "needed", "cached", "at_most", "input_tokens", "output_tokens", "cost_usd")
+PLAN_COLUMNS = (
+    "step",
+    "items",
+    "needed",
+    "cached",
+    "at_most",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "batches",
+    "batch_cost_usd",
+)
 
 
 def summary(run_folder: str | Path) -> pd.DataFrame:

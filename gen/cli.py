@@ -155,6 +155,7 @@ def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | Non
     """Show, per LLM step, the calls needed, those already cached, and projected tokens and cost. Calls nothing.
 
     "needed" is the first round; "at most" adds every regeneration, verify and correction round allowed.
+    "batches" and "batch $": the batches the needed calls fill through the Batch API, and what they cost that way.
 
     Example: gen plan recipes/locomo-temporal.yaml
     """
@@ -166,13 +167,15 @@ def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | Non
         return
     typer.echo(
         f"{'step':<28} {'items':>7} {'needed':>8} {'cached':>8} {'at most':>8} {'input tok':>11} "
-        f"{'output tok':>11} {'cost $':>9}"
+        f"{'output tok':>11} {'cost $':>9} {'batches':>7} {'batch $':>9}"
     )
     for row in table.itertuples():
-        cost = "?" if row.cost_usd is None or row.cost_usd != row.cost_usd else dollars(row.cost_usd)
+        cost, batch_cost = (
+            "?" if value is None or value != value else dollars(value) for value in (row.cost_usd, row.batch_cost_usd)
+        )
         typer.echo(
             f"{row.step:<28} {row.items:>7,} {row.needed:>8,} {row.cached:>8,} {row.at_most:>8,} "
-            f"{row.input_tokens:>11,} {row.output_tokens:>11,} {cost:>9}"
+            f"{row.input_tokens:>11,} {row.output_tokens:>11,} {cost:>9} {row.batches:>7,} {batch_cost:>9}"
         )
 
 

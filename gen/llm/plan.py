@@ -22,6 +22,7 @@ from gen.llm.config import EndpointConfig
 __all__ = ["DEFAULT_OUTPUT_TOKENS", "PlanBuilder", "StepPlan", "format_messages"]
 
 DEFAULT_OUTPUT_TOKENS = 256
+LINE_OVERHEAD_BYTES = 300  # a batch request line's JSON besides the messages (custom_id, url, parameters)
 
 
 @dataclass
@@ -32,6 +33,8 @@ class EndpointPlan:
     output_tokens: int = 0
     output_basis: str = ""
     cost_usd: float | None = None
+    batches: int = 0  # Batch API batches the calls needed would fill
+    batch_cost_usd: float | None = None  # their cost through the Batch API
 
     def to_dict(self) -> dict:
         return {
@@ -41,6 +44,8 @@ class EndpointPlan:
             "projected_output_tokens": self.output_tokens,
             "output_basis": self.output_basis,
             "projected_cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "batches": self.batches,
+            "projected_batch_cost_usd": None if self.batch_cost_usd is None else round(self.batch_cost_usd, 6),
         }
 
 
@@ -68,11 +73,15 @@ class StepPlan:
 
     @property
     def projected_cost_usd(self) -> float | None:
-        costs = [e.cost_usd for e in self.endpoints.values() if e.calls_needed]
-        known = [cost for cost in costs if cost is not None]
-        if len(known) < len(costs):
-            return None
-        return round(sum(known), 6)
+        return _total([e.cost_usd for e in self.endpoints.values() if e.calls_needed])
+
+    @property
+    def projected_batch_cost_usd(self) -> float | None:
+        return _total([e.batch_cost_usd for e in self.endpoints.values() if e.calls_needed])
+
+    @property
+    def batches(self) -> int:
+        return sum(e.batches for e in self.endpoints.values())
 
     def to_dict(self) -> dict:
         return {
@@ -83,6 +92,8 @@ class StepPlan:
             "projected_input_tokens": self.projected_input_tokens,
             "projected_output_tokens": self.projected_output_tokens,
             "projected_cost_usd": self.projected_cost_usd,
+            "batches": self.batches,
+            "projected_batch_cost_usd": self.projected_batch_cost_usd,
             "endpoints": {name: plan.to_dict() for name, plan in sorted(self.endpoints.items())},
         }
 
@@ -90,20 +101,30 @@ class StepPlan:
         merged = StepPlan(self.step, self.items + other.items)
         for name in sorted(set(self.endpoints) | set(other.endpoints)):
             a, b = self.endpoints.get(name, EndpointPlan()), other.endpoints.get(name, EndpointPlan())
-            cost = (
-                None
-                if (a.calls_needed and a.cost_usd is None) or (b.calls_needed and b.cost_usd is None)
-                else (a.cost_usd or 0.0) + (b.cost_usd or 0.0)
-            )
             merged.endpoints[name] = EndpointPlan(
                 a.calls_needed + b.calls_needed,
                 a.calls_cached + b.calls_cached,
                 a.input_tokens + b.input_tokens,
                 a.output_tokens + b.output_tokens,
                 _joined_basis(a.output_basis, b.output_basis),
-                cost,
+                _sum_costs(a, b, "cost_usd"),
+                a.batches + b.batches,
+                _sum_costs(a, b, "batch_cost_usd"),
             )
         return merged
+
+
+def _total(costs: list[float | None]) -> float | None:
+    """The sum of the costs, or None when any is unknown."""
+    known = [cost for cost in costs if cost is not None]
+    return None if len(known) < len(costs) else round(sum(known), 6)
+
+
+def _sum_costs(a: EndpointPlan, b: EndpointPlan, name: str) -> float | None:
+    first, second = getattr(a, name), getattr(b, name)
+    if (a.calls_needed and first is None) or (b.calls_needed and second is None):
+        return None
+    return (first or 0.0) + (second or 0.0)
 
 
 def _joined_basis(first: str, second: str) -> str:
@@ -144,6 +165,13 @@ class PlanBuilder:
                 entry.cost_usd = config.price.cost(entry.input_tokens, entry.output_tokens)
             elif not needed:
                 entry.cost_usd = 0.0
+            batch_price = config.batch_price
+            entry.batch_cost_usd = (
+                batch_price.cost(entry.input_tokens, entry.output_tokens) if batch_price else entry.cost_usd
+            )
+            # a request line is about 4 bytes per input token and its JSON around it
+            line_bytes = 4 * entry.input_tokens + LINE_OVERHEAD_BYTES * len(needed)
+            entry.batches = max(-(-len(needed) // config.batch_max_requests), -(-line_bytes // config.batch_max_bytes))
             plan.endpoints[name] = entry
         return plan
 

@@ -216,3 +216,25 @@ def test_a_run_killed_while_its_batch_is_in_flight_resumes_by_polling_it(api_key
 
 def _polled(server) -> bool:
     return any(b["status"] == "in_progress" for b in server.batch_api.batches.values())
+
+
+def test_the_plan_counts_batches_and_prices_them_at_the_discount():
+    from gen.llm.config import EndpointConfig
+    from gen.llm.plan import PlanBuilder
+
+    config = EndpointConfig(
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        max_tokens=50,
+        price={"input_per_million": 2.0, "output_per_million": 8.0},
+        batch_discount=0.25,
+        batch_max_requests=3,
+    )
+    builder = PlanBuilder("s")
+    for _ in range(7):
+        builder.needed("main", 100)
+    plan = builder.finish({"main": config}, items=7).to_dict()
+    online = (700 * 2.0 + 7 * 50 * 8.0) / 1e6  # 7 calls: 100 input tokens each, at most 50 out each
+    assert plan["projected_cost_usd"] == pytest.approx(online)
+    assert plan["projected_batch_cost_usd"] == pytest.approx(online * 0.25)
+    assert plan["batches"] == 3  # 7 requests, 3 to a file
