@@ -101,3 +101,22 @@ def test_a_batch_import_that_is_not_a_batch_output_is_one_error(tmp_path, capsys
     assert f"{bad}: no line of this file is a batch result" in err and "Traceback" not in err
     code, _, err = run_cli(["run", path, "--batch-import", tmp_path / "missing.jsonl"], capsys)
     assert code == 2 and "--batch-import: no such file or folder" in err
+
+
+def test_batch_files_need_a_structured_output_named_and_gen_batches_lists_what_was_sent(tmp_path, capsys):
+    path = recipe(tmp_path, "tcq", "http://127.0.0.1:9/v1", structured_output="auto")
+    code, _, err = run_cli(["run", path, "--output-dir", tmp_path / "o", "--batch-export", tmp_path / "r"], capsys)
+    assert code == 2
+    assert "batch files (--batch-export): structured_output is auto and this endpoint was never probed" in err
+
+    with FakeOpenAI(tcq_question) as server:
+        batch = recipe(tmp_path, "tcq", server.base_url, mode="batch")
+        code, _, err = run_cli(["run", batch, "--output-dir", tmp_path / "o", "--cache-dir", tmp_path / "c"], capsys)
+        assert code == 0, err
+        sent = server.batch_api.batches["batch_fake_1"]["request_counts"]["total"]
+    code, out, _ = run_cli(["batches", "--cache-dir", tmp_path / "c"], capsys)
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if line.startswith("batch_fake_1")]
+    assert line.split()[1:5] == ["main", "time_content_questions", "completed", f"{sent}/{sent}"]
+    code, out, _ = run_cli(["batches", "--cache-dir", tmp_path / "empty"], capsys)
+    assert code == 2

@@ -272,7 +272,8 @@ class Engine:
             return self._loop().run(find_mode(self._attempts, ep, run))
 
         modes = Modes(self._endpoints, self.cache, probe, self.settings.progress)
-        modes.resolve(tasks, plan_only=self.plan_only, offline=self.offline)
+        exporting = self.settings.batch_export is not None  # no server to probe
+        modes.resolve(tasks, plan_only=self.plan_only, offline=self.offline, exporting=exporting)
 
     # -- batches (gen.llm.batch) --------------------------------------------------------------------
     def _batched(self, ep: Endpoint) -> bool:

@@ -56,7 +56,7 @@ class Modes:
     probe: Callable[[Endpoint], ModeChoice]
     progress: str
 
-    def resolve(self, tasks: Sequence[Task], *, plan_only: bool, offline: bool) -> None:
+    def resolve(self, tasks: Sequence[Task], *, plan_only: bool, offline: bool, exporting: bool = False) -> None:
         for task in tasks:
             ep = find_endpoint(self.endpoints, task.endpoint, task.item_id)
             if ep.mode is not None or schema_of(task.parser) is None:
@@ -66,9 +66,10 @@ class Modes:
                 ep.choice = ModeChoice(hit.text, "cache")
             elif plan_only:
                 continue
-            elif offline:
+            elif offline or exporting:
+                what = "offline run" if offline else "batch files (--batch-export)"
                 raise GenError(
-                    "offline run: structured_output is auto and this endpoint was never probed",
+                    f"{what}: structured_output is auto and this endpoint was never probed",
                     record=ep.where,
                     field="structured_output",
                     expected="an earlier online run with this cache, or an explicit structured_output",
