@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.procstat import peak_rss_mb  # noqa: E402
+from bench.procstat import peak_rss_mb
 
 
 def one_mode(base_url: str, mode: str, requests: int, concurrency: int) -> dict:
@@ -97,9 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         server.wait(30)
     n = args.requests
     print(f"{n:,} requests, {os.cpu_count()} cores, fake server in its own process")
-    print(
-        f"{'mode':<13} {'ok':>7} {'cpu s':>7} {'cpu ms/req':>10} {'wall s':>7} {'peak MB':>8} {'MB over tasks':>15}"
-    )
+    print(f"{'mode':<13} {'ok':>7} {'cpu s':>7} {'cpu ms/req':>10} {'wall s':>7} {'peak MB':>8} {'MB over tasks':>15}")
     base = results["tasks-only"]["peak_rss_mb"]
     for mode, r in results.items():
         per = 1000 * r["cpu_s"] / n

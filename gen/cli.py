@@ -30,6 +30,7 @@ from gen.conversation import DataWarning
 from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
+from gen.hub_dataset import DATASET_HELP, REVISION
 from gen.logs import configure
 from gen.teabag_judge.cli import judge
 
@@ -257,7 +258,8 @@ def products() -> None:
 
 @app.command("eval")
 def evaluate(
-    dataset: Path = typer.Argument(..., metavar="DATASET", help="A run folder (outputs/<name>) or an export folder."),
+    dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
+    revision: str | None = REVISION,
     predictions: Path = typer.Option(
         ..., "--predictions", help='JSONL, one line per question: {"question_id": ..., "retrieved": [index, ...]}.'
     ),
@@ -280,8 +282,9 @@ def evaluate(
     """
     from gen.eval.report import format_result, result_json, scores_table
     from gen.eval.score import evaluate as score
+    from gen.hub_dataset import dataset_folder
 
-    result = score(dataset, predictions, k, questions_from)
+    result = score(dataset_folder(dataset, revision), predictions, k, questions_from)
     typer.echo(format_result(result))
     if json_out is not None:
         from gen.jsonl import write_json
@@ -303,7 +306,8 @@ class BaselineName(StrEnum):
 @app.command()
 def baseline(
     name: BaselineName = typer.Argument(..., metavar="NAME", help="recent, bm25, semantic or semantic_meta."),
-    dataset: Path = typer.Argument(..., metavar="DATASET", help="A run folder (outputs/<name>) or an export folder."),
+    dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
+    revision: str | None = REVISION,
     output: Path = typer.Option(..., "--output", help="The predictions file to write (JSONL, as gen eval reads)."),
     k: int = typer.Option(10, "--k", min=1, help="Responses retrieved per question."),
     whole_dialogue: bool = typer.Option(
@@ -322,7 +326,9 @@ def baseline(
     Example: gen baseline bm25 outputs/locomo-temporal --output bm25.jsonl --k 30
     """
     from gen.eval.baselines import write_baseline, write_turn_baseline
+    from gen.hub_dataset import dataset_folder
 
+    dataset = dataset_folder(dataset, revision)
     if turns:
         count = write_turn_baseline(name.value, dataset, output, k=k)
         log.info("wrote what was retrieved for %s responses to %s", f"{count:,}", output)

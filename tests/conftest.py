@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fakes.hub import hub, no_network  # noqa: F401 - fixtures for the tests that publish or download
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -48,10 +48,14 @@ def products(folder: Path) -> dict[str, bytes]:
 def test_a_run_in_batch_mode_writes_the_online_run_s_files(tmp_path, capsys):
     with FakeOpenAI(tcq_question) as server:
         online = recipe(tmp_path, "tcq", server.base_url)
-        code, _, err = run_cli(["run", online, "--output-dir", tmp_path / "online", "--cache-dir", tmp_path / "a"], capsys)
+        code, _, err = run_cli(
+            ["run", online, "--output-dir", tmp_path / "online", "--cache-dir", tmp_path / "a"], capsys
+        )
         assert code == 0, err
         batch = recipe(tmp_path, "tcq", server.base_url, mode="batch")
-        code, _, err = run_cli(["run", batch, "--output-dir", tmp_path / "batch", "--cache-dir", tmp_path / "b"], capsys)
+        code, _, err = run_cli(
+            ["run", batch, "--output-dir", tmp_path / "batch", "--cache-dir", tmp_path / "b"], capsys
+        )
         assert code == 0, err
         sent_in_batches = [r for r in server.requests if "x-fake-batch" in r.headers]
     online_files, batch_files = products(tmp_path / "online" / "tcq"), products(tmp_path / "batch" / "tcq")
@@ -67,7 +71,9 @@ def test_a_run_in_batch_mode_writes_the_online_run_s_files(tmp_path, capsys):
 def test_offline_batch_files_round_trip_until_the_recipe_is_finished(tmp_path, capsys):
     with FakeOpenAI(tcq_question) as server:  # the reference: the same recipe online
         online = recipe(tmp_path, "tcq", server.base_url)
-        code, _, err = run_cli(["run", online, "--output-dir", tmp_path / "online", "--cache-dir", tmp_path / "a"], capsys)
+        code, _, err = run_cli(
+            ["run", online, "--output-dir", tmp_path / "online", "--cache-dir", tmp_path / "a"], capsys
+        )
         assert code == 0, err
     nowhere = recipe(tmp_path, "tcq", "http://127.0.0.1:9/v1")  # no server: every answer comes from files
     requests, answers = tmp_path / "requests", tmp_path / "answers"

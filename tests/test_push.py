@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -15,40 +14,9 @@ from gen.export.hub_folder import build_export
 from gen.recipe import load_recipe
 from gen.run.runner import run
 from tests.conftest import REPO, run_cli, write_recipe
-from tests.fakes.hub import FakeHub, User
+from tests.fakes.hub import READ_TOKEN, TOKEN, FakeHub
 
-TOKEN = "hf_TESTtokenDoNotLeak0123456789"
-READ_TOKEN = "hf_READonlyTokenDoNotLeak98765"
-
-
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch):
-    """Any name lookup other than the loopback fails the test: the fake Hub is the only server."""
-    real = socket.getaddrinfo
-
-    def loopback_only(host, *args, **kwargs):
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            raise OSError(f"the test tried to reach {host}")
-        return real(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", loopback_only)
-
-
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    from huggingface_hub import constants
-
-    with FakeHub(users={TOKEN: User("me", orgs=["lab"]), READ_TOKEN: User("me", role="read")}) as fake:
-        monkeypatch.setenv("HF_ENDPOINT", fake.url)
-        monkeypatch.setattr(constants, "ENDPOINT", fake.url)  # read at import by huggingface_hub's own helpers
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # CI exports it; a push needs the (fake) Hub
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setenv("HF_TOKEN", TOKEN)
-        monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
-        monkeypatch.delenv("HF_OIDC_RESOURCE", raising=False)
-        monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-login" / "token"))
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        yield fake
+pytestmark = pytest.mark.usefixtures("no_network")  # the fake Hub is the only server
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +27,6 @@ def small_run(tmp_path_factory) -> Path:
     recipe["sources"][0]["path"] = str(REPO / "gen" / "data" / "sample_locomo.json")
     recipe["products"] = [{"type": "log"}, {"type": "conversations"}]
     return run(load_recipe(write_recipe(folder / "quickstart.yaml", recipe)), output_dir=folder / "out")
-
-
-@pytest.fixture(scope="module")
-def quickstart(tmp_path_factory) -> Path:
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
 
 
 def configs_of(run_dir: Path) -> list[str]:

@@ -17,6 +17,7 @@ from gen.cli_options import (
     TOKENS_PER_MINUTE,
     run_settings,
 )
+from gen.hub_dataset import DATASET_HELP, REVISION
 
 if TYPE_CHECKING:
     from gen.llm.config import RunSettings
@@ -26,9 +27,8 @@ if TYPE_CHECKING:
 
 
 def judge(
-    dataset: Path = typer.Argument(
-        ..., metavar="DATASET", help="A run folder (outputs/<name>) or an export folder with the teabag config."
-    ),
+    dataset: Path = typer.Argument(..., metavar="DATASET", help=f"{DATASET_HELP} It holds the teabag config."),
+    revision: str | None = REVISION,
     answers: Path = typer.Option(
         ..., "--answers", help='JSONL, one line per question: {"question_id": ..., "answer": "..."}.'
     ),
@@ -61,6 +61,7 @@ def judge(
     """
     from gen.errors import GenError
     from gen.eval.dataset import open_dataset
+    from gen.hub_dataset import dataset_folder
     from gen.jsonl import write_json
     from gen.teabag_judge.endpoint import choose_endpoint
     from gen.teabag_judge.items import read_answers, read_questions
@@ -70,6 +71,7 @@ def judge(
     if output.resolve() == answers.resolve():
         raise GenError("the verdicts would overwrite the answers", file=output, field="--output")
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
+    dataset = dataset_folder(dataset, revision)
     questions = read_questions(open_dataset(dataset))
     answer_map = read_answers(answers, {q.question_id for q in questions})
     judge_endpoint = choose_endpoint(dataset, recipe, endpoint)

@@ -11,7 +11,9 @@ at ``hub.url``), so a test exercises the whole upload path without a network::
 Served: GET /api/whoami-v2; POST /api/repos/create; GET /api/datasets/<repo>[/revision/<rev>] (id, sha, private,
 siblings, cardData parsed from README.md); POST /api/datasets/<repo>/branch/<name>; POST /api/validate-yaml;
 POST /api/datasets/<repo>/preupload/<rev> (every file "regular", so contents travel in the commit);
-POST /api/datasets/<repo>/commit/<rev>[?create_pr=1] (ndjson: header, file, deletedFile, deletedFolder).
+POST /api/datasets/<repo>/commit/<rev>[?create_pr=1] (ndjson: header, file, deletedFile, deletedFolder);
+GET /api/datasets/<repo>/tree/<rev>[/<folder>] and GET/HEAD /datasets/<repo>/resolve/<rev>/<path> (listing and
+files, for downloads: snapshot_download).
 Anything else is a 404 and is recorded in ``hub.unknown``.
 
 Permissions as on the Hub: a token must be known (else 401 "Invalid credentials"), a "read" token may not write,
@@ -69,6 +71,12 @@ class Repo:
 
     def files(self, branch: str = "main") -> dict[str, bytes]:
         return self.branches[branch]
+
+    def branch_of(self, revision: str) -> str | None:
+        """The branch a revision names: a branch, or a branch's head commit."""
+        if revision in self.branches:
+            return revision
+        return next((branch for branch, head in self.heads.items() if head == revision), None)
 
     def card_data(self, branch: str = "main") -> dict | None:
         text = self.branches[branch].get("README.md", b"").decode()
@@ -177,6 +185,9 @@ class FakeHub:
             ("POST", r"/api/datasets/([^/]+/[^/]+)/branch/(.+)", "branch", self.branch),
             ("POST", r"/api/datasets/([^/]+/[^/]+)/preupload/(.+)", "preupload", self.preupload),
             ("POST", r"/api/datasets/([^/]+/[^/]+)/commit/(.+)", "commit", self.commit),
+            ("GET", r"/api/datasets/([^/]+/[^/]+)/tree/([^/]+)(?:/(.*))?", "tree", self.tree),
+            ("GET", r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", "resolve", self.resolve),
+            ("HEAD", r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", "resolve", self.resolve),
         ]
         for verb, pattern, kind, action in routes:
             match = re.fullmatch(pattern, url.path)
@@ -200,9 +211,10 @@ class FakeHub:
         self.reply(request, 404, {"error": "not served by the fake hub"}, {})
 
     def reply(self, request: BaseHTTPRequestHandler, status: int, payload, headers: dict) -> None:
-        data = json.dumps(payload).encode()
+        raw = isinstance(payload, bytes)  # a file's content
+        data = payload if raw else json.dumps(payload).encode()
         request.send_response(status)
-        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
         request.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             request.send_header(key, value)
@@ -288,9 +300,9 @@ class FakeHub:
         repo = self.repos.get(repo_id)
         if not self.visible(user, repo):
             return self.not_found(repo_id)
-        branch = revision or "main"
-        if branch not in repo.branches:
-            return 404, {"error": f"Invalid rev id: {branch}"}, {"X-Error-Code": "RevisionNotFound"}
+        branch = repo.branch_of(revision or "main")
+        if branch is None:
+            return 404, {"error": f"Invalid rev id: {revision}"}, {"X-Error-Code": "RevisionNotFound"}
         return (
             200,
             {
@@ -310,6 +322,36 @@ class FakeHub:
             },
             {},
         )
+
+    def tree(self, user, auth, body, query, repo_id, revision, folder=None):
+        """Every file under a folder (recursive: the only way snapshot_download asks), in one page."""
+        repo = self.repos.get(repo_id)
+        if not self.visible(user, repo):
+            return self.not_found(repo_id)
+        branch = repo.branch_of(revision)
+        if branch is None:
+            return 404, {"error": f"Invalid rev id: {revision}"}, {"X-Error-Code": "RevisionNotFound"}
+        prefix = f"{folder.rstrip('/')}/" if folder else ""
+        entries = [
+            {"type": "file", "oid": hashlib.sha1(content).hexdigest(), "size": len(content), "path": path}
+            for path, content in sorted(repo.files(branch).items())
+            if path.startswith(prefix)
+        ]
+        return 200, entries, {}
+
+    def resolve(self, user, auth, body, query, repo_id, revision, path):
+        """A file's content at a branch or at a branch's head commit, with the headers hf_hub_download reads."""
+        repo = self.repos.get(repo_id)
+        if not self.visible(user, repo):
+            return self.not_found(repo_id)
+        branch = repo.branch_of(revision)
+        if branch is None:
+            return 404, {"error": f"Invalid rev id: {revision}"}, {"X-Error-Code": "RevisionNotFound"}
+        content = repo.files(branch).get(path)
+        if content is None:
+            return 404, {"error": f"{path} not found"}, {"X-Error-Code": "EntryNotFound"}
+        etag = f'"{hashlib.sha256(content).hexdigest()}"'
+        return 200, content, {"X-Repo-Commit": repo.heads[branch], "ETag": etag}
 
     def branch(self, user, auth, body, query, repo_id, name):
         repo = self.repos.get(repo_id)
@@ -370,3 +412,49 @@ class FakeHub:
             },
             {},
         )
+
+
+TOKEN = "hf_TESTtokenDoNotLeak0123456789"
+READ_TOKEN = "hf_READonlyTokenDoNotLeak98765"
+
+try:  # pytest fixtures, offered to every test through tests/conftest.py
+    import pytest
+
+    @pytest.fixture
+    def no_network(monkeypatch):
+        """Any name lookup other than the loopback fails the test: the fake Hub is the only server."""
+        import socket
+
+        real = socket.getaddrinfo
+
+        def loopback_only(host, *args, **kwargs):
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                raise OSError(f"the test tried to reach {host}")
+            return real(host, *args, **kwargs)
+
+        monkeypatch.setattr(socket, "getaddrinfo", loopback_only)
+
+    @pytest.fixture
+    def hub(monkeypatch, tmp_path):
+        """A running FakeHub with a writing user "me" (token TOKEN, also in HF_TOKEN) and a reading one, the
+        Hugging Face client pointed at it, and a fresh Hugging Face cache for downloads."""
+        from huggingface_hub import constants
+
+        with FakeHub(users={TOKEN: User("me", orgs=["lab"]), READ_TOKEN: User("me", role="read")}) as fake:
+            monkeypatch.setenv("HF_ENDPOINT", fake.url)
+            monkeypatch.setattr(constants, "ENDPOINT", fake.url)  # read at import by huggingface_hub's own helpers
+            # the download URL is built from the endpoint when huggingface_hub is imported, too
+            template = fake.url + "/{repo_id}/resolve/{revision}/{filename}"
+            monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+            monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # CI exports it; a push needs the (fake) Hub
+            monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+            monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+            monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
+            monkeypatch.setenv("HF_TOKEN", TOKEN)
+            monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+            monkeypatch.delenv("HF_OIDC_RESOURCE", raising=False)
+            monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-login" / "token"))
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+            yield fake
+except ImportError:  # pragma: no cover
+    pass

@@ -33,8 +33,12 @@ def answer_file(source: Path, target: Path, script=tcq_question) -> int:
             request = FakeRequest(number, line["body"], {}, body_key(line["body"]), 0)
             body = _reply_body(request, _as_reply(script(request)))
             response = {"status_code": 200, "request_id": f"req-{number}", "body": body}
-            out.write(json.dumps({"id": f"vllm-{number}", "custom_id": line["custom_id"], "response": response,
-                                  "error": None}) + "\n")
+            out.write(
+                json.dumps(
+                    {"id": f"vllm-{number}", "custom_id": line["custom_id"], "response": response, "error": None}
+                )
+                + "\n"
+            )
             lines += 1
     return lines
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from gen.hub_dataset import DATASET_HELP, REVISION
+
 
 class HarnessFormat(StrEnum):
     locomo = "locomo"
@@ -16,9 +18,8 @@ class HarnessFormat(StrEnum):
 
 
 def export(
-    dataset: Path = typer.Argument(
-        ..., metavar="RUN_FOLDER", help="A finished run folder (outputs/<name>) or an export folder (parquet)."
-    ),
+    dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
+    revision: str | None = REVISION,
     format_name: HarnessFormat = typer.Option(
         ..., "--format", help="locomo (locomo10.json samples), longmemeval (instances), or beir (retrieval folders)."
     ),
@@ -38,8 +39,9 @@ def export(
     """
     from gen.export.harness.exporter import export as write_export
     from gen.export.harness.staging import MANIFEST
+    from gen.hub_dataset import dataset_folder
 
-    written = write_export(dataset, format_name.value, output, config)
+    written = write_export(dataset_folder(dataset, revision), format_name.value, output, config)
     for item in written:
         typer.echo(
             f"{item.config}: {item.questions:,} questions over {item.conversations:,} conversations "
