@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import time
 import warnings
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +23,7 @@ from gen.cli_options import (
     REQUESTS_PER_MINUTE,
     SOURCE_DIR,
     TOKENS_PER_MINUTE,
+    import_files,
     run_settings,
 )
 from gen.conversation import DataWarning
@@ -31,6 +31,7 @@ from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
 from gen.hub_dataset import DATASET_HELP, REVISION
+from gen.llm.batch_command import batches_app
 from gen.logs import configure
 from gen.teabag_judge.cli import judge
 
@@ -137,7 +138,7 @@ def run(
 
         require_ray()  # before reading any source: say at once that Ray is missing
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
-    settings = settings.model_copy(update={"batch_export": batch_export, "batch_import": batch_files(batch_import)})
+    settings = settings.model_copy(update={"batch_export": batch_export, "batch_import": import_files(batch_import)})
     loaded = load_recipe(recipe, source_dir)
     final = run_recipe(
         loaded,
@@ -358,60 +359,7 @@ def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
     err.print(f"kept {kept:,} replies in {path}{lost_text}; the damaged file is {aside}")
 
 
-def batch_files(given: list[Path]) -> tuple[Path, ...]:
-    """--batch-import's files: each file given, and every .jsonl of each folder given."""
-    files: list[Path] = []
-    for path in given:
-        if path.is_dir():
-            files += sorted(path.glob("*.jsonl"))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise GenError("no such file or folder", file=path, field="--batch-import", expected="a batch output file")
-    return tuple(files)
-
-
-batches_app = typer.Typer(help="The Batch API batches an LLM cache knows.", invoke_without_command=True)
-app.add_typer(batches_app, name="batches")
-
-
-@batches_app.callback()
-def batches(ctx: typer.Context, cache_dir: Path | None = CACHE_DIR) -> None:
-    """List the batches sent from this cache: id, endpoint, step, status, requests done and failed, age.
-
-    Example: gen batches --cache-dir ~/.cache/gen
-    """
-    if ctx.invoked_subcommand is not None:
-        return
-    from gen.llm.batch import known_batches
-
-    rows = known_batches(cache_dir)
-    if not rows:
-        typer.echo("this cache has sent no batch")
-        return
-    typer.echo(f"{'batch':<34} {'endpoint':<12} {'step':<28} {'status':<11} {'done':>13} {'failed':>7} {'age':>7}")
-    for row in rows:
-        age = (time.time() - row.created) / 3600
-        done = f"{row.completed:,}/{row.requests:,}"
-        typer.echo(
-            f"{row.id:<34} {row.endpoint:<12} {row.step:<28} {row.status:<11} {done:>13} {row.failed:>7,} {age:>6.1f}h"
-        )
-
-
-@batches_app.command("cancel")
-def batches_cancel(
-    batch_id: str = typer.Argument(..., help="A batch id from `gen batches`."), cache_dir: Path | None = CACHE_DIR
-) -> None:
-    """Ask the Batch API to cancel a batch this cache sent; its finished replies are collected by the next run.
-
-    Example: gen batches cancel batch_abc123
-    """
-    from gen.llm.batch import cancel_batch
-
-    status = cancel_batch(cache_dir, batch_id)
-    err.print(f"batch {batch_id}: {status}")
-
-
+app.add_typer(batches_app, name="batches")  # `gen batches`, defined with the Batch API in gen/llm/batch_command.py
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/push.py
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/command.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions

@@ -51,3 +51,16 @@ def run_settings(
         max_concurrency=max_concurrency, requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute
     )
     return RunSettings(limits=limits, offline=offline, cache_dir=cache_dir)
+
+
+def import_files(given: list[Path]) -> tuple[Path, ...]:
+    """--batch-import's files: each file given, and every .jsonl of each folder given."""
+    files: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            files += sorted(path.glob("*.jsonl"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise GenError("no such file or folder", file=path, field="--batch-import", expected="a batch output file")
+    return tuple(files)

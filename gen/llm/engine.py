@@ -47,9 +47,10 @@ shared by all steps (:mod:`gen.llm.limiter`); retries and backoff as in :mod:`ge
 call's budget and the endpoint's breaker (:mod:`gen.llm.giveup`); ``structured_output: auto`` resolved by a
 probe on an endpoint's first use, or from the cache (:mod:`gen.llm.probe`); a content-addressed SQLite cache
 (:mod:`gen.llm.cache`; errors and truncated replies never stored) so a re-run makes no calls and an
-interrupted run resumes; ``offline`` turns the first cache
-miss into a GenError naming the step and item. API keys are read from the environment only when a request
-must be sent, and are scrubbed from every reply, reason, log line and error message (:mod:`gen.llm.endpoint`).
+interrupted run resumes; ``offline`` turns the first cache miss into a GenError naming the step and item;
+endpoints in ``mode: batch`` (or a run writing batch files) answer through :mod:`gen.llm.batching` first.
+API keys are read from the environment only when a request must be sent, and are scrubbed from every reply,
+reason, log line and error message (:mod:`gen.llm.endpoint`).
 
 This module only orchestrates: it walks each item through cache, request and correction round. Preparing tasks
 is :mod:`gen.llm.step_run`, a call's retry loop :mod:`gen.llm.attempts`, the structured-output probe
@@ -64,15 +65,12 @@ import functools
 import logging
 import threading
 import time
-from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, cast
 
-from gen.errors import GenError, Stopped
 from gen.llm.accounting import Accounts, StepStats, error_summary, is_reject, reject_limit, too_many_rejects
 from gen.llm.attempts import Attempts, CallFailed, GiveUp
-from gen.llm.batch_files import LineResult
-from gen.llm.batch_ledger import Ledger
+from gen.llm.batching import Batching
 from gen.llm.cache import Cache, CachedReply, cache_key
 from gen.llm.config import EndpointConfig, RunSettings
 from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
@@ -80,7 +78,7 @@ from gen.llm.plan import PlanBuilder, StepPlan
 from gen.llm.probe import PROBE_STEP, ModeChoice
 from gen.llm.probing import Modes, find_mode
 from gen.llm.progress import Reporter, make_reporter, showing
-from gen.llm.request import Answer, Failure, RetryPolicy, body_messages, build_request, http_stack
+from gen.llm.request import Answer, RetryPolicy, body_messages, build_request, http_stack
 from gen.llm.step_run import NotCached, Prepared, Reply, StepRun, TooManyRejects, prepare, preview
 from gen.llm.structured import ParseFailure, correction_message, parse_reply
 from gen.llm.task import Outcome, Task, estimate_input_tokens
@@ -122,14 +120,7 @@ class Engine:
         self._loop_lock = threading.Lock()
         self._inflight: dict[str, asyncio.Future[Reply]] = {}
         self._closed = False
-        self._ledger: Ledger | None = None
-        # batch replies the cache does not keep (truncated, empty) and calls no batch could answer
-        self._batch_outcomes: dict[str, Reply | CallFailed] = {}
-        self._batch_made: dict[str, tuple[int, int, bool]] = {}  # answered by a batch, not counted yet
-        if self.settings.batch_import:
-            from gen.llm.batch_files import import_outputs
-
-            import_outputs(self.settings.batch_import, self._take_imported)
+        self._batches = Batching(self.settings, self.cache, self._endpoints, self._keys)
 
     # -- public ---------------------------------------------------------------------------------------
     @property
@@ -145,7 +136,7 @@ class Engine:
     @property
     def batch_mode(self) -> bool:
         """Does any endpoint answer through batches (so a step should hold as many items as a batch can)?"""
-        return any(self._batched(ep) for ep in self._endpoints.values())
+        return any(self._batches.batched(ep) for ep in self._endpoints.values())
 
     @property
     def items_run(self) -> int:
@@ -177,10 +168,11 @@ class Engine:
         prefetched = self.cache.get_many(p.key for p in prepared)
         stats = self._accounts.step(step)
         stats.items += len(prepared)
-        if self.offline and not self.plan_only:
-            self._require_cached(step, prepared, prefetched)
-        if not self.plan_only and any(self._batched(p.endpoint) for p in prepared):
-            self._settle(step, prepared, stats)
+        missing = next((p for p in prepared if p.key not in prefetched), None)
+        if self.offline and not self.plan_only and missing is not None:
+            raise missing.offline_error(step, self.cache.path)
+        if not self.plan_only and any(self._batches.batched(p.endpoint) for p in prepared):
+            self._batches.settle(step, prepared, stats, self._loop().run, self._run_async)
             prefetched = self.cache.get_many(p.key for p in prepared)
         run = StepRun(
             step,
@@ -252,8 +244,7 @@ class Engine:
                 finally:
                     self._loop_thread.close()
         finally:
-            if self._ledger is not None:
-                self._ledger.close()
+            self._batches.close()
             if self._own_cache:
                 self.cache.close()
             else:
@@ -275,163 +266,12 @@ class Engine:
         exporting = self.settings.batch_export is not None  # no server to probe
         modes.resolve(tasks, plan_only=self.plan_only, offline=self.offline, exporting=exporting)
 
-    # -- batches (gen.llm.batch) --------------------------------------------------------------------
-    def _batched(self, ep: Endpoint) -> bool:
-        return ep.config.mode == "batch" or self.settings.batch_export is not None
-
-    def _settle(self, step: str, prepared: list[Prepared], stats: StepStats) -> None:
-        """Batch rounds until every call of the step's batched endpoints is answered or given up: each round
-        walks the step without sending (as a plan does) to find the calls still missing (a correction round's
-        call appears once its first reply is in), and sends them as one batch per endpoint."""
-        tries: Counter[str] = Counter()
-        while True:
-            look = StepRun(step, prepared, StepStats(), self.cache.get_many(p.key for p in prepared), misses={})
-            self._loop().run(self._run_async(look, None))
-            assert look.misses is not None
-            if not look.misses:
-                return
-            if self.settings.batch_export is not None:
-                raise self._export(step, look.misses)
-            self._loop().run(self._batch_round(step, look.misses, stats, tries))
-            self.cache.flush()
-
-    async def _batch_round(
-        self, step: str, misses: dict[str, tuple[Prepared, dict]], stats: StepStats, tries: Counter[str]
-    ) -> None:
-        from gen.llm.batch import run_round
-
-        if self._ledger is None:
-            self._ledger = Ledger(self.cache.path)
-        by_endpoint: dict[str, dict[str, dict]] = defaultdict(dict)
-        for key, (p, body) in misses.items():
-            by_endpoint[p.endpoint.name][key] = body
-        taken: set[str] = set()
-
-        def take(result: LineResult) -> None:
-            if result.key in misses and result.key not in taken:
-                taken.add(result.key)
-                self._take_line(result, misses[result.key], tries)
-
-        rounds = await asyncio.gather(
-            *(
-                run_round(self._endpoints[name], step, bodies, self._ledger, self._keys, take)
-                for name, bodies in by_endpoint.items()
-            )
-        )
-        stats.requests += sum(r.submitted for r in rounds)
-        for key in misses.keys() - taken:  # a request no line answered goes again, as a failed one would
-            self._take_line(
-                LineResult(key, None, Failure("retry", "no line of the batch answered it"), ""), misses[key], tries
-            )
-        cancelled = [batch_id for r in rounds for batch_id in r.cancelled]
-        if cancelled:
-            raise Stopped(
-                f"batch {', '.join(cancelled)} was cancelled; the replies it had finished are in the cache",
-                record=f"step {step}",
-                expected="the same command again to send what is left in a new batch",
-            )
-
-    def _take_line(self, result: LineResult, miss: tuple[Prepared, dict], tries: Counter[str]) -> None:
-        """One line of a batch's results: a reply into the cache (or kept aside when the cache may not keep it),
-        a failure that may pass next round counted against the call's retries, any other failure final."""
-        p, body = miss
-        key, answer, failure = result.key, result.answer, result.failure
-        if answer is not None:
-            input_tokens, output_tokens, estimated = answer.tokens(body_messages(body))
-            self._batch_made[key] = (input_tokens, output_tokens, estimated)
-            if not isinstance(answer.text, str):
-                refusal = f" (refusal: {self._keys(str(answer.refusal))[:300]})" if answer.refusal else ""
-                self._batch_outcomes[key] = CallFailed(
-                    "empty", f"the endpoint returned no text{refusal}", raw=result.raw
-                )
-                return
-            text = self._keys(answer.text)
-            reply = Reply(text, answer.finish_reason, input_tokens, output_tokens, False, answer.logprobs)
-            if reply.truncated(p.task):
-                self._batch_outcomes[key] = reply
-            else:
-                kept = CachedReply(
-                    text, reply.finish_reason, input_tokens, output_tokens, p.endpoint.config.model, reply.logprobs
-                )
-                self.cache.put(key, kept)
-            return
-        assert failure is not None
-        raw = self._keys(result.raw) or None
-        if result.retry:
-            tries[key] += 1
-            if tries[key] <= p.endpoint.config.max_retries:
-                return
-            reason = f"given up after {tries[key]} batches; last: {failure.reason}"
-            self._batch_outcomes[key] = CallFailed("request_failed", reason, raw=raw)
-        else:
-            kind = "refused" if failure.kind.startswith("http_") else failure.kind
-            self._batch_outcomes[key] = CallFailed(kind, f"the batch answered: {failure.reason}", raw=raw)
-
-    def _batch_outcome(self, run: StepRun, p: Prepared, key: str) -> Reply:
-        outcome = self._batch_outcomes[key]
-        if run.misses is None and key in self._batch_made:
-            self._count_batch_call(run, p, key)
-        if isinstance(outcome, CallFailed):
-            run.stats.calls_failed += run.misses is None
-            raise outcome
-        return outcome
-
-    def _count_batch_call(self, run: StepRun, p: Prepared, key: str) -> None:
-        """A call a batch answered, counted once (at the batch price) in the pass whose outcomes are kept."""
-        input_tokens, output_tokens, estimated = self._batch_made.pop(key)
-        run.stats.add_call(input_tokens, output_tokens, p.endpoint.config.batch_price, estimated=estimated)
-        run.stats.calls_batch += 1
-        run.counters.note_request(input_tokens + output_tokens)
-
-    def _take_imported(self, result: LineResult) -> None:
-        """A line of an output file given with --batch-import: its reply into the cache (kept aside when
-        truncated: whether a reply reaching its cap is complete depends on the task asking)."""
-        answer, key = result.answer, result.key
-        if answer is not None and isinstance(answer.text, str):
-            self._batch_made[key] = answer.tokens([])
-            reply = Reply(answer.text, answer.finish_reason, *self._batch_made[key][:2], False, answer.logprobs)
-            if answer.finish_reason == "length":
-                self._batch_outcomes[key] = reply
-            else:
-                self.cache.put(
-                    key, CachedReply(reply.text, reply.finish_reason, *self._batch_made[key][:2], None, reply.logprobs)
-                )
-        elif answer is not None or (result.failure is not None and not result.retry):
-            reason = result.failure.reason if result.failure is not None else "the endpoint returned no text"
-            self._batch_outcomes[key] = CallFailed("refused" if answer is None else "empty", reason, raw=result.raw)
-
-    def _export(self, step: str, misses: dict[str, tuple[Prepared, dict]]) -> Stopped:
-        """Write the round's requests as batch files (--batch-export) and stop, saying what to run next."""
-        from gen.llm.batch_files import request_line, write_request_files
-
-        folder = self.settings.batch_export
-        assert folder is not None
-        folder.mkdir(parents=True, exist_ok=True)
-        groups: dict[tuple[str, str], list[bytes]] = defaultdict(list)
-        for key, (p, body) in misses.items():
-            groups[(p.endpoint.name, "chat" if "messages" in body else "completions")].append(request_line(key, body))
-        files = []
-        for (name, kind), lines in sorted(groups.items()):
-            config = self._endpoints[name].config
-            stem = f"{step}.{name}" + ("" if kind == "chat" else ".completions")
-            written = write_request_files(
-                lines, folder, stem, max_requests=config.batch_max_requests, max_bytes=config.batch_max_bytes
-            )
-            files += [str(path) for path, _ in written]
-        self.cache.flush()
-        return Stopped(
-            f"wrote the {len(misses):,} requests step {step} still needs into {', '.join(files)}",
-            exit_code=0,
-            resume="answer them through the Batch API or vLLM's run_batch, then run the same command with "
-            "--batch-import and the output files (and --batch-export for the round after)",
-        )
-
     # -- giving up ------------------------------------------------------------------------------------
     def _give_up_all(self, step: str, tasks: Sequence[Task], exc: GiveUp) -> NoReturn:
         """The endpoint was given up on before any item started: every item is given up."""
         stats = self._accounts.step(step)
         stats.items += len(tasks)
-        outcomes = [_failed(task, "given_up", _given_up(exc), None) for task in tasks]
+        outcomes = [Outcome.failed(task, "given_up", _given_up(exc), None) for task in tasks]
         for outcome in outcomes:
             stats.add_outcome(outcome)
         self._accounts.add_rejects(step, outcomes)
@@ -443,25 +283,12 @@ class Engine:
         reason = _given_up(exc)
         for p in run.prepared:
             if run.outcomes[p.index] is None:
-                outcome = _failed(p.task, "given_up", reason, None)
+                outcome = Outcome.failed(p.task, "given_up", reason, None)
                 run.outcomes[p.index] = outcome
                 run.stats.add_outcome(outcome)
         self._accounts.add_rejects(run.step, run.outcomes)
         self.cache.flush()  # every completed call stays cached for the resume
         exc.endpoint.gave_up()
-
-    def _require_cached(self, step: str, prepared: list[Prepared], cached: Mapping[str, CachedReply]) -> None:
-        for p in prepared:
-            if p.key not in cached:
-                raise self._offline_error(step, p)
-
-    def _offline_error(self, step: str, p: Prepared) -> GenError:
-        return GenError(
-            "offline run: this call is not in the LLM cache",
-            record=f"step {step}, item {p.task.item_id}",
-            field=f"endpoint {p.endpoint.name}",
-            expected=f"a cache filled by an earlier run with the same prompts and parameters ({self.cache.path})",
-        )
 
     def _reporter_for(self, run: StepRun) -> Reporter | None:
         """A progress display, only when calls are about to be made (cached steps finish at once)."""
@@ -500,11 +327,11 @@ class Engine:
         try:
             first = await self._reply(run, p, p.body, p.key)
         except CallFailed as exc:
-            return _failed(task, exc.kind, exc.reason, exc.raw)
+            return Outcome.failed(task, exc.kind, exc.reason, exc.raw)
         except NotCached:
-            return _failed(task, "not_cached", "not cached (plan only)", None)
+            return Outcome.failed(task, "not_cached", "not cached (plan only)", None)
         if first.truncated(task):
-            return _failed(task, "truncated", f"reply truncated ({_truncation(p)})", first.text)
+            return Outcome.failed(task, "truncated", f"reply truncated ({p.truncation()})", first.text)
         try:
             value = parse_reply(task.parser, first.text)
         except ParseFailure as exc:
@@ -524,18 +351,18 @@ class Engine:
         try:
             second = await self._reply(run, p, body, cache_key(config.base_url, body, task.sample))
         except CallFailed as exc:
-            return _failed(task, exc.kind, f"{error}; the correction round failed: {exc.reason}", first.text)
+            return Outcome.failed(task, exc.kind, f"{error}; the correction round failed: {exc.reason}", first.text)
         except NotCached:
-            return _failed(task, "not_cached", "correction round not cached (plan only)", first.text)
+            return Outcome.failed(task, "not_cached", "correction round not cached (plan only)", first.text)
         cached = first.cached and second.cached
         if second.truncated(task):
-            return _failed(
-                task, "truncated", f"{error}; the corrected reply was truncated ({_truncation(p)})", second.text, cached
+            return Outcome.failed(
+                task, "truncated", f"{error}; the corrected reply was truncated ({p.truncation()})", second.text, cached
             )
         try:
             value = parse_reply(task.parser, second.text)
         except ParseFailure as exc:
-            return _failed(
+            return Outcome.failed(
                 task, "parse", f"{exc} (after one correction round; first reply: {error})", second.text, cached
             )
         return Outcome(
@@ -545,11 +372,9 @@ class Engine:
     async def _reply(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
         """A reply from the cache, or from the endpoint (then cached unless truncated)."""
         hit = run.prefetched[key] if key in run.prefetched else self.cache.get(key)
-        if hit is None and key in self._batch_outcomes:
-            return self._batch_outcome(run, p, key)
-        if hit is not None and key in self._batch_made and run.misses is None:
-            self._count_batch_call(run, p, key)
-            return Reply(hit.text, hit.finish_reason, hit.input_tokens, hit.output_tokens, False, hit.logprobs)
+        answered = self._batches.reply(run, p, key, hit)  # a batch's reply, counted as a call made, or its failure
+        if answered is not None:
+            return answered
         if hit is not None:
             run.stats.add_cached(hit)
             if run.plan is not None:
@@ -559,13 +384,13 @@ class Engine:
             run.plan.needed(p.endpoint.name, estimate_input_tokens(body_messages(body)))
             raise NotCached()
         if run.misses is not None:  # looking ahead for the next batch round
-            if self._batched(p.endpoint):
+            if self._batches.batched(p.endpoint):
                 run.misses[key] = (p, body)
             raise NotCached()
-        if self._batched(p.endpoint):  # every round was settled before this pass: nothing is left to send
+        if self._batches.batched(p.endpoint):  # every round was settled before this pass: nothing is left to send
             raise CallFailed("request_failed", "no batch answered this request")
         if self.offline:
-            raise self._offline_error(run.step, p)
+            raise p.offline_error(run.step, self.cache.path)
         return await self._send_shared(run, p, body, key)
 
     async def _send_shared(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
@@ -620,14 +445,5 @@ class Engine:
             await ep.close()
 
 
-def _failed(task: Task, kind: str, reason: str, text: str | None, cached: bool = False) -> Outcome:
-    return Outcome(task, ok=False, text=text, reason=reason, kind=kind, cached=cached)
-
-
 def _given_up(exc: GiveUp) -> str:
     return f"given up when the run stopped: {exc.stop.message}"
-
-
-def _truncation(p: Prepared) -> str:
-    cap, name = p.endpoint.config.output_cap  # (a task with its own cap is never truncated)
-    return f"finish_reason=length, {name or 'max_tokens'}={cap}"

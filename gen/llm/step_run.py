@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
@@ -54,6 +55,19 @@ class Prepared:
     response_format: dict | None
     body: dict
     key: str
+
+    def truncation(self) -> str:
+        """What cut a reply short, for its reason (a task with its own cap is never truncated)."""
+        cap, name = self.endpoint.config.output_cap
+        return f"finish_reason=length, {name or 'max_tokens'}={cap}"
+
+    def offline_error(self, step: str, cache_path: Path) -> GenError:
+        return GenError(
+            "offline run: this call is not in the LLM cache",
+            record=f"step {step}, item {self.task.item_id}",
+            field=f"endpoint {self.endpoint.name}",
+            expected=f"a cache filled by an earlier run with the same prompts and parameters ({cache_path})",
+        )
 
 
 @dataclass

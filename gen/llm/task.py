@@ -72,6 +72,10 @@ class Outcome:
     def item_id(self) -> str:
         return self.task.item_id
 
+    @classmethod
+    def failed(cls, task: Task, kind: str, reason: str, text: str | None, cached: bool = False) -> Outcome:
+        return cls(task, ok=False, text=text, reason=reason, kind=kind, cached=cached)
+
 
 def split_messages(text: str, source: str = "prompt") -> list[dict[str, str]]:
     """Split rendered text on lines ``<<system>>``, ``<<user>>``, ``<<assistant>>`` (``<<developer>>``).

@@ -1,0 +1,54 @@
+"""The `gen batches` commands (registered in gen/cli.py): the Batch API batches an LLM cache sent, and cancelling
+one. Heavy imports happen inside the functions."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from gen.cli_options import CACHE_DIR
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+batches_app = typer.Typer(help="The Batch API batches an LLM cache knows.", invoke_without_command=True)
+
+
+@batches_app.callback()
+def batches(ctx: typer.Context, cache_dir: Path | None = CACHE_DIR) -> None:
+    """List the batches sent from this cache: id, endpoint, step, status, requests done and failed, age.
+
+    Example: gen batches --cache-dir ~/.cache/gen
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from gen.llm.batch import known_batches
+
+    rows = known_batches(cache_dir)
+    if not rows:
+        typer.echo("this cache has sent no batch")
+        return
+    typer.echo(f"{'batch':<34} {'endpoint':<12} {'step':<28} {'status':<11} {'done':>13} {'failed':>7} {'age':>7}")
+    for row in rows:
+        age = (time.time() - row.created) / 3600
+        done = f"{row.completed:,}/{row.requests:,}"
+        typer.echo(
+            f"{row.id:<34} {row.endpoint:<12} {row.step:<28} {row.status:<11} {done:>13} {row.failed:>7,} {age:>6.1f}h"
+        )
+
+
+@batches_app.command("cancel")
+def batches_cancel(
+    batch_id: str = typer.Argument(..., help="A batch id from `gen batches`."), cache_dir: Path | None = CACHE_DIR
+) -> None:
+    """Ask the Batch API to cancel a batch this cache sent; its finished replies are collected by the next run.
+
+    Example: gen batches cancel batch_abc123
+    """
+    from gen.llm.batch import cancel_batch
+
+    status = cancel_batch(cache_dir, batch_id)
+    err.print(f"batch {batch_id}: {status}")

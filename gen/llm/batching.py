@@ -1,0 +1,212 @@
+"""The engine's batch side (``mode: batch``, batch files): rounds of a step sent as batches, what came back.
+
+:meth:`Batching.settle` runs before a step's ordinary pass when any of its endpoints is batched: it walks the
+step without sending (as a plan does) to find the calls still missing (a correction round's call appears once
+its first reply is in), sends them as one batch per endpoint (:mod:`gen.llm.batch`) or writes them as files
+(``--batch-export``), and takes every line that comes back, until nothing is missing. The ordinary pass then
+finds every reply in the cache; :meth:`Batching.reply` tells it which of them a batch brought in this run (they
+are counted as calls made, at the batch price) and gives it what the cache does not keep: truncated replies,
+refusals and calls no batch could answer. ``--batch-import`` files are taken the same way when the engine opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from gen.errors import Stopped
+from gen.llm.accounting import StepStats
+from gen.llm.attempts import CallFailed
+from gen.llm.batch_files import LineResult
+from gen.llm.batch_ledger import Ledger
+from gen.llm.cache import Cache, CachedReply
+from gen.llm.config import RunSettings
+from gen.llm.endpoint import Endpoint, KeyScrubber
+from gen.llm.request import Failure, body_messages
+from gen.llm.step_run import Prepared, Reply, StepRun
+
+__all__ = ["Batching"]
+
+
+class Batching:
+    """See the module docstring."""
+
+    def __init__(self, settings: RunSettings, cache: Cache, endpoints: dict[str, Endpoint], keys: KeyScrubber) -> None:
+        self.settings, self.cache, self._endpoints, self._keys = settings, cache, endpoints, keys
+        self._ledger: Ledger | None = None
+        # batch replies the cache does not keep (truncated, empty) and calls no batch could answer
+        self._outcomes: dict[str, Reply | CallFailed] = {}
+        self._made: dict[str, tuple[int, int, bool]] = {}  # answered by a batch, not counted yet
+        if settings.batch_import:
+            from gen.llm.batch_files import import_outputs
+
+            import_outputs(settings.batch_import, self.take_imported)
+
+    def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+
+    def batched(self, ep: Endpoint) -> bool:
+        return ep.config.mode == "batch" or self.settings.batch_export is not None
+
+    def settle(
+        self,
+        step: str,
+        prepared: list[Prepared],
+        stats: StepStats,
+        run_on_loop: Callable[[Coroutine[Any, Any, None]], None],
+        walk: Callable[[StepRun, None], Coroutine[Any, Any, None]],
+    ) -> None:
+        """Batch rounds until every call of the step's batched endpoints is answered or given up: each round
+        walks the step without sending (as a plan does) to find the calls still missing (a correction round's
+        call appears once its first reply is in), and sends them as one batch per endpoint."""
+        tries: Counter[str] = Counter()
+        while True:
+            look = StepRun(step, prepared, StepStats(), self.cache.get_many(p.key for p in prepared), misses={})
+            run_on_loop(walk(look, None))
+            assert look.misses is not None
+            if not look.misses:
+                return
+            if self.settings.batch_export is not None:
+                raise self.export(step, look.misses)
+            run_on_loop(self._round(step, look.misses, stats, tries))
+            self.cache.flush()
+
+    async def _round(
+        self, step: str, misses: dict[str, tuple[Prepared, dict]], stats: StepStats, tries: Counter[str]
+    ) -> None:
+        from gen.llm.batch import run_round
+
+        if self._ledger is None:
+            self._ledger = Ledger(self.cache.path)
+        by_endpoint: dict[str, dict[str, dict]] = defaultdict(dict)
+        for key, (p, body) in misses.items():
+            by_endpoint[p.endpoint.name][key] = body
+        taken: set[str] = set()
+
+        def take(result: LineResult) -> None:
+            if result.key in misses and result.key not in taken:
+                taken.add(result.key)
+                self.take_line(result, misses[result.key], tries)
+
+        rounds = await asyncio.gather(
+            *(
+                run_round(self._endpoints[name], step, bodies, self._ledger, self._keys, take)
+                for name, bodies in by_endpoint.items()
+            )
+        )
+        stats.requests += sum(r.submitted for r in rounds)
+        for key in misses.keys() - taken:  # a request no line answered goes again, as a failed one would
+            self.take_line(
+                LineResult(key, None, Failure("retry", "no line of the batch answered it"), ""), misses[key], tries
+            )
+        cancelled = [batch_id for r in rounds for batch_id in r.cancelled]
+        if cancelled:
+            raise Stopped(
+                f"batch {', '.join(cancelled)} was cancelled; the replies it had finished are in the cache",
+                record=f"step {step}",
+                expected="the same command again to send what is left in a new batch",
+            )
+
+    def take_line(self, result: LineResult, miss: tuple[Prepared, dict], tries: Counter[str]) -> None:
+        """One line of a batch's results: a reply into the cache (or kept aside when the cache may not keep it),
+        a failure that may pass next round counted against the call's retries, any other failure final."""
+        p, body = miss
+        key, answer, failure = result.key, result.answer, result.failure
+        if answer is not None:
+            input_tokens, output_tokens, estimated = answer.tokens(body_messages(body))
+            self._made[key] = (input_tokens, output_tokens, estimated)
+            if not isinstance(answer.text, str):
+                refusal = f" (refusal: {self._keys(str(answer.refusal))[:300]})" if answer.refusal else ""
+                self._outcomes[key] = CallFailed("empty", f"the endpoint returned no text{refusal}", raw=result.raw)
+                return
+            text = self._keys(answer.text)
+            reply = Reply(text, answer.finish_reason, input_tokens, output_tokens, False, answer.logprobs)
+            if reply.truncated(p.task):
+                self._outcomes[key] = reply
+            else:
+                kept = CachedReply(
+                    text, reply.finish_reason, input_tokens, output_tokens, p.endpoint.config.model, reply.logprobs
+                )
+                self.cache.put(key, kept)
+            return
+        assert failure is not None
+        raw = self._keys(result.raw) or None
+        if result.retry:
+            tries[key] += 1
+            if tries[key] <= p.endpoint.config.max_retries:
+                return
+            reason = f"given up after {tries[key]} batches; last: {failure.reason}"
+            self._outcomes[key] = CallFailed("request_failed", reason, raw=raw)
+        else:
+            kind = "refused" if failure.kind.startswith("http_") else failure.kind
+            self._outcomes[key] = CallFailed(kind, f"the batch answered: {failure.reason}", raw=raw)
+
+    def reply(self, run: StepRun, p: Prepared, key: str, hit: CachedReply | None) -> Reply | None:
+        """What a batch answered for this call when the cache alone cannot say it: a reply kept aside or a
+        failure (raised), or a cached reply a batch brought in this run (counted as a call made, once); None
+        for any other call."""
+        if hit is None and key in self._outcomes:
+            outcome = self._outcomes[key]
+            if run.misses is None and key in self._made:
+                self._count(run, p, key)
+            if isinstance(outcome, CallFailed):
+                run.stats.calls_failed += run.misses is None
+                raise outcome
+            return outcome
+        if hit is not None and key in self._made and run.misses is None:
+            self._count(run, p, key)
+            return Reply(hit.text, hit.finish_reason, hit.input_tokens, hit.output_tokens, False, hit.logprobs)
+        return None
+
+    def _count(self, run: StepRun, p: Prepared, key: str) -> None:
+        """A call a batch answered, counted once (at the batch price) in the pass whose outcomes are kept."""
+        input_tokens, output_tokens, estimated = self._made.pop(key)
+        run.stats.add_call(input_tokens, output_tokens, p.endpoint.config.batch_price, estimated=estimated)
+        run.stats.calls_batch += 1
+        run.counters.note_request(input_tokens + output_tokens)
+
+    def take_imported(self, result: LineResult) -> None:
+        """A line of an output file given with --batch-import: its reply into the cache (kept aside when
+        truncated: whether a reply reaching its cap is complete depends on the task asking)."""
+        answer, key = result.answer, result.key
+        if answer is not None and isinstance(answer.text, str):
+            self._made[key] = answer.tokens([])
+            reply = Reply(answer.text, answer.finish_reason, *self._made[key][:2], False, answer.logprobs)
+            if answer.finish_reason == "length":
+                self._outcomes[key] = reply
+            else:
+                self.cache.put(
+                    key, CachedReply(reply.text, reply.finish_reason, *self._made[key][:2], None, reply.logprobs)
+                )
+        elif answer is not None or (result.failure is not None and not result.retry):
+            reason = result.failure.reason if result.failure is not None else "the endpoint returned no text"
+            self._outcomes[key] = CallFailed("refused" if answer is None else "empty", reason, raw=result.raw)
+
+    def export(self, step: str, misses: dict[str, tuple[Prepared, dict]]) -> Stopped:
+        """Write the round's requests as batch files (--batch-export) and stop, saying what to run next."""
+        from gen.llm.batch_files import request_line, write_request_files
+
+        folder = self.settings.batch_export
+        assert folder is not None
+        folder.mkdir(parents=True, exist_ok=True)
+        groups: dict[tuple[str, str], list[bytes]] = defaultdict(list)
+        for key, (p, body) in misses.items():
+            groups[(p.endpoint.name, "chat" if "messages" in body else "completions")].append(request_line(key, body))
+        files = []
+        for (name, kind), lines in sorted(groups.items()):
+            config = self._endpoints[name].config
+            stem = f"{step}.{name}" + ("" if kind == "chat" else ".completions")
+            written = write_request_files(
+                lines, folder, stem, max_requests=config.batch_max_requests, max_bytes=config.batch_max_bytes
+            )
+            files += [str(path) for path, _ in written]
+        self.cache.flush()
+        return Stopped(
+            f"wrote the {len(misses):,} requests step {step} still needs into {', '.join(files)}",
+            exit_code=0,
+            resume="answer them through the Batch API or vLLM's run_batch, then run the same command with "
+            "--batch-import and the output files (and --batch-export for the round after)",
+        )
