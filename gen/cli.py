@@ -31,6 +31,7 @@ from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
 from gen.logs import configure
 from gen.teabag_judge.cli import judge
+from gen.view.command import view
 
 app = typer.Typer(
     add_completion=False,
@@ -340,6 +341,7 @@ app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/p
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/command.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions
 app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/teabag_judge/cli.py
+app.command()(view)  # `gen view`, the local web viewer in gen/view/ (the view extra)
 
 
 def main() -> None:
