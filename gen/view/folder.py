@@ -69,7 +69,7 @@ def open_folder(path: Path) -> RunFolder:
             "this is not a run folder: it holds neither run.json nor gen's marker", file=path, expected=NOT_A_RUN
         )
     for config in folder.configs.values():
-        if config.format == "jsonl" and not config.still_writing:
+        if config.format == "jsonl" and config.files and not config.still_writing:
             check_last_record(config)
     return folder
 
@@ -131,7 +131,8 @@ def finished_folder(path: Path, report: dict[str, Any]) -> RunFolder:
     for name, info in report["configs"].items():
         info = info if isinstance(info, dict) else {}
         data = path / str(info.get("path", f"{name}/{report.get('split', 'test')}.jsonl"))
-        if not data.is_file():
+        present = data.is_file()
+        if not present and info.get("records") != 0:
             raise GenError(
                 f"config {name!r} is listed in run.json but its file is missing",
                 file=data,
@@ -139,7 +140,7 @@ def finished_folder(path: Path, report: dict[str, Any]) -> RunFolder:
             )
         configs[name] = ConfigFiles(
             name=name,
-            files=[data],
+            files=[data] if present else [],  # a stopped run lists a config it never wrote a record of
             format="jsonl",
             features=features.get(name) or installed_features(name),
             questions=info.get("questions") if isinstance(info.get("questions"), dict) else None,

@@ -114,6 +114,10 @@ def column_types(features: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def import_sql(config: ConfigFiles) -> str:
+    if not config.files:  # a config without records: its declared columns, no rows
+        declared = column_types(config.features or []) or {"record": "JSON"}
+        columns = ", ".join(f"{quoted(name)} {kind}" for name, kind in declared.items())
+        return f"CREATE TABLE {table_name(config.name)} ({columns})"
     files = "[" + ", ".join(literal(str(path)) for path in config.files) + "]"
     if config.format == "parquet":
         return f"CREATE TABLE {table_name(config.name)} AS SELECT * FROM read_parquet({files})"
@@ -292,7 +296,7 @@ class Index:
         """A page read from the file itself, in file order (before the index is ready)."""
         files = self.folder.configs[config]
         start = (query.page - 1) * query.size
-        if not query.plain or files.format != "jsonl" or start + query.size > HEAD_PAGES_MAX_LINES:
+        if not query.plain or not files.files or files.format != "jsonl" or start + query.size > HEAD_PAGES_MAX_LINES:
             return Page([], 0, False)
         rows = []
         for number, line in enumerate(itertools.islice(lines(files.files[0]), start, start + query.size), start):

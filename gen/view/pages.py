@@ -415,6 +415,8 @@ def shown_field(name: str, value: Any) -> dict[str, Any]:
             "columns": columns,
             "rows": [[cell(r.get(k), None) for k in columns] for r in value],
         }
+    if isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
+        return {"name": name, "kind": "text", "text": cell(value, None)}
     if isinstance(value, dict | list):
         return {"name": name, "kind": "json", "text": json.dumps(value, ensure_ascii=False, indent=1, default=str)}
     return {"name": name, "kind": "text", "text": cell(value, None)}
@@ -620,6 +622,8 @@ def record_diff(viewer: Viewer, config: str) -> dict[str, Any]:
     if config in viewer.diffs:
         return viewer.diffs[config]
     assert viewer.other is not None
+    if not viewer.folder.configs[config].files or not viewer.other.configs[config].files:
+        return {"config": config, "key": None}
     key = record_key(viewer, config)
     if key is None:
         return {"config": config, "key": None}
