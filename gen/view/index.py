@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +127,6 @@ def import_sql(config: ConfigFiles) -> str:
         options.append(f"columns={{{types}}}")
     else:
         options.append("sample_size=-1")
-    if config.still_writing:  # the writer may be in the middle of the last line
-        options.append("ignore_errors=true")
     return f"CREATE TABLE {table_name(config.name)} AS SELECT * FROM read_json({files}, {', '.join(options)})"
 
 
@@ -161,6 +159,8 @@ class Index:
         state.state = "indexing"
         started = time.perf_counter()
         try:
+            if config.still_writing:
+                config = whole_lines_snapshot(config, self.workdir)
             with self.cursor() as cur:
                 cur.execute(import_sql(config))
                 state.columns = self.describe(cur, table_name(config.name))
@@ -312,6 +312,21 @@ class Index:
             self.db.close()
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def whole_lines_snapshot(config: ConfigFiles, workdir: Path) -> ConfigFiles:
+    """A config gen is still writing, as a copy (in the index's own folder) of its whole lines at this moment:
+    the writer may be in the middle of the last one."""
+    source = config.files[0]
+    copy = workdir / f"writing-{len(list(workdir.glob('writing-*')))}.jsonl"
+    with source.open("rb") as reader, copy.open("wb") as writer:
+        tail = b""
+        while chunk := reader.read(1 << 20):
+            data = tail + chunk
+            end = data.rfind(b"\n") + 1
+            writer.write(data[:end])
+            tail = data[end:]
+    return replace(config, files=[copy], still_writing=False)
 
 
 def lines(path: Path) -> Iterator[bytes]:
