@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from gen.templating import builtin_templates_dir
-from gen.view import pages
+from gen.view import pages, questions, rejects_compare
 from gen.view.index import QueryError
 
 STATIC_TYPES = {".css": "text/css", ".svg": "image/svg+xml", ".js": "text/javascript"}
@@ -69,20 +69,20 @@ def make_app(viewer: pages.Viewer) -> Starlette:
 
     def record(request: Request) -> tuple[str, dict[str, Any]]:
         row = int(request.path_params["row"]) - 1
-        return "record.html", pages.record_by_row(viewer, request.path_params["config"], row)
+        return "record.html", questions.record_by_row(viewer, request.path_params["config"], row)
 
     def question(request: Request) -> tuple[str, dict[str, Any]]:
         params = request.path_params
-        return "record.html", pages.record_by_question(viewer, params["config"], params["question_id"])
+        return "record.html", questions.record_by_question(viewer, params["config"], params["question_id"])
 
     def conversation(request: Request) -> tuple[str, dict[str, Any]]:
-        return "conversation.html", pages.conversation(viewer, request.path_params["conversation_id"])
+        return "conversation.html", questions.conversation(viewer, request.path_params["conversation_id"])
 
     def rejects(request: Request) -> tuple[str, dict[str, Any]]:
-        return "rejects.html", pages.rejects(viewer, request.query_params)
+        return "rejects.html", rejects_compare.rejects(viewer, request.query_params)
 
     def compare(request: Request) -> tuple[str, dict[str, Any]]:
-        return "compare.html", pages.compare(viewer)
+        return "compare.html", rejects_compare.compare(viewer)
 
     def static(request: Request) -> Response:
         name = request.path_params["name"]
