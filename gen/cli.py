@@ -34,6 +34,7 @@ from gen.hub_dataset import DATASET_HELP, REVISION
 from gen.llm.batch_command import batches_app
 from gen.logs import configure
 from gen.teabag_judge.cli import judge
+from gen.view.command import view
 
 app = typer.Typer(
     add_completion=False,
@@ -364,6 +365,7 @@ app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/p
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/command.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions
 app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/teabag_judge/cli.py
+app.command()(view)  # `gen view`, the local web viewer in gen/view/ (the view extra)
 
 
 def main() -> None:

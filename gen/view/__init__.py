@@ -1,0 +1,1 @@
+"""`gen view`: a local web viewer for run folders (the optional `view` extra)."""
