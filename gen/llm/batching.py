@@ -114,35 +114,52 @@ class Batching:
         """One line of a batch's results: a reply into the cache (or kept aside when the cache may not keep it),
         a failure that may pass next round counted against the call's retries, any other failure final."""
         p, body = miss
-        key, answer, failure = result.key, result.answer, result.failure
-        if answer is not None:
-            input_tokens, output_tokens, estimated = answer.tokens(body_messages(body))
-            self._made[key] = (input_tokens, output_tokens, estimated)
-            if not isinstance(answer.text, str):
-                refusal = f" (refusal: {self._keys(str(answer.refusal))[:300]})" if answer.refusal else ""
-                self._outcomes[key] = CallFailed("empty", f"the endpoint returned no text{refusal}", raw=result.raw)
-                return
-            text = self._keys(answer.text)
-            reply = Reply(text, answer.finish_reason, input_tokens, output_tokens, False, answer.logprobs)
-            if reply.truncated(p.task):
-                self._outcomes[key] = reply
-            else:
-                kept = CachedReply(
-                    text, reply.finish_reason, input_tokens, output_tokens, p.endpoint.config.model, reply.logprobs
-                )
-                self.cache.put(key, kept)
-            return
-        assert failure is not None
-        raw = self._keys(result.raw) or None
-        if result.retry:
-            tries[key] += 1
-            if tries[key] <= p.endpoint.config.max_retries:
-                return
-            reason = f"given up after {tries[key]} batches; last: {failure.reason}"
-            self._outcomes[key] = CallFailed("request_failed", reason, raw=raw)
+        if result.answer is not None:
+            complete = lambda reply: not reply.truncated(p.task)  # noqa: E731 - as online
+            self._answered(result, body_messages(body), p.endpoint.config.model, complete)
+        elif result.retry:
+            tries[result.key] += 1
+            if tries[result.key] > p.endpoint.config.max_retries:
+                last = result.failure.reason if result.failure else ""
+                reason = f"given up after {tries[result.key]} batches; last: {last}"
+                self._outcomes[result.key] = CallFailed("request_failed", reason, raw=self._keys(result.raw) or None)
         else:
-            kind = "refused" if failure.kind.startswith("http_") else failure.kind
-            self._outcomes[key] = CallFailed(kind, f"the batch answered: {failure.reason}", raw=raw)
+            self._refused(result)
+
+    def take_imported(self, result: LineResult) -> None:
+        """A line of an output file given with --batch-import, taken as a batch's line is (a failure that may
+        pass is left out: its request is written again with the next round's). Which task asked is not known
+        here, so a reply that reached its cap is kept aside rather than cached."""
+        if result.answer is not None:
+            self._answered(result, [], None, lambda reply: reply.finish_reason != "length")
+        elif not result.retry:
+            self._refused(result)
+
+    def _answered(
+        self, result: LineResult, messages: list[dict], model: str | None, complete: Callable[[Reply], bool]
+    ) -> None:
+        answer, key = result.answer, result.key
+        assert answer is not None
+        self._made[key] = answer.tokens(messages)
+        input_tokens, output_tokens = self._made[key][:2]
+        if not isinstance(answer.text, str):
+            refusal = f" (refusal: {self._keys(str(answer.refusal))[:300]})" if answer.refusal else ""
+            self._outcomes[key] = CallFailed("empty", f"the endpoint returned no text{refusal}", raw=result.raw)
+            return
+        text = self._keys(answer.text)
+        reply = Reply(text, answer.finish_reason, input_tokens, output_tokens, False, answer.logprobs)
+        if complete(reply):
+            self.cache.put(
+                key, CachedReply(text, reply.finish_reason, input_tokens, output_tokens, model, reply.logprobs)
+            )
+        else:
+            self._outcomes[key] = reply
+
+    def _refused(self, result: LineResult) -> None:
+        assert result.failure is not None
+        kind = "refused" if result.failure.kind.startswith("http_") else result.failure.kind
+        reason = f"the batch answered: {result.failure.reason}"
+        self._outcomes[result.key] = CallFailed(kind, reason, raw=self._keys(result.raw) or None)
 
     def reply(self, run: StepRun, p: Prepared, key: str, hit: CachedReply | None) -> Reply | None:
         """What a batch answered for this call when the cache alone cannot say it: a reply kept aside or a
@@ -167,23 +184,6 @@ class Batching:
         run.stats.add_call(input_tokens, output_tokens, p.endpoint.config.batch_price, estimated=estimated)
         run.stats.calls_batch += 1
         run.counters.note_request(input_tokens + output_tokens)
-
-    def take_imported(self, result: LineResult) -> None:
-        """A line of an output file given with --batch-import: its reply into the cache (kept aside when
-        truncated: whether a reply reaching its cap is complete depends on the task asking)."""
-        answer, key = result.answer, result.key
-        if answer is not None and isinstance(answer.text, str):
-            self._made[key] = answer.tokens([])
-            reply = Reply(answer.text, answer.finish_reason, *self._made[key][:2], False, answer.logprobs)
-            if answer.finish_reason == "length":
-                self._outcomes[key] = reply
-            else:
-                self.cache.put(
-                    key, CachedReply(reply.text, reply.finish_reason, *self._made[key][:2], None, reply.logprobs)
-                )
-        elif answer is not None or (result.failure is not None and not result.retry):
-            reason = result.failure.reason if result.failure is not None else "the endpoint returned no text"
-            self._outcomes[key] = CallFailed("refused" if answer is None else "empty", reason, raw=result.raw)
 
     def export(self, step: str, misses: dict[str, tuple[Prepared, dict]]) -> Stopped:
         """Write the round's requests as batch files (--batch-export) and stop, saying what to run next."""
