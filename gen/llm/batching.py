@@ -29,6 +29,8 @@ from gen.llm.step_run import Prepared, Reply, StepRun
 
 __all__ = ["Batching"]
 
+ERRORS = {"empty": "empty_reply"}  # how the run report counts a failed call, as for online calls
+
 
 class Batching:
     """See the module docstring."""
@@ -167,10 +169,14 @@ class Batching:
         for any other call."""
         if hit is None and key in self._outcomes:
             outcome = self._outcomes[key]
-            if run.misses is None and key in self._made:
-                self._count(run, p, key)
+            if run.misses is None:  # the pass whose outcomes are kept: counted as online
+                if key in self._made:
+                    self._count(run, p, key)
+                failed = isinstance(outcome, CallFailed)
+                run.stats.calls_failed += failed
+                kind = ERRORS.get(outcome.kind, outcome.kind) if isinstance(outcome, CallFailed) else "truncated"
+                run.stats.errors[kind] += 1
             if isinstance(outcome, CallFailed):
-                run.stats.calls_failed += run.misses is None
                 raise outcome
             return outcome
         if hit is not None and key in self._made and run.misses is None:

@@ -238,3 +238,31 @@ def test_the_plan_counts_batches_and_prices_them_at_the_discount():
     assert plan["projected_cost_usd"] == pytest.approx(online)
     assert plan["projected_batch_cost_usd"] == pytest.approx(online * 0.25)
     assert plan["batches"] == 3  # 7 requests, 3 to a file
+
+
+def test_replies_a_batch_brings_back_are_judged_as_online_ones(api_key, tmp_path):
+    def script(request):
+        text = request.messages[0]["content"]
+        if text.startswith("topic0 "):
+            return Reply.truncated('{"topic": "cut')
+        if text.startswith("topic1 "):
+            return Reply(content=None)  # no text (a refusal)
+        if text.startswith("topic3 "):
+            return Reply.server_error()  # every time
+        return summarize(request)
+
+    with FakeOpenAI(script) as server:
+        outcomes, report, rejects = run(
+            server, tmp_path / "c", "batch", items=tasks(5)[:2] + tasks(5)[3:], reject_rate=None, max_retries=1
+        )
+        assert server.batch_api.creates == 2  # the 500 once more, then given up
+    assert [o.ok for o in outcomes] == [False, False, False, True]
+    kinds = {r["item_id"]: (r["kind"], r["reason"], r["raw_text"]) for r in rejects}
+    assert kinds["item-0"] == ("truncated", "reply truncated (finish_reason=length, max_tokens=None)", '{"topic": "cut')
+    assert kinds["item-1"][0] == "empty" and kinds["item-1"][1] == "the endpoint returned no text"
+    assert kinds["item-3"][0] == "request_failed"
+    assert kinds["item-3"][1].startswith("given up after 2 batches; last: HTTP 500: The server had an error (fake)")
+    assert json.loads(kinds["item-3"][2])["response"]["status_code"] == 500
+    step = report["steps"]["summaries"]
+    assert step["calls_batch"] == 3  # the truncated and empty replies were paid for
+    assert step["calls_failed"] == 2 and step["errors"] == {"empty_reply": 1, "request_failed": 1, "truncated": 1}
