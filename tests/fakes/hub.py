@@ -323,14 +323,21 @@ class FakeHub:
             {},
         )
 
-    def tree(self, user, auth, body, query, repo_id, revision, folder=None):
-        """Every file under a folder (recursive: the only way snapshot_download asks), in one page."""
+    def at(self, user, repo_id, revision):
+        """(repo, branch, None) for a revision the user may read, else (None, None, the error reply)."""
         repo = self.repos.get(repo_id)
         if not self.visible(user, repo):
-            return self.not_found(repo_id)
+            return None, None, self.not_found(repo_id)
         branch = repo.branch_of(revision)
         if branch is None:
-            return 404, {"error": f"Invalid rev id: {revision}"}, {"X-Error-Code": "RevisionNotFound"}
+            return None, None, (404, {"error": f"Invalid rev id: {revision}"}, {"X-Error-Code": "RevisionNotFound"})
+        return repo, branch, None
+
+    def tree(self, user, auth, body, query, repo_id, revision, folder=None):
+        """Every file under a folder (recursive: the only way snapshot_download asks), in one page."""
+        repo, branch, refused = self.at(user, repo_id, revision)
+        if refused:
+            return refused
         prefix = f"{folder.rstrip('/')}/" if folder else ""
         entries = [
             {"type": "file", "oid": hashlib.sha1(content).hexdigest(), "size": len(content), "path": path}
@@ -341,12 +348,9 @@ class FakeHub:
 
     def resolve(self, user, auth, body, query, repo_id, revision, path):
         """A file's content at a branch or at a branch's head commit, with the headers hf_hub_download reads."""
-        repo = self.repos.get(repo_id)
-        if not self.visible(user, repo):
-            return self.not_found(repo_id)
-        branch = repo.branch_of(revision)
-        if branch is None:
-            return 404, {"error": f"Invalid rev id: {revision}"}, {"X-Error-Code": "RevisionNotFound"}
+        repo, branch, refused = self.at(user, repo_id, revision)
+        if refused:
+            return refused
         content = repo.files(branch).get(path)
         if content is None:
             return 404, {"error": f"{path} not found"}, {"X-Error-Code": "EntryNotFound"}

@@ -36,15 +36,6 @@ NOT_JSON = "I am not JSON at all"
 
 # -- fixtures ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def run_folder(tmp_path_factory) -> Path:
-    """`gen run recipes/quickstart.yaml --output-dir TMP`, as the README has it."""
-    out = tmp_path_factory.mktemp("runs")
-    done = gen_subprocess("run", REPO / "recipes" / "quickstart.yaml", "--output-dir", out)
-    assert done.returncode == 0, done.stderr
-    return out / "quickstart"
-
-
-@pytest.fixture(scope="module")
 def stopped_folder(tmp_path_factory) -> Path:
     """A run stopped by its reject limit: a model that never answers JSON, so every question is rejected with
     its raw reply and the run is kept as .tcq.stopped."""

@@ -10,22 +10,11 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
 
 from tests.conftest import REPO, gen_subprocess, read_jsonl, requires_extra
 from tests.view.viewer import VIEW_MODULES, fetch, running_viewer, wait_indexed
 
 needs_view = requires_extra("view", *VIEW_MODULES)
-
-
-@pytest.fixture(scope="module")
-def run_folder(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("runs")
-    done = gen_subprocess("run", REPO / "recipes" / "quickstart.yaml", "--output-dir", out)
-    assert done.returncode == 0, done.stderr
-    return out / "quickstart"
 
 
 def one_error(done: subprocess.CompletedProcess[str]) -> str:
