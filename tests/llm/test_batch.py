@@ -170,19 +170,24 @@ def test_a_cancelled_batch_keeps_what_finished_and_the_run_stops(api_key, tmp_pa
         server.batch_api.hold = True
         server.batch_api.finished = 3
 
-        def cancel_when_sent():
-            while not server.batch_api.creates:
-                time.sleep(0.01)
-            assert cancel_batch(tmp_path / "c", "batch_fake_1") == "cancelling"  # what `gen batches cancel` does
+        said: list[str] = []
 
-        canceller = threading.Thread(target=cancel_when_sent)
+        def cancel_when_polled():  # once polled, the batch is in the cache's ledger
+            try:
+                while not _polled(server):
+                    time.sleep(0.01)
+                said.append(cancel_batch(tmp_path / "c", "batch_fake_1"))  # what `gen batches cancel` does
+            finally:
+                server.batch_api.hold = False  # whatever happened, the run does not wait forever
+
+        canceller = threading.Thread(target=cancel_when_polled)
         canceller.start()
         with pytest.raises(Stopped) as stop:
             run(server, tmp_path / "c", "batch")
         canceller.join()
+        assert said == ["cancelling"]
         assert "batch batch_fake_1 was cancelled" in str(stop.value)
 
-        server.batch_api.hold = False
         outcomes, report, _ = run(server, tmp_path / "c", "batch")  # the rest, in a new batch
         # the 3 that had not run, and the correction of item 2, whose first reply (finished) did not parse
         assert server.batch_api.batches["batch_fake_2"]["request_counts"]["total"] == 4
