@@ -179,6 +179,13 @@ def copied_run(question: str, anchor_text: str) -> int:
 
 def problems(question: str, facts: Facts, max_overlap: float, max_copied_words: int) -> list[Problem]:
     """Everything wrong with a (cleaned) question; empty when it passes."""
+    return list(found_problems(question, facts, max_overlap, max_copied_words))
+
+
+@lru_cache(maxsize=8192)
+def found_problems(question: str, facts: Facts, max_overlap: float, max_copied_words: int) -> tuple[Problem, ...]:
+    """:func:`problems`, kept for the last few thousand questions: the validator checks each question the
+    generation checked, with the same facts read back from the log, soon after."""
     found = []
     if (p := form_problem(question)) is not None:
         found.append(p)
@@ -208,4 +215,4 @@ def problems(question: str, facts: Facts, max_overlap: float, max_copied_words: 
                 "overlap too high", f"repeats {share:.0%} of the anchor's content words (ceiling {max_overlap:.0%})"
             )
         )
-    return found
+    return tuple(found)

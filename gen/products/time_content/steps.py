@@ -7,6 +7,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 from num2words import num2words
 from pydantic import BaseModel, Field
@@ -63,20 +64,45 @@ class Item:
 # --- items and prompts --------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=256)
+def session_words(session: int) -> tuple[str, str]:
+    """(ordinal in digits, ordinal in words) of a session number ("3rd", "third"): spelling numbers out costs
+    more than the rest of a phrase, and a corpus has few session numbers."""
+    return num2words(session, to="ordinal_num"), num2words(session, to="ordinal")
+
+
 def reference_phrases(kind: str, day: date, session: int, templates_dir: str | None) -> list[str]:
+    ordinal, ordinal_word = session_words(session)
     text = templating.render(
         REFERENCES,
         templates_dir,
         kind=kind,
         **date_variables(day),
         session=str(session),
-        session_ordinal=num2words(session, to="ordinal_num"),
-        session_ordinal_word=num2words(session, to="ordinal"),
+        session_ordinal=ordinal,
+        session_ordinal_word=ordinal_word,
     )
     phrases = [line.strip() for line in text.splitlines() if line.strip()]
     if not phrases:
         raise GenError(f"no time phrase for kind {kind!r}", file=REFERENCES, expected="one phrase per line")
     return phrases
+
+
+class PhraseBook:
+    """The time phrases of each (kind, date, session), rendered once per plan: the conversations of a corpus
+    share many dates and session numbers. It lives as long as one plan, so an edited template is read again
+    by the next."""
+
+    def __init__(self, templates_dir: str | None) -> None:
+        self.templates_dir = templates_dir
+        self.rendered: dict[tuple[str, date, int], list[str]] = {}
+
+    def phrases(self, kind: str, day: date, session: int) -> list[str]:
+        key = (kind, day, session)
+        found = self.rendered.get(key)
+        if found is None:
+            found = self.rendered[key] = reference_phrases(kind, day, session, self.templates_dir)
+        return found
 
 
 def line(response) -> dict:
@@ -97,7 +123,10 @@ def anchor_slots(timeline: Timeline, options: Options, rng: random.Random) -> li
     )
 
 
-def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: str | None) -> list[Item]:
+def items_for(
+    timeline: Timeline, options: Options, seed: int, templates_dir: str | None, book: PhraseBook | None = None
+) -> list[Item]:
+    book = book or PhraseBook(templates_dir)
     rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
     slots = anchor_slots(timeline, options, rng)
     speakers = tuple(timeline.conversation.speakers)
@@ -112,7 +141,7 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
         same_session = [r for r in nearby if r.session_index == anchor.session_index]
         before = [r for r in same_session if r.response_index < first]
         after = [r for r in same_session if r.response_index > last]
-        reference = rng.choice(reference_phrases(slot.kind, anchor.date, anchor.session_index, templates_dir))
+        reference = rng.choice(book.phrases(slot.kind, anchor.date, anchor.session_index))
         facts = Facts(
             speaker=anchor.speaker,
             speakers=speakers,
@@ -144,7 +173,8 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
 
 def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> list[Item]:
     """Every question this product will try to write for these conversations, in output order (no LLM call)."""
-    return [item for unit in units for item in items_for(unit.stamped, options, ctx.seed, ctx.templates_dir)]
+    book = PhraseBook(ctx.templates_dir)
+    return [item for unit in units for item in items_for(unit.stamped, options, ctx.seed, ctx.templates_dir, book)]
 
 
 def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
