@@ -43,7 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from gen.products.time_content.lexical import name_words, stems_without
+from gen.products.time_content.lexical import name_words, text_stems
 from gen.timeline import Response, Timeline
 
 RECURRENCE_CAP = 2
@@ -66,9 +66,9 @@ class Weights:
             for s in stems:
                 postings[s].append(index)
         n = max(len(self.stems), 1)
-        self.postings = dict(postings)
-        self.idf = {s: math.log(n / len(where)) for s, where in postings.items()}
-        self.masses = [self.mass(stems) for stems in self.stems]
+        self.postings = postings  # read with .get, which adds nothing
+        idf = self.idf = {s: math.log(n / len(where)) for s, where in postings.items()}
+        self.masses = [math.fsum(map(idf.__getitem__, stems)) for stems in self.stems]  # as mass() sums them
 
     def mass(self, stems: Iterable[str]) -> float:
         """Exactly rounded (math.fsum), so the value does not depend on set iteration order."""
@@ -180,7 +180,7 @@ class Pool:
         self.topic_similarity = topic_similarity
         responses = self.responses = timeline.responses
         drop = name_words(timeline.conversation.speakers)
-        stems = [stems_without(r.text, drop) for r in responses]  # each text tokenised once, here
+        stems = [text_stems(r.text, drop) for r in responses]  # each text tokenised once, here
         self.weights = Weights(stems)
         word_counts = [len(r.text.split()) for r in responses]
         self._on_topic: list[bool] | None = None  # each response on the topic of the one before, once needed

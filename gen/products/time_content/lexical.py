@@ -80,9 +80,16 @@ class StemTable(dict):
 STEMS = StemTable()
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)
 def stems_without(text: str, drop: frozenset[str]) -> frozenset[str]:
-    """Content-word stems of a text, leaving out `drop` (lower-case words, matched before or after stemming)."""
+    """Content-word stems of a text, leaving out `drop` (lower-case words, matched before or after stemming).
+    Cached for the checks, which see an anchor's text again for each of its questions."""
+    return text_stems(text, drop)
+
+
+def text_stems(text: str, drop: frozenset[str]) -> frozenset[str]:
+    """:func:`stems_without`, not cached: for texts seen once (each response, when its conversation's anchors
+    are chosen)."""
     kept = set(words(text))  # each distinct word once
     kept -= drop
     stems = set(map(STEMS.__getitem__, kept))
