@@ -110,7 +110,6 @@ class Anchor:
     conversation_id: str
     responses: tuple[Response, ...]
     speaker: str
-    stems: frozenset[str]
 
     @property
     def indices(self) -> list[int]:
@@ -242,7 +241,7 @@ class Pool:
     def anchor(self, c: int) -> Anchor:
         start = self.starts[c]
         responses = self.responses[start : start + self.sizes[c]]
-        return Anchor(self.timeline.conversation_id, responses, self.speakers[c], self.stems[c])
+        return Anchor(self.timeline.conversation_id, responses, self.speakers[c])
 
     def cell(self, c: int) -> tuple[int, str]:
         """The (session, speaker) the candidate's slot goes round."""

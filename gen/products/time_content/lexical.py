@@ -90,7 +90,12 @@ def stems_without(text: str, drop: frozenset[str]) -> frozenset[str]:
 def text_stems(text: str, drop: frozenset[str]) -> frozenset[str]:
     """:func:`stems_without`, not cached: for texts seen once (each response, when its conversation's anchors
     are chosen)."""
-    kept = set(words(text))  # each distinct word once
+    return word_stems(words(text), drop)
+
+
+def word_stems(tokens: Iterable[str], drop: frozenset[str]) -> frozenset[str]:
+    """:func:`stems_without` of a text already split by :func:`words`."""
+    kept = set(tokens)  # each distinct word once
     kept -= drop
     stems = set(map(STEMS.__getitem__, kept))
     stems -= drop

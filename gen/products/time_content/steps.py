@@ -4,10 +4,12 @@ facts a question must hold), the question prompt, the optional verify call, and 
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
+from pathlib import Path
 
 from num2words import num2words
 from pydantic import BaseModel, Field
@@ -21,6 +23,7 @@ from gen.products.base import BuildContext, Reject, Unit
 from gen.products.date_words import date_variables, yearless_dates
 from gen.products.time_content import anchors as anchor_selection
 from gen.products.time_content.options import TimeContentQuestionsOptions as Options
+from gen.products.time_content.plan_memo import PlanMemo, Planned, code_digest, plan_key
 from gen.products.time_content.question_rules import Facts, clean, problems
 from gen.timeline import Timeline
 
@@ -123,17 +126,32 @@ def anchor_slots(timeline: Timeline, options: Options, rng: random.Random) -> li
     )
 
 
+def choose(timeline: Timeline, options: Options, seed: int, book: PhraseBook) -> list[Planned]:
+    """One conversation's plan: its slots, each with the position of its time phrase, drawn by seed."""
+    rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
+    plan = []
+    for slot in anchor_slots(timeline, options, rng):
+        phrases = book.phrases(slot.kind, slot.anchor.date, slot.anchor.session_index)
+        plan.append(Planned(slot, rng.choice(range(len(phrases))), len(phrases)))  # draws as choice(phrases)
+    return plan
+
+
 def items_for(
     timeline: Timeline, options: Options, seed: int, templates_dir: str | None, book: PhraseBook | None = None
 ) -> list[Item]:
     book = book or PhraseBook(templates_dir)
-    rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
-    slots = anchor_slots(timeline, options, rng)
+    return items_of(timeline, choose(timeline, options, seed, book), options, book)
+
+
+def items_of(timeline: Timeline, plan: Sequence[Planned], options: Options, book: PhraseBook) -> list[Item]:
+    """The items of one conversation's plan: each question's facts and prompt variables. ValueError when the
+    plan's time phrases are no longer as many as its references render to."""
     speakers = tuple(timeline.conversation.speakers)
     yearless = yearless_dates(r.timestamp.date() for r in timeline.responses)
     responses = timeline.responses
     out = []
-    for slot in slots:
+    for planned in plan:
+        slot = planned.slot
         anchor = slot.anchor
         first, last = anchor.indices[0], anchor.indices[-1]
         # responses are in response_index order, so the neighbours are a slice (cut to the anchor's session)
@@ -141,7 +159,10 @@ def items_for(
         same_session = [r for r in nearby if r.session_index == anchor.session_index]
         before = [r for r in same_session if r.response_index < first]
         after = [r for r in same_session if r.response_index > last]
-        reference = rng.choice(book.phrases(slot.kind, anchor.date, anchor.session_index))
+        phrases = book.phrases(slot.kind, anchor.date, anchor.session_index)
+        if len(phrases) != planned.phrases:
+            raise ValueError(f"{len(phrases)} time phrases where the plan had {planned.phrases}")
+        reference = phrases[planned.phrase]
         facts = Facts(
             speaker=anchor.speaker,
             speakers=speakers,
@@ -172,9 +193,50 @@ def items_for(
 
 
 def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> list[Item]:
-    """Every question this product will try to write for these conversations, in output order (no LLM call)."""
+    """Every question this product will try to write for these conversations, in output order (no LLM call).
+    Conversations planned before with the same inputs take their plans from the memo beside the LLM cache."""
     book = PhraseBook(ctx.templates_dir)
-    return [item for unit in units for item in items_for(unit.stamped, options, ctx.seed, ctx.templates_dir, book)]
+    timelines = [unit.stamped for unit in units]
+    settings = {"options": options.model_dump(mode="json"), "seed": ctx.seed}
+    code = code_digest(sys.modules[__name__])
+    keys = [plan_key(timeline, settings, code) for timeline in timelines]
+    memo = PlanMemo(memo_folder(ctx))
+    try:
+        found = memo.plans(keys, timelines)
+        items, made = [], []
+        for key, timeline in zip(keys, timelines):
+            items += planned_items(timeline, found.get(key), options, ctx.seed, book, made, key)
+        memo.keep(made)
+    finally:
+        memo.close()
+    return items
+
+
+def planned_items(
+    timeline: Timeline,
+    stored: list[Planned] | None,
+    options: Options,
+    seed: int,
+    book: PhraseBook,
+    made: list[tuple[str, list[Planned]]],
+    key: str,
+) -> list[Item]:
+    """The items of a stored plan, or of a new one (added to `made` under `key`) when there is none or it no
+    longer fits (its time phrases are now more or fewer)."""
+    if stored is not None:
+        try:
+            return items_of(timeline, stored, options, book)
+        except ValueError:
+            pass
+    plan = choose(timeline, options, seed, book)
+    made.append((key, plan))
+    return items_of(timeline, plan, options, book)
+
+
+def memo_folder(ctx: BuildContext) -> Path | None:
+    """The LLM cache's folder, where the plans are kept (none for an engine without a cache file)."""
+    path = getattr(getattr(ctx.engine, "cache", None), "path", None)
+    return Path(path).parent if path is not None else None
 
 
 def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
