@@ -203,7 +203,8 @@ def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> li
     memo = PlanMemo(memo_folder(ctx))
     try:
         found = memo.plans(keys, timelines)
-        items, made = [], []
+        items: list[Item] = []
+        made: list[tuple[str, list[Planned]]] = []
         for key, timeline in zip(keys, timelines):
             items += planned_items(timeline, found.get(key), options, ctx.seed, book, made, key)
         memo.keep(made)
