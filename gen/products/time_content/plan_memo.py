@@ -52,17 +52,21 @@ class Planned:
 
 
 @cache
-def code_digest(planner: ModuleType) -> str:
+def code_digest(planner: ModuleType) -> str | None:
     """sha256 of the source of the modules that plan (`planner`, this one, anchor selection, word stems) and
-    of the Python version (its seeded generator draws the choices)."""
+    of the Python version (its seeded generator draws the choices); None when a source cannot be read (then
+    no plan is kept or read)."""
     digest = hashlib.sha256()
-    for module in (planner, sys.modules[__name__], anchors, lexical):
-        digest.update(Path(str(module.__file__)).read_bytes())
+    try:
+        for module in (planner, sys.modules[__name__], anchors, lexical):
+            digest.update(Path(module.__file__ or "").read_bytes())
+    except OSError:
+        return None
     digest.update(str(sys.version_info[:2]).encode())
     return digest.hexdigest()
 
 
-def plan_key(timeline: Timeline, settings: dict[str, Any], code: str) -> str:
+def plan_key(timeline: Timeline, settings: dict[str, Any], code: str | None) -> str:
     """The key of one conversation's plan: its timeline whole, the planning `settings` (options and seed)
     and the `code` digest."""
     material = {

@@ -200,7 +200,7 @@ def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> li
     settings = {"options": options.model_dump(mode="json"), "seed": ctx.seed}
     code = code_digest(sys.modules[__name__])
     keys = [plan_key(timeline, settings, code) for timeline in timelines]
-    memo = PlanMemo(memo_folder(ctx))
+    memo = PlanMemo(memo_folder(ctx) if code is not None else None)
     try:
         found = memo.plans(keys, timelines)
         items: list[Item] = []
