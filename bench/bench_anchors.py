@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_llm_run import corpus
 
-from gen.products.time_content import anchors, question_rules
+from gen.products.time_content import anchors, lexical, question_rules
 from gen.products.time_content import steps as tcq
 from gen.products.time_content.question_rules import problems
 from gen.recipe import load_recipe
@@ -71,6 +71,7 @@ def forget() -> None:
         for value in vars(module).values():
             if callable(getattr(value, "cache_clear", None)):
                 value.cache_clear()
+    lexical.STEMS.clear()
 
 
 def best_of(repeats: int, work) -> float:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
-
 from gen.products.time_content.anchors import Weights
 from gen.products.time_content.question_rules import copied_run
 
@@ -39,20 +37,23 @@ def test_strongest_finds_what_scoring_every_candidate_finds_and_skips_those_that
         timeline = harness.units[0].stamped
     finally:
         harness.ctx.llm().close()
-    pool = anchors.candidates(timeline, [1, 2, 3], 8, True, 0.2)
+    pool = anchors.Pool(timeline, [1, 2, 3], 8, True, 0.2)
     rng = random.Random(7)
-    tiebreak = {id(c): rng.random() for c in pool}
+    tiebreak = [rng.random() for _ in range(len(pool))]
     for kind in ("date", "session"):
-        for _ in range(20):  # random subsets of the pool
-            free = rng.sample(pool, rng.randint(1, min(12, len(pool))))
-            fresh = [anchors.Candidate(c.anchor, c.specificity, c.asks, c._similar) for c in free]
-            ties = {id(f): tiebreak[id(c)] for f, c in zip(fresh, free)}
-            expected = max(free, key=lambda c: (round(c.value(kind), 9), tiebreak[id(c)]))  # scores them all
-            chosen = anchors.strongest(fresh, kind, ties)
-            assert chosen.anchor == expected.anchor
-            assert all(f.value(kind) <= f.ceiling for f in fresh)
+        for _ in range(20):  # random subsets of the pool, given as best() gives them: by falling ceiling
+            free = sorted(rng.sample(range(len(pool)), rng.randint(1, min(12, len(pool)))))
+            ordered = sorted(free, key=lambda c: -pool.ceilings[c])
+            expected = max(free, key=lambda c: (round(pool.value(c, kind), 9), tiebreak[c]))  # scores them all
+            assert anchors.strongest(pool, ordered, kind, tiebreak) == expected
+            assert all(pool.value(c, kind) <= pool.ceilings[c] for c in free)
     # a candidate whose ceiling is below a value already found is never scored
-    top = max(pool, key=lambda c: c.ceiling)
-    low = anchors.Candidate(top.anchor, top.specificity / 1000, top.asks, lambda: pytest.fail("scored"))
-    strong = anchors.Candidate(top.anchor, top.specificity, top.asks, lambda: [])  # value: a third of its ceiling
-    assert anchors.strongest([low, strong], "date", {id(low): 0.9, id(strong): 0.1}) is strong
+    strong, low = next(
+        (a, b)
+        for a in range(len(pool))
+        for b in range(len(pool))
+        if round(pool.ceilings[b], 9) < round(pool.value(a, "date"), 9)
+    )
+    fresh = anchors.Pool(timeline, [1, 2, 3], 8, True, 0.2)
+    assert anchors.strongest(fresh, [strong, low], "date", [0.1] * len(fresh)) == strong
+    assert low not in fresh.scored

@@ -23,7 +23,9 @@ class Checks:
         self.results: dict[str, Check] = {}
 
     def check(self, name: str, ok: bool, detail: str = "") -> bool:
-        result = self.results.setdefault(name, Check())
+        result = self.results.get(name)  # (not setdefault: a validator checks often, and a Check is made once)
+        if result is None:
+            result = self.results[name] = Check()
         result.checked += 1
         if not ok:
             result.failed += 1

@@ -39,11 +39,11 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from gen.products.time_content.lexical import name_words, stems_without
+from gen.products.time_content.lexical import name_words, text_stems
 from gen.timeline import Response, Timeline
 
 RECURRENCE_CAP = 2
@@ -66,9 +66,9 @@ class Weights:
             for s in stems:
                 postings[s].append(index)
         n = max(len(self.stems), 1)
-        self.postings = dict(postings)
-        self.idf = {s: math.log(n / len(where)) for s, where in postings.items()}
-        self.masses = [self.mass(stems) for stems in self.stems]
+        self.postings = postings  # read with .get, which adds nothing
+        idf = self.idf = {s: math.log(n / len(where)) for s, where in postings.items()}
+        self.masses = [math.fsum(map(idf.__getitem__, stems)) for stems in self.stems]  # as mass() sums them
 
     def mass(self, stems: Iterable[str]) -> float:
         """Exactly rounded (math.fsum), so the value does not depend on set iteration order."""
@@ -110,7 +110,6 @@ class Anchor:
     conversation_id: str
     responses: tuple[Response, ...]
     speaker: str
-    stems: frozenset[str]
 
     @property
     def indices(self) -> list[int]:
@@ -152,45 +151,6 @@ def main_speaker(responses: Sequence[Response], word_counts: Sequence[int] | Non
 Similar = list[tuple[int, Response]]  # (index, response) of the same speaker's responses on one topic
 
 
-class Candidate:
-    """An admissible anchor. Its recurrence and clash (the similar responses of the same speaker outside and
-    inside each window) are found on first use: a conversation's slots visit only a few of its (session,
-    speaker) cells, so most candidates are never compared with anything, and scoring them would be wasted."""
-
-    def __init__(self, anchor: Anchor, specificity: float, asks: bool, similar: Callable[[], Similar]) -> None:
-        self.anchor = anchor
-        self.specificity = specificity  # idf mass of the anchor's stems: how much specific content it has
-        self.asks = asks  # the main speaker's words end with a question: the anchor asks rather than tells
-        self._similar = similar  # -> (index, response) of the same speaker's responses on the same topic
-        self._scored: tuple[dict[str, int], dict[str, list[int]]] | None = None
-        self._values: dict[str, float] = {}
-        self.ceiling = specificity * (ASKING_FACTOR if asks else 1.0)  # the highest value it could have
-
-    @property
-    def recurrence(self) -> dict[str, int]:
-        """kind -> same-speaker responses outside the window on the same topic."""
-        return self._scores()[0]
-
-    @property
-    def clash(self) -> dict[str, list[int]]:
-        """kind -> same-speaker responses inside the window (outside the anchor) on the same topic."""
-        return self._scores()[1]
-
-    def value(self, kind: str) -> float:
-        """specificity × (1 + min(recurrence, cap)) / (1 + cap) / (1 + clash), halved when it asks."""
-        found = self._values.get(kind)
-        if found is None:
-            recurs = (1 + min(self.recurrence[kind], RECURRENCE_CAP)) / (1 + RECURRENCE_CAP)
-            found = self.specificity * recurs / (1 + len(self.clash[kind])) * (ASKING_FACTOR if self.asks else 1.0)
-            self._values[kind] = found
-        return found
-
-    def _scores(self) -> tuple[dict[str, int], dict[str, list[int]]]:
-        if self._scored is None:
-            self._scored = windows(self.anchor, self._similar())
-        return self._scored
-
-
 @dataclass(frozen=True)
 class Slot:
     """One question to be written: its anchor, the reference kind, and what the scoring saw."""
@@ -202,61 +162,121 @@ class Slot:
     related: tuple[int, ...]  # same-speaker responses in the window on the same topic (the clash)
 
 
-def candidates(
-    timeline: Timeline, sizes: Iterable[int], min_words: int, exclude_padding: bool, topic_similarity: float
-) -> list[Candidate]:
-    """Every admissible anchor of the given sizes, scored for both reference kinds."""
-    drop = name_words(timeline.conversation.speakers)
-    responses = timeline.responses
-    stems = [stems_without(r.text, drop) for r in responses]  # each text tokenised once, here
-    weights = Weights(stems)
-    word_counts = [len(r.text.split()) for r in responses]
-    usable = [count >= min_words and not (exclude_padding and r.is_padding) for r, count in zip(responses, word_counts)]
-    on_topic = [weights.similarity(i, i + 1) >= topic_similarity for i in range(len(responses) - 1)]
-    places = [(r.session_index, r.timestamp.date()) for r in responses]  # an anchor keeps to one of each
-    out = []
-    for size in sorted(set(sizes)):
+class Pool:
+    """Every admissible anchor of one conversation, as parallel lists indexed by pool position (the order
+    sizes, then starts). A conversation has about one candidate per response and a run plans many
+    conversations, so candidates are positions rather than objects, and an :class:`Anchor` is made only for
+    the chosen ones.
+
+    A candidate's recurrence and clash (the similar responses of the same speaker outside and inside each
+    window) are found on first use: a conversation's slots visit only a few of its (session, speaker) cells,
+    so most candidates are never compared with anything, and scoring them would be wasted."""
+
+    def __init__(
+        self, timeline: Timeline, sizes: Iterable[int], min_words: int, exclude_padding: bool, topic_similarity: float
+    ) -> None:
+        self.timeline = timeline
+        self.topic_similarity = topic_similarity
+        responses = self.responses = timeline.responses
+        drop = name_words(timeline.conversation.speakers)
+        stems = [text_stems(r.text, drop) for r in responses]  # each text tokenised once, here
+        self.weights = Weights(stems)
+        word_counts = [len(r.text.split()) for r in responses]
+        self._on_topic: list[bool] | None = None  # each response on the topic of the one before, once needed
+        self.days = [r.timestamp.date() for r in responses]
+        self.sessions = [r.session_index for r in responses]
+        self.starts: list[int] = []
+        self.sizes: list[int] = []
+        self.speakers: list[str] = []
+        self.stems: list[frozenset[str]] = []
+        self.specificity: list[float] = []  # idf mass of the anchor's stems: how much specific content it has
+        self.asks: list[bool] = []  # the main speaker's words end with a question: it asks rather than tells
+        self.ceilings: list[float] = []  # the highest value each could have
+        self.scored: dict[int, tuple[dict[str, int], dict[str, list[int]]]] = {}  # (recurrence, clash), once found
+        usable = [c >= min_words and not (exclude_padding and r.is_padding) for r, c in zip(responses, word_counts)]
+        for size in sorted(set(sizes)):
+            if size == 1:
+                self._add_single_responses(stems, usable)
+            else:
+                self._add_runs(size, stems, word_counts, usable)
+
+    def _add_single_responses(self, stems: list[frozenset[str]], usable: list[bool]) -> None:
+        masses = self.weights.masses
+        for start, r in enumerate(self.responses):
+            if usable[start] and stems[start]:
+                self._add(start, 1, r.speaker, stems[start], masses[start], r.text)
+
+    def _add_runs(self, size: int, stems: list[frozenset[str]], word_counts: list[int], usable: list[bool]) -> None:
+        """Runs of `size` consecutive usable responses of one session and one day, each on the topic of the one
+        before."""
+        responses, weights, places = self.responses, self.weights, list(zip(self.sessions, self.days))
+        if self._on_topic is None:
+            self._on_topic = [weights.similarity(i, i + 1) >= self.topic_similarity for i in range(len(responses) - 1)]
+        on_topic = self._on_topic
         for start in range(len(responses) - size + 1):
             end = start + size
-            if not (all(usable[start:end]) and all(on_topic[start : end - 1])):  # each follows on from the last
+            if not (all(usable[start:end]) and all(on_topic[start : end - 1])) or len(set(places[start:end])) > 1:
                 continue
-            if size > 1 and len(set(places[start:end])) > 1:
-                continue
-            window = responses[start:end]
-            joined = stems[start] if size == 1 else frozenset().union(*stems[start:end])
+            joined = frozenset().union(*stems[start:end])
             if not joined:
                 continue
-            speaker = window[0].speaker if size == 1 else main_speaker(window, word_counts[start:end])
-            anchor = Anchor(timeline.conversation_id, tuple(window), speaker, joined)
-            mass = weights.masses[start] if size == 1 else weights.mass(joined)
-            out.append(score(anchor, mass, responses, weights, topic_similarity))
-    return out
+            window = responses[start:end]
+            speaker = main_speaker(window, word_counts[start:end])
+            own = [r for r in window if r.speaker == speaker]
+            self._add(start, size, speaker, joined, weights.mass(joined), own[-1].text)
+
+    def _add(self, start: int, size: int, speaker: str, stems: frozenset[str], mass: float, last_words: str) -> None:
+        asks = last_words.rstrip().endswith("?")
+        self.starts.append(start)
+        self.sizes.append(size)
+        self.speakers.append(speaker)
+        self.stems.append(stems)
+        self.specificity.append(mass)
+        self.asks.append(asks)
+        self.ceilings.append(mass * (ASKING_FACTOR if asks else 1.0))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def anchor(self, c: int) -> Anchor:
+        start = self.starts[c]
+        responses = self.responses[start : start + self.sizes[c]]
+        return Anchor(self.timeline.conversation_id, responses, self.speakers[c])
+
+    def cell(self, c: int) -> tuple[int, str]:
+        """The (session, speaker) the candidate's slot goes round."""
+        return self.sessions[self.starts[c]], self.speakers[c]
+
+    def value(self, c: int, kind: str) -> float:
+        """specificity × (1 + min(recurrence, cap)) / (1 + cap) / (1 + clash), halved when it asks."""
+        recurrence, clash = self.scores(c)
+        recurs = (1 + min(recurrence[kind], RECURRENCE_CAP)) / (1 + RECURRENCE_CAP)
+        return self.specificity[c] * recurs / (1 + len(clash[kind])) * (ASKING_FACTOR if self.asks[c] else 1.0)
+
+    def scores(self, c: int) -> tuple[dict[str, int], dict[str, list[int]]]:
+        """(recurrence, clash) per reference kind: the same speaker's responses on the same topic outside and
+        inside the window."""
+        found = self.scored.get(c)
+        if found is None:
+            found = self.scored[c] = windows(
+                self.days[self.starts[c]], self.sessions[self.starts[c]], self.similar_responses(c)
+            )
+        return found
+
+    def similar_responses(self, c: int) -> Similar:
+        """(index, response) of the other responses of the candidate's speaker whose similarity with it
+        reaches the threshold."""
+        start, end, speaker = self.starts[c], self.starts[c] + self.sizes[c], self.speakers[c]
+        found = self.weights.similar(self.stems[c], self.specificity[c], self.topic_similarity)
+        responses = self.responses
+        return [(i, responses[i]) for i in found if not start <= i < end and responses[i].speaker == speaker]
 
 
-def score(
-    anchor: Anchor, mass: float, responses: Sequence[Response], weights: Weights, topic_similarity: float
-) -> Candidate:
-    """The anchor (whose stems weigh `mass`), to be scored for both reference kinds when first asked."""
-    own = [r for r in anchor.responses if r.speaker == anchor.speaker]
-    asks = own[-1].text.rstrip().endswith("?")
-    return Candidate(anchor, mass, asks, lambda: similar_responses(anchor, responses, weights, mass, topic_similarity))
-
-
-def similar_responses(
-    anchor: Anchor, responses: Sequence[Response], weights: Weights, mass: float, topic_similarity: float
-) -> Similar:
-    """(index, response) of the other responses of the anchor's speaker whose similarity with the anchor
-    reaches the threshold."""
-    inside = set(anchor.indices)
-    found = ((i, responses[i]) for i in weights.similar(anchor.stems, mass, topic_similarity) if i not in inside)
-    return [(i, r) for i, r in found if r.speaker == anchor.speaker]
-
-
-def windows(anchor: Anchor, similar: Similar) -> tuple[dict[str, int], dict[str, list[int]]]:
-    """(recurrence, clash) of an anchor per reference kind, from its similar same-speaker responses."""
+def windows(day: date, session: int, similar: Similar) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """(recurrence, clash) of an anchor on `day` in `session` per reference kind, from its similar same-speaker
+    responses."""
     recurrence: dict[str, int] = {"date": 0, "session": 0}
     clash: dict[str, list[int]] = {"date": [], "session": []}
-    day, session = anchor.date, anchor.session_index
     for index, r in similar:
         same = {"date": r.timestamp.date() == day, "session": r.session_index == session}
         for kind, in_window in same.items():
@@ -293,13 +313,11 @@ def select(
     rng: random.Random,
 ) -> list[Slot]:
     """Up to `count` slots for one conversation (fewer when it runs out of admissible anchors)."""
-    pool = candidates(
+    pool = Pool(
         timeline, [s for s, w in size_weights.items() if w > 0] or [1], min_words, exclude_padding, topic_similarity
     )
-    tiebreak = {id(c): rng.random() for c in pool}
-    cells: dict[tuple[int, str], list[Candidate]] = {}
-    for c in pool:
-        cells.setdefault((c.anchor.session_index, c.anchor.speaker), []).append(c)
+    tiebreak = [rng.random() for _ in range(len(pool))]
+    cells = cells_of(pool)
     sessions = sorted({key[0] for key in cells})
     speakers = list(timeline.conversation.speakers)
     if not sessions:
@@ -315,7 +333,7 @@ def select(
             s = sessions[(offset + position) % len(sessions)]
             order.append((s, speakers[(position + round_) % 2]))
 
-    taken: set[int] = set()
+    blocked = bytearray(len(timeline.responses) + 1)  # taken responses and their neighbours
     slots: list[Slot] = []
     cursor = 0
     for number in range(count):
@@ -323,43 +341,56 @@ def select(
         chosen = None
         for step in range(len(order)):
             cell = order[(cursor + step) % len(order)]
-            chosen = best(cells.get(cell, []), size, kind, taken, tiebreak)
-            if chosen:
+            chosen = best(pool, cells.get(cell, {}), size, kind, blocked, tiebreak)
+            if chosen is not None:
                 cursor = (cursor + step + 1) % len(order)
                 break
         if chosen is None:
             break
-        taken.update(chosen.anchor.indices)
-        slots.append(Slot(len(slots), chosen.anchor, kind, chosen.recurrence[kind], tuple(chosen.clash[kind])))
+        start, end = pool.starts[chosen], pool.starts[chosen] + pool.sizes[chosen]
+        low = max(start - 1, 0)
+        blocked[low : end + 1] = b"\x01" * (end + 1 - low)
+        recurrence, clash = pool.scores(chosen)
+        slots.append(Slot(len(slots), pool.anchor(chosen), kind, recurrence[kind], tuple(clash[kind])))
     return slots
 
 
-def best(pool: list[Candidate], size: int, kind: str, taken: set[int], tiebreak: dict) -> Candidate | None:
+def cells_of(pool: Pool) -> dict[tuple[int, str], dict[int, list[int]]]:
+    """(session, speaker) -> size -> the candidates by falling ceiling (pool order among equals): the order in
+    which :func:`best` tries them."""
+    cells: dict[tuple[int, str], dict[int, list[int]]] = {}
+    for c in range(len(pool)):
+        cells.setdefault(pool.cell(c), {}).setdefault(pool.sizes[c], []).append(c)
+    ceilings = pool.ceilings
+    for by_size in cells.values():
+        for candidates in by_size.values():
+            candidates.sort(key=lambda c: -ceilings[c])  # stable: pool order among equal ceilings
+    return cells
+
+
+def best(
+    pool: Pool, by_size: dict[int, list[int]], size: int, kind: str, blocked: bytearray, tiebreak: list[float]
+) -> int | None:
     """The best free candidate of `size` (else the largest smaller size that has one)."""
     for wanted in range(size, 0, -1):
-        free = [
-            c
-            for c in pool
-            if c.anchor.size == wanted
-            and not any(i in taken or i - 1 in taken or i + 1 in taken for i in c.anchor.indices)
-        ]
+        starts = pool.starts
+        free = [c for c in by_size.get(wanted, ()) if not any(blocked[starts[c] : starts[c] + wanted])]
         if free:
-            return strongest(free, kind, tiebreak)
+            return strongest(pool, free, kind, tiebreak)
     return None
 
 
-def strongest(free: list[Candidate], kind: str, tiebreak: dict) -> Candidate:
-    """The first of `free` with the highest (value rounded to 9 places, tiebreak). A value never exceeds its
+def strongest(pool: Pool, free: list[int], kind: str, tiebreak: list[float]) -> int:
+    """The candidate of `free` (given by falling ceiling, pool order among equals) with the highest (value
+    rounded to 9 places, tiebreak), the first in pool order among equals. A value never exceeds its
     candidate's ceiling (every factor after specificity is at most 1, and float products and quotients are
-    monotone), so candidates are tried by falling ceiling and the search stops at the first ceiling that
-    rounds below the best value found: those left could not win, and are never scored."""
-    order = sorted(range(len(free)), key=lambda i: -free[i].ceiling)
-    chosen, chosen_key = free[order[0]], (-1.0, 0.0, 0)
-    for i in order:
-        c = free[i]
-        if round(c.ceiling, 9) < chosen_key[0]:
+    monotone), so the search stops at the first ceiling that rounds below the best value found: those left
+    could not win, and are never scored."""
+    chosen, chosen_key = free[0], (-1.0, 0.0, 0)
+    for c in free:
+        if round(pool.ceilings[c], 9) < chosen_key[0]:
             break
-        key = (round(c.value(kind), 9), tiebreak[id(c)], -i)  # -i: among equals the first, as max() keeps
+        key = (round(pool.value(c, kind), 9), tiebreak[c], -c)  # -c: among equals the first, as max() keeps
         if key > chosen_key:
             chosen, chosen_key = c, key
     return chosen

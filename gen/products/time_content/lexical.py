@@ -57,21 +57,50 @@ def words(text: str) -> list[str]:
     return TOKEN.findall(text.lower().replace("\u2019", "'"))
 
 
-@lru_cache(maxsize=65536)
 def word_stem(word: str) -> str | None:
-    """The stem a lower-case word contributes, or None for stop words, numbers and words under three letters.
-    Cached: a corpus has far fewer distinct words than words."""
+    """The stem a lower-case word contributes, or None for stop words, numbers and words under three letters."""
     if word in STOP_WORDS or word[0].isdigit() or len(word) < 3:
         return None
     return stem(word)
 
 
-@lru_cache(maxsize=65536)
+class StemTable(dict):
+    """word -> word_stem(word), filled on first sight (and emptied when it holds MAX_WORDS): a corpus has far
+    fewer distinct words than words, and a lookup by `map` costs less than a call per word."""
+
+    MAX_WORDS = 1 << 17
+
+    def __missing__(self, word: str) -> str | None:
+        if len(self) >= self.MAX_WORDS:
+            self.clear()
+        found = self[word] = word_stem(word)
+        return found
+
+
+STEMS = StemTable()
+
+
+@lru_cache(maxsize=4096)
 def stems_without(text: str, drop: frozenset[str]) -> frozenset[str]:
-    """Content-word stems of a text, leaving out `drop` (lower-case words, matched before or after stemming)."""
-    kept = set(words(text)) - drop  # each distinct word once
-    stems = {word_stem(word) for word in kept} - drop
-    return frozenset(s for s in stems if s is not None)
+    """Content-word stems of a text, leaving out `drop` (lower-case words, matched before or after stemming).
+    Cached for the checks, which see an anchor's text again for each of its questions."""
+    return text_stems(text, drop)
+
+
+def text_stems(text: str, drop: frozenset[str]) -> frozenset[str]:
+    """:func:`stems_without`, not cached: for texts seen once (each response, when its conversation's anchors
+    are chosen)."""
+    return word_stems(words(text), drop)
+
+
+def word_stems(tokens: Iterable[str], drop: frozenset[str]) -> frozenset[str]:
+    """:func:`stems_without` of a text already split by :func:`words`."""
+    kept = set(tokens)  # each distinct word once
+    kept -= drop
+    stems = set(map(STEMS.__getitem__, kept))
+    stems -= drop
+    stems.discard(None)
+    return frozenset(stems)
 
 
 def content_stems(text: str, drop: Iterable[str] = ()) -> frozenset[str]:

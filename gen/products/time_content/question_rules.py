@@ -29,7 +29,7 @@ from num2words import num2words
 
 from gen.calendar_names import month_name, weekday_name
 from gen.llm.step import Problem
-from gen.products.time_content.lexical import stems_without, words
+from gen.products.time_content.lexical import stems_without, word_stems, words
 
 QUOTES = "\"'“”‘’«»`"
 
@@ -152,33 +152,53 @@ def ignored_words(speakers: tuple[str, ...], day: date, session_index: int) -> f
 
 
 def overlap(question: str, facts: Facts) -> float:
+    return overlap_of(words(question), facts)
+
+
+def overlap_of(question_words: list[str], facts: Facts) -> float:
+    """:func:`overlap` of a question already split by :func:`words`."""
     ignore = ignored_words(tuple(facts.speakers), facts.day, facts.session_index)
     anchor = stems_without(facts.anchor_text, ignore)
     if not anchor:
         return 0.0
-    return len(anchor & stems_without(question, ignore)) / len(anchor)
+    return len(anchor & word_stems(question_words, ignore)) / len(anchor)
 
 
 def copied_run(question: str, anchor_text: str) -> int:
-    """The longest run of consecutive words the question shares with the anchor text.
+    """The longest run of consecutive words the question shares with the anchor text."""
+    return longest_shared_run(words(question), words(anchor_text))
+
+
+def longest_shared_run(question_words: list[str], anchor_words: list[str]) -> int:
+    """The longest run of consecutive words the two share.
 
     ``run[j]`` is the length of the common run ending at the question's current word and the anchor's word j;
     only the anchor positions holding the current word can extend a run, so only those are visited."""
     positions: dict[str, list[int]] = {}
-    for j, word in enumerate(words(anchor_text)):
+    for j, word in enumerate(anchor_words):
         positions.setdefault(word, []).append(j)
     best = 0
     previous: dict[int, int] = {}
-    for word in words(question):
-        run = {j: previous.get(j - 1, 0) + 1 for j in positions.get(word, ())}
-        if run:
-            best = max(best, max(run.values()))
+    for word in question_words:
+        where = positions.get(word)
+        if where is None:
+            previous = {}
+            continue
+        run = {j: previous.get(j - 1, 0) + 1 for j in where}
+        best = max(best, *run.values())
         previous = run
     return best
 
 
 def problems(question: str, facts: Facts, max_overlap: float, max_copied_words: int) -> list[Problem]:
     """Everything wrong with a (cleaned) question; empty when it passes."""
+    return list(found_problems(question, facts, max_overlap, max_copied_words))
+
+
+@lru_cache(maxsize=8192)
+def found_problems(question: str, facts: Facts, max_overlap: float, max_copied_words: int) -> tuple[Problem, ...]:
+    """:func:`problems`, kept for the last few thousand questions: the validator checks each question the
+    generation checked, with the same facts read back from the log, soon after."""
     found = []
     if (p := form_problem(question)) is not None:
         found.append(p)
@@ -196,16 +216,17 @@ def problems(question: str, facts: Facts, max_overlap: float, max_copied_words: 
         )
     if facts.kind == "session" and not mentions_session(question, facts.session_index):
         found.append(Problem("session missing", f"the question does not name session {facts.session_index}"))
-    run = copied_run(question, facts.anchor_text)
+    question_words = words(question)
+    run = longest_shared_run(question_words, words(facts.anchor_text))
     if run > max_copied_words:
         found.append(
             Problem("copies the anchor", f"{run} consecutive words of the anchor (at most {max_copied_words} allowed)")
         )
-    share = overlap(question, facts)
+    share = overlap_of(question_words, facts)
     if share >= max_overlap:
         found.append(
             Problem(
                 "overlap too high", f"repeats {share:.0%} of the anchor's content words (ceiling {max_overlap:.0%})"
             )
         )
-    return found
+    return tuple(found)

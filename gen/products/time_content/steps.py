@@ -4,9 +4,12 @@ facts a question must hold), the question prompt, the optional verify call, and 
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
+from pathlib import Path
 
 from num2words import num2words
 from pydantic import BaseModel, Field
@@ -20,6 +23,7 @@ from gen.products.base import BuildContext, Reject, Unit
 from gen.products.date_words import date_variables, yearless_dates
 from gen.products.time_content import anchors as anchor_selection
 from gen.products.time_content.options import TimeContentQuestionsOptions as Options
+from gen.products.time_content.plan_memo import PlanMemo, Planned, code_digest, plan_key
 from gen.products.time_content.question_rules import Facts, clean, problems
 from gen.timeline import Timeline
 
@@ -63,20 +67,45 @@ class Item:
 # --- items and prompts --------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=256)
+def session_words(session: int) -> tuple[str, str]:
+    """(ordinal in digits, ordinal in words) of a session number ("3rd", "third"): spelling numbers out costs
+    more than the rest of a phrase, and a corpus has few session numbers."""
+    return num2words(session, to="ordinal_num"), num2words(session, to="ordinal")
+
+
 def reference_phrases(kind: str, day: date, session: int, templates_dir: str | None) -> list[str]:
+    ordinal, ordinal_word = session_words(session)
     text = templating.render(
         REFERENCES,
         templates_dir,
         kind=kind,
         **date_variables(day),
         session=str(session),
-        session_ordinal=num2words(session, to="ordinal_num"),
-        session_ordinal_word=num2words(session, to="ordinal"),
+        session_ordinal=ordinal,
+        session_ordinal_word=ordinal_word,
     )
     phrases = [line.strip() for line in text.splitlines() if line.strip()]
     if not phrases:
         raise GenError(f"no time phrase for kind {kind!r}", file=REFERENCES, expected="one phrase per line")
     return phrases
+
+
+class PhraseBook:
+    """The time phrases of each (kind, date, session), rendered once per plan: the conversations of a corpus
+    share many dates and session numbers. It lives as long as one plan, so an edited template is read again
+    by the next."""
+
+    def __init__(self, templates_dir: str | None) -> None:
+        self.templates_dir = templates_dir
+        self.rendered: dict[tuple[str, date, int], list[str]] = {}
+
+    def phrases(self, kind: str, day: date, session: int) -> list[str]:
+        key = (kind, day, session)
+        found = self.rendered.get(key)
+        if found is None:
+            found = self.rendered[key] = reference_phrases(kind, day, session, self.templates_dir)
+        return found
 
 
 def line(response) -> dict:
@@ -97,14 +126,32 @@ def anchor_slots(timeline: Timeline, options: Options, rng: random.Random) -> li
     )
 
 
-def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: str | None) -> list[Item]:
+def choose(timeline: Timeline, options: Options, seed: int, book: PhraseBook) -> list[Planned]:
+    """One conversation's plan: its slots, each with the position of its time phrase, drawn by seed."""
     rng = random.Random(f"{seed}/{timeline.conversation_id}/{NAME}")
-    slots = anchor_slots(timeline, options, rng)
+    plan = []
+    for slot in anchor_slots(timeline, options, rng):
+        phrases = book.phrases(slot.kind, slot.anchor.date, slot.anchor.session_index)
+        plan.append(Planned(slot, rng.choice(range(len(phrases))), len(phrases)))  # draws as choice(phrases)
+    return plan
+
+
+def items_for(
+    timeline: Timeline, options: Options, seed: int, templates_dir: str | None, book: PhraseBook | None = None
+) -> list[Item]:
+    book = book or PhraseBook(templates_dir)
+    return items_of(timeline, choose(timeline, options, seed, book), options, book)
+
+
+def items_of(timeline: Timeline, plan: Sequence[Planned], options: Options, book: PhraseBook) -> list[Item]:
+    """The items of one conversation's plan: each question's facts and prompt variables. ValueError when the
+    plan's time phrases are no longer as many as its references render to."""
     speakers = tuple(timeline.conversation.speakers)
     yearless = yearless_dates(r.timestamp.date() for r in timeline.responses)
     responses = timeline.responses
     out = []
-    for slot in slots:
+    for planned in plan:
+        slot = planned.slot
         anchor = slot.anchor
         first, last = anchor.indices[0], anchor.indices[-1]
         # responses are in response_index order, so the neighbours are a slice (cut to the anchor's session)
@@ -112,7 +159,10 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
         same_session = [r for r in nearby if r.session_index == anchor.session_index]
         before = [r for r in same_session if r.response_index < first]
         after = [r for r in same_session if r.response_index > last]
-        reference = rng.choice(reference_phrases(slot.kind, anchor.date, anchor.session_index, templates_dir))
+        phrases = book.phrases(slot.kind, anchor.date, anchor.session_index)
+        if len(phrases) != planned.phrases:
+            raise ValueError(f"{len(phrases)} time phrases where the plan had {planned.phrases}")
+        reference = phrases[planned.phrase]
         facts = Facts(
             speaker=anchor.speaker,
             speakers=speakers,
@@ -143,8 +193,51 @@ def items_for(timeline: Timeline, options: Options, seed: int, templates_dir: st
 
 
 def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> list[Item]:
-    """Every question this product will try to write for these conversations, in output order (no LLM call)."""
-    return [item for unit in units for item in items_for(unit.stamped, options, ctx.seed, ctx.templates_dir)]
+    """Every question this product will try to write for these conversations, in output order (no LLM call).
+    Conversations planned before with the same inputs take their plans from the memo beside the LLM cache."""
+    book = PhraseBook(ctx.templates_dir)
+    timelines = [unit.stamped for unit in units]
+    settings = {"options": options.model_dump(mode="json"), "seed": ctx.seed}
+    code = code_digest(sys.modules[__name__])
+    keys = [plan_key(timeline, settings, code) for timeline in timelines]
+    memo = PlanMemo(memo_folder(ctx) if code is not None else None)
+    try:
+        found = memo.plans(keys, timelines)
+        items: list[Item] = []
+        made: list[tuple[str, list[Planned]]] = []
+        for key, timeline in zip(keys, timelines):
+            items += planned_items(timeline, found.get(key), options, ctx.seed, book, made, key)
+        memo.keep(made)
+    finally:
+        memo.close()
+    return items
+
+
+def planned_items(
+    timeline: Timeline,
+    stored: list[Planned] | None,
+    options: Options,
+    seed: int,
+    book: PhraseBook,
+    made: list[tuple[str, list[Planned]]],
+    key: str,
+) -> list[Item]:
+    """The items of a stored plan, or of a new one (added to `made` under `key`) when there is none or it no
+    longer fits (its time phrases are now more or fewer)."""
+    if stored is not None:
+        try:
+            return items_of(timeline, stored, options, book)
+        except ValueError:
+            pass
+    plan = choose(timeline, options, seed, book)
+    made.append((key, plan))
+    return items_of(timeline, plan, options, book)
+
+
+def memo_folder(ctx: BuildContext) -> Path | None:
+    """The LLM cache's folder, where the plans are kept (none for an engine without a cache file)."""
+    path = getattr(getattr(ctx.engine, "cache", None), "path", None)
+    return Path(path).parent if path is not None else None
 
 
 def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
