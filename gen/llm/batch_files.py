@@ -104,9 +104,10 @@ def read_result(raw: str) -> LineResult | None:
             return LineResult(key, None, Failure("invalid_response", "the line's body is not a completion"), raw)
     if isinstance(response, dict) and isinstance(response.get("status_code"), int):
         status = response["status_code"]
-        message = server_message(_message(response.get("body")) or f"HTTP {status}")
+        message = server_message(_message(response.get("body")))
         kind = "retry" if status in RETRIED_STATUS or status >= 500 else f"http_{status}"
-        return LineResult(key, None, Failure(kind, f"HTTP {status}: {message}", answered=True), raw)
+        reason = f"HTTP {status}: {message}" if message else f"HTTP {status}"
+        return LineResult(key, None, Failure(kind, reason, answered=True), raw)
     if isinstance(error, dict):
         code = str(error.get("code") or "error")
         kind = "not_run" if code in NOT_RUN_CODES else "batch_error"

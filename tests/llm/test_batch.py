@@ -272,3 +272,21 @@ def test_replies_a_batch_brings_back_are_judged_as_online_ones(api_key, tmp_path
     step = report["steps"]["summaries"]
     assert step["calls_batch"] == 3  # the truncated and empty replies were paid for
     assert step["calls_failed"] == 2 and step["errors"] == {"empty_reply": 1, "request_failed": 1, "truncated": 1}
+
+
+def test_each_kind_of_result_line_is_read_as_the_api_means_it():
+    from gen.llm.batch_files import read_result
+
+    completion = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": {}}
+    ok = read_result(json.dumps({"custom_id": "k1", "response": {"status_code": 200, "body": completion}}))
+    assert ok.answer.text == "hi" and ok.failure is None
+    odd = read_result(json.dumps({"custom_id": "k2", "response": {"status_code": 200, "body": {"id": "x"}}}))
+    assert odd.failure.kind == "invalid_response" and not odd.retry
+    busy = read_result(json.dumps({"custom_id": "k3", "response": {"status_code": 503, "body": {}}}))
+    assert busy.retry and busy.failure.reason == "HTTP 503"
+    refused = {"status_code": 400, "body": {"error": {"message": "bad model"}}}
+    bad = read_result(json.dumps({"custom_id": "k4", "response": refused}))
+    assert bad.failure.kind == "http_400" and not bad.retry and bad.failure.reason == "HTTP 400: bad model"
+    late = read_result(json.dumps({"custom_id": "k5", "response": None, "error": {"code": "batch_expired"}}))
+    assert late.retry and late.failure.kind == "not_run"
+    assert read_result("not json") is None and read_result(json.dumps({"response": {}})) is None
