@@ -14,14 +14,17 @@ import logging
 import math
 import multiprocessing
 import signal
+import tempfile
 from collections import deque
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gen.about import install_hint
 from gen.errors import GenError
 from gen.products.registry import REGISTRY, Bound
 from gen.run.shards import Prepared, ShardResult, process_shard
+from gen.run.spool import spool
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
@@ -45,10 +48,15 @@ def _ignore_interrupts() -> None:
 
 
 def _process_in_worker(positions: Sequence[int]) -> ShardResult:
-    return process_shard(_WORKER_STATE["prepared"], positions, _WORKER_STATE["products"])
+    result = process_shard(_WORKER_STATE["prepared"], positions, _WORKER_STATE["products"])
+    return spool(result, _WORKER_STATE["spool"] / str(positions[0]))
 
 
-def local_results(prepared: Prepared, products: list[Bound], workers: int | None) -> Iterator[ShardResult]:
+def local_results(
+    prepared: Prepared, products: list[Bound], workers: int | None, spool_folder: Path | None = None
+) -> Iterator[ShardResult]:
+    """One conversation per shard. With workers, each worker leaves its shards' lines in `spool_folder`
+    (gen/run/spool.py; a temporary folder when none is given) and sends back where."""
     shards = [[position] for position in range(len(prepared.conversations))]
     if workers is None or workers <= 1 or len(shards) <= 1:
         for shard in shards:
@@ -60,12 +68,13 @@ def local_results(prepared: Prepared, products: list[Bound], workers: int | None
             field="--workers",
             expected="--workers 1",
         )
-    _WORKER_STATE.update(prepared=prepared, products=products)
-    try:
+    with contextlib.ExitStack() as cleanup:
+        if spool_folder is None:
+            spool_folder = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="gen-spool-")))
+        _WORKER_STATE.update(prepared=prepared, products=products, spool=spool_folder)
+        cleanup.callback(_WORKER_STATE.clear)
         with multiprocessing.get_context("fork").Pool(workers, initializer=_ignore_interrupts) as pool:
             yield from pool.imap(_process_in_worker, shards, chunksize=1)
-    finally:
-        _WORKER_STATE.clear()
 
 
 # --- Ray ------------------------------------------------------------------------------------------------

@@ -116,11 +116,22 @@ def prepare(recipe: Recipe, limit: int | None = None) -> Prepared:
 
 
 @dataclass
+class Spooled:
+    """A shard's encoded lines left in a file by a worker process: config → (offset, length) in `path`, in the
+    order of `ShardResult.lines`. The writer copies each range into its config's file within the kernel."""
+
+    path: str
+    spans: dict[str, tuple[int, int]]
+
+
+@dataclass
 class ShardResult:
     """What a shard sends back to the writer: the encoded lines of each config (one bytes object, cheap to
-    send between processes), and the running tallies."""
+    send between processes; or, from a local worker, `spooled` in a file beside the run), and the running
+    tallies."""
 
     lines: dict[str, bytes] = field(default_factory=dict)
+    spooled: Spooled | None = None
     checks: dict[str, Checks] = field(default_factory=dict)
     counts: dict[str, Counter] = field(default_factory=dict)
     rejects: dict[str, list[dict]] = field(default_factory=dict)
