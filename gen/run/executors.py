@@ -10,6 +10,7 @@ are the same whichever executor ran them.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import multiprocessing
@@ -42,9 +43,12 @@ RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per wor
 _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, read by the workers
 
 
-def _ignore_interrupts() -> None:
-    """Ctrl-C reaches the whole process group: the parent stops the pool and reports; workers stay quiet."""
+def _start_worker() -> None:
+    """Ctrl-C reaches the whole process group: the parent stops the pool and reports; workers stay quiet.
+    What the worker inherited (the run's Prepared, the modules) is left out of garbage collections, which would
+    otherwise read it and write to it, and so copy the pages it shares with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()
 
 
 def _process_in_worker(positions: Sequence[int]) -> ShardResult:
@@ -73,7 +77,7 @@ def local_results(
             spool_folder = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="gen-spool-")))
         _WORKER_STATE.update(prepared=prepared, products=products, spool=spool_folder)
         cleanup.callback(_WORKER_STATE.clear)
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_ignore_interrupts) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
             yield from pool.imap(_process_in_worker, shards, chunksize=1)
 
 

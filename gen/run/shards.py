@@ -7,10 +7,12 @@ processes and the writer (gen/run/runner.py) appends them in conversation order.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,7 +64,30 @@ class Prepared:
         return Unit(conversation, timeline)
 
 
+# A run makes millions of short-lived dicts, lists and strings and almost no reference cycles: with the
+# collector's default first threshold (700 allocations) it ran thousands of times per conversation and took a
+# fifth of the time of building and reading them. While a run builds or reads it runs this many times less often.
+GC_THRESHOLD = 100_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The cyclic garbage collector's first threshold raised to GC_THRESHOLD for the block (cycles are still
+    collected, only less often); the previous thresholds come back after it."""
+    previous = gc.get_threshold()
+    gc.set_threshold(max(GC_THRESHOLD, previous[0]), *previous[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+
+
 def prepare(recipe: Recipe, limit: int | None = None) -> Prepared:
+    with fewer_collections():
+        return prepare_sources(recipe, limit)
+
+
+def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
     started = time.perf_counter()
     products = bind(recipe)
     store = ConversationStore()
@@ -142,6 +167,13 @@ def process_shard(
     prepared: Prepared, positions: Sequence[int], products: Sequence[Bound], engine: Engine | None = None
 ) -> ShardResult:
     """Build, validate, count and encode every product for these conversations (one stage's products)."""
+    with fewer_collections():
+        return build_shard(prepared, positions, products, engine)
+
+
+def build_shard(
+    prepared: Prepared, positions: Sequence[int], products: Sequence[Bound], engine: Engine | None
+) -> ShardResult:
     ctx = BuildContext(prepared.recipe, engine=engine)
     units = [prepared.unit(position) for position in positions]
     built: list[dict[str, Sequence[dict]]] = [{} for _ in units]  # per unit: config → records so far
