@@ -88,8 +88,9 @@ class TimeQueries(ConversationProduct[TimeQueriesOptions]):
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         rows = records[NAME]
         view = checking.check_unit(unit, rows, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
-        texts = Counter(row["question"] for row in rows)
-        duplicates = [text for text, n in texts.items() if n > 1]
+        duplicates = []
+        if len({row["question"] for row in rows}) != len(rows):  # counted only when some text repeats
+            duplicates = [text for text, n in Counter(row["question"] for row in rows).items() if n > 1]
         checks.check(
             "no duplicate question text within a conversation",
             not duplicates,
