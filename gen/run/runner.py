@@ -280,7 +280,7 @@ def stages(
     local = stage_products(products, llm=False)
     if local:
         if executor == "ray":  # Ray tasks for this stage only; the LLM stage below stays in this process
-            yield ray_results(prepared, local, workers, ray_address)
+            yield ray_results(prepared, local, workers, ray_address, writer.spool_folder() if writer else None)
         else:
             spool = writer.spool_folder() if writer is not None and workers is not None and workers > 1 else None
             yield local_results(prepared, local, workers, spool)

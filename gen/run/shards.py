@@ -7,6 +7,7 @@ processes and the writer (gen/run/runner.py) appends them in conversation order.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import time
@@ -25,8 +26,8 @@ from gen.products.checks import Checks
 from gen.products.registry import REGISTRY, Bound, bind, closure
 from gen.recipe import BUNDLED, Recipe
 from gen.sources import read_source, select
-from gen.sources.store import ConversationStore, SourcePool, Stored, Summary
-from gen.timeline import Timeline, build_timeline
+from gen.sources.store import ConversationStore, HeldConversations, SourcePool, Stored, Summary
+from gen.timeline import Timeline, build_timeline, donor_choice
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,30 @@ class Prepared:
         conversation = self.conversations[position]
         timeline = self.timeline_of(conversation, position) if self.needs_timelines else None
         return Unit(conversation, timeline)
+
+    def reads(self, position: int) -> list[int]:
+        """The store positions `unit(position)` reads: the conversation's own, then its padding donors'. Told
+        from the summaries alone (no conversation is read)."""
+        own = self.conversations.positions[position]
+        padding = self.recipe.timeline.padding
+        if not self.needs_timelines or padding.mode != "donor":
+            return [own]
+        pool = self.pools[self.source_of[position]]
+        summary = self.conversations.store.summaries[own]
+        chosen = donor_choice(
+            summary.conversation_id, pool.donor_ids(), pool.session_words, padding.target_words, self.recipe.seed
+        )
+        return [own, *(pool.position(donor_id) for donor_id, _ in chosen)]
+
+    def holding_only_a_shard(self) -> Prepared:
+        """This Prepared with a store that holds none of the conversations until a shard's are handed to it
+        (HeldConversations.hold): what goes to Ray once, the corpus staying in this process."""
+        held = HeldConversations(self.conversations.store.summaries)
+        return dataclasses.replace(
+            self,
+            conversations=Stored(held, self.conversations.positions),
+            pools=[pool.reading(held) for pool in self.pools],
+        )
 
 
 # A run makes millions of short-lived dicts, lists and strings and almost no reference cycles: with the
