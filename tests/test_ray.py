@@ -165,7 +165,8 @@ def test_shards_of_several_conversations_with_donor_padding_write_the_local_byte
 
 
 def test_ray_shards_take_a_tenth_of_a_second_and_leave_four_per_cpu():
-    assert ray_shard_size(seconds=0.0, done=0, left=1000, width=2) == 64  # nothing measured yet: the cap
+    assert ray_shard_size(seconds=0.0, done=0, left=1000, width=2) == 1  # nothing measured yet: one
+    assert ray_shard_size(seconds=0.0, done=5, left=1000, width=2) == 64  # no time measured: the cap
     assert ray_shard_size(seconds=3.3, done=100, left=1000, width=2) == 3  # 33 ms each: 3 in 0.1 s
     assert ray_shard_size(seconds=0.1, done=100, left=10_000, width=2) == 64  # 1 ms each: 100, capped at 64
     assert ray_shard_size(seconds=0.1, done=100, left=80, width=2) == 10  # 80 left for 2 CPUs: 4 shards each

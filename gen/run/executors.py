@@ -41,7 +41,7 @@ LLM_BATCH_MAX = 256
 LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
 BATCH_ITEMS = 50_000  # what one Batch API input file may hold
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
-# Ray shards: the first of each worker holds one conversation; the next are sized for RAY_TASK_SECONDS of work
+# Ray shards: one conversation until a shard has come back; then sized for RAY_TASK_SECONDS of work
 # from the seconds per conversation seen so far, with at least RAY_SHARDS_PER_CPU shards per CPU left for the
 # conversations still to come (so the last shards end together) and at most RAY_SHARD_MAX conversations.
 RAY_TASK_SECONDS = 0.1
@@ -196,7 +196,7 @@ def ray_results(
         count, first, done, seconds = len(prepared.conversations), 0, 0, 0.0
         while first < count or pending:
             while first < count and len(pending) < RAY_IN_FLIGHT_PER_WORKER * width:
-                size = 1 if first < width else ray_shard_size(seconds, done, count - first, width)
+                size = ray_shard_size(seconds, done, count - first, width)
                 positions = range(first, min(count, first + size))
                 blobs = {at: store.blob(at) for position in positions for at in prepared.reads(position)}
                 pending.append((len(positions), task.remote(prepared_ref, positions, products_ref, blobs, spool_to)))
@@ -214,10 +214,12 @@ def ray_results(
 
 
 def ray_shard_size(seconds: float, done: int, left: int, width: int) -> int:
-    """Conversations in the next Ray shard: about RAY_TASK_SECONDS of work at the `seconds` per `done`
-    conversations seen so far, at least RAY_SHARDS_PER_CPU shards per CPU for the `left` conversations, and
-    between 1 and RAY_SHARD_MAX."""
-    wanted = RAY_SHARD_MAX if not done or seconds <= 0 else max(1, round(RAY_TASK_SECONDS * done / seconds))
+    """Conversations in the next Ray shard: one until a shard has come back; then about RAY_TASK_SECONDS of
+    work at the `seconds` per `done` conversations seen so far, at least RAY_SHARDS_PER_CPU shards per CPU for
+    the `left` conversations, and between 1 and RAY_SHARD_MAX."""
+    if not done:
+        return 1
+    wanted = RAY_SHARD_MAX if seconds <= 0 else max(1, round(RAY_TASK_SECONDS * done / seconds))
     balanced = max(1, math.ceil(left / (RAY_SHARDS_PER_CPU * width)))
     return max(1, min(wanted, balanced, RAY_SHARD_MAX))
 
