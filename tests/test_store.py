@@ -167,3 +167,19 @@ def test_a_shard_reads_exactly_the_conversations_prepared_says_it_reads(tmp_path
         with pytest.raises(RuntimeError, match="was not sent with this shard"):
             held.timeline(position)
     assert several  # the target needs more than one donor for some conversations
+
+
+def test_a_turn_read_back_keeps_every_field_and_its_word_count():
+    turn = list(
+        locomo.parse([locomo_sample("t", ("Ann", "Bob"), [("1:00 pm on 1 May, 2023", ["three words here"])])], "f")
+    )
+    [original] = [t for c in turn for s in c.sessions for t in s.turns]
+    store = filled_store(turn)
+    [again] = [t for s in store[0].sessions for t in s.turns]
+    assert (again.speaker, again.text, again.source_turn_id, again.image_caption, again.word_count) == (
+        original.speaker,
+        "three words here",
+        original.source_turn_id,
+        None,
+        3,
+    )
