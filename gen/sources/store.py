@@ -4,7 +4,8 @@ memory follows the largest conversation rather than the size of the corpus.
 
 The file is an anonymous temporary file (it has no name and is gone when the last process holding it exits,
 however it exits). Forked workers inherit it and read with `os.pread`, which never moves a shared file
-position, so any number of them can read at once. Pickled for another machine (Ray), a store carries its bytes.
+position, so any number of them can read at once. Pickled for another process, a store carries its bytes; a Ray
+run instead sends each task only the conversations its shard reads (`blob`, `HeldConversations`).
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ class ConversationStore:
         return pickle.loads(os.pread(self._file.fileno(), length, offset))
 
     def __reduce_ex__(self, protocol: Any) -> tuple:
-        """Pickled, a store carries its bytes. With protocol 5 they travel as an out-of-band buffer, so Ray
-        keeps one copy in its object store and its workers read that copy instead of each holding its own."""
+        """Pickled, a store carries its bytes. With protocol 5 they travel as an out-of-band buffer (one copy
+        in an object store such as Ray's, read in place by whoever unpickles it)."""
         data: Any = self._bytes
         if data is None:
             assert self._file is not None
