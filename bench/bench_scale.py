@@ -19,6 +19,10 @@ gen), the CPU other work on the machine used during the run (all busy CPU from /
 tree's, / wall) and the 1-minute load average when the run started. Timing on a shared machine is noisy:
 read the last two columns before trusting a figure.
 
+After the table, each run of more than one worker and each Ray run is set against issue 28's goals (figure, goal,
+ratio, the machine's core count): `--workers 2` at 1,000× under 480 s (pro rata at other K) and 400 MB of peak
+RSS; Ray within 1.2× the wall time of the same number of local workers and under 1 GB.
+
 `--gen PATH` chooses the executable (default: this checkout's .venv/bin/gen), e.g. a pristine copy's, to
 measure before/after. Whether it takes `--workers` / `--executor` is read from its `gen run --help`; a gen
 without `--workers` runs once per K, labelled so. Linux only (/proc).
@@ -366,6 +370,50 @@ def ratios(rows: list[Row], copies: list[int]) -> list[str]:
     return lines
 
 
+# ---------------------------------------------------------------------------------------------- goals
+
+# Issue 28's goals. `--workers 2` at 1,000×: under 480 s of wall time and 400 MB of peak RSS summed over the
+# processes (at other K the wall goal is taken pro rata, K/1,000 of it; the memory goal stays). Ray on a local
+# instance with as many CPUs: within 1.2× the wall time of the same worker count, under 1 GB summed over gen's and
+# Ray's processes.
+WORKERS_WALL_GOAL_S_AT_1000 = 480.0
+WORKERS_RSS_GOAL_MB = 400.0
+RAY_WALL_GOAL_RATIO = 1.2
+RAY_RSS_GOAL_MB = 1000.0
+
+
+def goal_lines(rows: list[Row]) -> list[str]:
+    """Each run's figures against its goal: figure, goal and ratio (figure / goal; at most 1 meets it)."""
+    cores = os.cpu_count()
+    ok = [r for r in rows if r.status == "ok" and r.wall_s is not None and r.peak_rss_mb is not None]
+    lines = []
+    for row in ok:
+        if row.executor is None and row.workers is not None and row.workers > 1:
+            goal = WORKERS_WALL_GOAL_S_AT_1000 * row.copies / 1000
+            pro_rata = "" if row.copies == 1000 else f" (pro rata: {row.copies}/1,000 of 480 s)"
+            lines.append(
+                f"{row.copies}× {row.label}, {cores} cores: wall {row.wall_s:.1f} s, goal < {goal:.1f} s{pro_rata}: "
+                f"ratio {row.wall_s / goal:.2f}; peak RSS {row.peak_rss_mb:,.0f} MB, goal < {WORKERS_RSS_GOAL_MB:.0f} "
+                f"MB: ratio {row.peak_rss_mb / WORKERS_RSS_GOAL_MB:.2f} (PSS {row.peak_pss_mb or 0:,.0f} MB)"
+            )
+        if row.executor == "ray":
+            peer = next(
+                (r for r in ok if r.copies == row.copies and r.executor is None and r.workers == row.workers), None
+            )
+            versus = (
+                f"wall {row.wall_s:.1f} s against {peer.wall_s:.1f} s for {peer.label}: "
+                f"{row.wall_s / peer.wall_s:.2f}×, goal ≤ {RAY_WALL_GOAL_RATIO}×"
+                if peer is not None and peer.wall_s
+                else f"wall {row.wall_s:.1f} s (no local run of {row.workers} workers to compare with)"
+            )
+            lines.append(
+                f"{row.copies}× {row.label}, {cores} cores: {versus}; peak RSS {row.peak_rss_mb:,.0f} MB, goal < "
+                f"{RAY_RSS_GOAL_MB:,.0f} MB: ratio {row.peak_rss_mb / RAY_RSS_GOAL_MB:.2f} "
+                f"(PSS {row.peak_pss_mb or 0:,.0f} MB: ratio {(row.peak_pss_mb or 0) / RAY_RSS_GOAL_MB:.2f})"
+            )
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -516,6 +564,11 @@ def main() -> None:
     print()
     for line in ratios(rows, copies):
         print(line)
+    goals = goal_lines(rows)
+    if goals:
+        print("\ngoals (issue 28):")
+    for line in goals:
+        print(f"  {line}")
     if rows:
         print(f"command of the last run: {rows[-1].notes[0]}")
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")

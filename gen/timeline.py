@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from fractions import Fraction
@@ -229,10 +229,7 @@ def donor_padding(
     """Consecutive sessions of a donor chosen by seed (wrapping round, then the next donor by id) until the
     target. Only the donors used are read."""
     ids = donors.donor_ids()
-    own = bisect_left(ids, conversation.conversation_id)
-    if own < len(ids) and ids[own] == conversation.conversation_id:  # never its own donor
-        ids = [*ids[:own], *ids[own + 1 :]]
-    if not ids:
+    if not any(i != conversation.conversation_id for i in ids[:2]):  # ids are distinct: two hold another one
         raise GenError(
             "padding mode `donor` needs another conversation from the same source, and there is none",
             file=conversation.source_file,
@@ -240,22 +237,61 @@ def donor_padding(
             field="timeline.padding.mode",
             expected="a source with two or more conversations, or padding mode `none` or `file`",
         )
-    rng = random.Random(f"{seed}/{conversation.conversation_id}")
-    first = rng.randrange(len(ids))
+    read: dict[str, Conversation] = {}
+
+    def donor(donor_id: str) -> Conversation:
+        if donor_id not in read:
+            read[donor_id] = donors.donor(donor_id)
+        return read[donor_id]
+
+    def session_words(donor_id: str) -> list[int]:
+        return [session.word_count for session in donor(donor_id).sessions]
+
     turns: list[Turn] = []
     used: list[str] = []
     words = 0
-    for step in range(len(ids)):
-        donor = donors.donor(ids[(first + step) % len(ids)])
-        begin = rng.randrange(len(donor.sessions))
-        rename = dict(zip(donor.speakers, conversation.speakers))
-        used.append(donor.conversation_id)
-        for session in donor.sessions[begin:] + donor.sessions[:begin]:
+    for donor_id, begin in donor_choice(conversation.conversation_id, ids, session_words, target_words, seed):
+        chosen = donor(donor_id)
+        rename = dict(zip(chosen.speakers, conversation.speakers))
+        used.append(donor_id)
+        for session in chosen.sessions[begin:] + chosen.sessions[:begin]:
             turns.extend(Turn(speaker=rename.get(t.speaker, t.speaker), text=t.text) for t in session.turns)
             words += session.word_count
             if words >= target_words:
                 return turns, used
     return turns, used
+
+
+def donor_choice(
+    conversation_id: str,
+    ids: Sequence[str],
+    session_words: Callable[[str], Sequence[int]],
+    target_words: int,
+    seed: int,
+) -> list[tuple[str, int]]:
+    """(donor id, first session) of every donor a conversation's padding reads, in order: from the donor drawn
+    by seed, each with its sessions from one drawn by seed (wrapping round), until their words reach the
+    target. It needs each donor's words per session only, so a run can tell which conversations a shard
+    will read without reading them (gen/run/executors.py sends a Ray task only those)."""
+    own = bisect_left(ids, conversation_id)
+    if own < len(ids) and ids[own] == conversation_id:  # never its own donor
+        ids = [*ids[:own], *ids[own + 1 :]]
+    if not ids:
+        return []
+    rng = random.Random(f"{seed}/{conversation_id}")
+    first = rng.randrange(len(ids))
+    chosen: list[tuple[str, int]] = []
+    words = 0
+    for step in range(len(ids)):
+        donor_id = ids[(first + step) % len(ids)]
+        counts = list(session_words(donor_id))
+        begin = rng.randrange(len(counts))
+        chosen.append((donor_id, begin))
+        for count in counts[begin:] + counts[:begin]:
+            words += count
+            if words >= target_words:
+                return chosen
+    return chosen
 
 
 def file_padding(path: Path, speakers: tuple[str, str]) -> list[Turn]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from gen.run.executors import ray_shard_size
+from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.test_llm_commands import KEY, plain_question, tcq_recipe
 from tests.test_seam import run_folder_bytes
@@ -133,3 +134,40 @@ def test_a_ray_address_needs_the_ray_executor(tmp_path, capsys):
         ["run", REPO / "recipes" / "quickstart.yaml", "--output-dir", tmp_path, "--ray-address", "auto"], capsys
     )
     assert code == 2 and "--executor ray" in err
+
+
+@needs_ray
+def test_shards_of_several_conversations_with_donor_padding_write_the_local_bytes(tmp_path, capsys):
+    """Many conversations: later shards hold several (sized from the first ones' time), each task carries only
+    the conversations it reads, and the lines come back through the spool folder."""
+    from tests.test_store import copies_of_the_sample
+
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "many",
+            "seed": 11,
+            "sources": [{"format": "locomo", "path": str(copies_of_the_sample(tmp_path / "c.json", 40))}],
+            "timeline": {"padding": {"mode": "donor", "target_words": 2500}},
+            "products": [{"type": "log"}, {"type": "time_queries"}],
+        },
+    )
+    outputs = {}
+    for executor in ("local", "ray"):
+        code, _, err = run_cli(
+            ["run", recipe, "--output-dir", tmp_path / executor, "--executor", executor, "--workers", "2"], capsys
+        )
+        assert code == 0, err
+        outputs[executor] = comparable(tmp_path / executor / "many")
+    assert outputs["ray"] == outputs["local"]
+    assert json.loads(outputs["local"]["run.json"])["configs"]["log"]["records"] > 40 * 20
+    assert not ray.is_initialized()
+
+
+def test_ray_shards_take_a_tenth_of_a_second_and_leave_four_per_cpu():
+    assert ray_shard_size(seconds=0.0, done=0, left=1000, width=2) == 1  # nothing measured yet: one
+    assert ray_shard_size(seconds=0.0, done=5, left=1000, width=2) == 64  # no time measured: the cap
+    assert ray_shard_size(seconds=3.3, done=100, left=1000, width=2) == 3  # 33 ms each: 3 in 0.1 s
+    assert ray_shard_size(seconds=0.1, done=100, left=10_000, width=2) == 64  # 1 ms each: 100, capped at 64
+    assert ray_shard_size(seconds=0.1, done=100, left=80, width=2) == 10  # 80 left for 2 CPUs: 4 shards each
+    assert ray_shard_size(seconds=50.0, done=10, left=3, width=2) == 1  # slower than the target: one each

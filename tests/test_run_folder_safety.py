@@ -283,6 +283,7 @@ def test_ctrl_c_exits_130_keeps_the_partial_run_and_says_how_to_resume(tmp_path,
     assert written and written.endswith(b"\n")  # whole records only
     assert 0 < report["configs"]["time_queries"]["records"] == written.count(b"\n")
     assert not (out / "big").exists() and not list(out.glob(".big.tmp-*"))
+    assert sorted(p.name for p in kept.iterdir() if p.name.startswith(".")) == [".gen-files.json"]  # no spool
 
 
 # --- 11 and 12. the run folder names nothing of this machine and rebuilds from anywhere ---------------

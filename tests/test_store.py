@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from gen.conversation import Conversation
 from gen.recipe import TimelineSpec
 from gen.sources import locomo
@@ -132,3 +134,52 @@ def test_no_file_is_left_in_the_temporary_folder_after_a_run_or_a_killed_run(tmp
     process.wait(timeout=60)
     assert process.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     assert list(temporary.iterdir()) == []
+
+
+def test_a_shard_reads_exactly_the_conversations_prepared_says_it_reads(tmp_path):
+    """`Prepared.reads` tells, from the summaries alone, which conversations a unit reads (its own and its
+    padding donors'): a store holding only those builds the same timeline as the whole store."""
+    from gen.recipe import load_recipe
+    from gen.run.shards import prepare
+
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {
+            "name": "donors",
+            "seed": 5,
+            "sources": [{"format": "locomo", "path": str(copies_of_the_sample(tmp_path / "c.json", 6))}],
+            "timeline": {"padding": {"mode": "donor", "target_words": 2500}},
+            "products": [{"type": "log"}],
+        },
+    )
+    prepared = prepare(load_recipe(recipe))
+    held = prepared.holding_only_a_shard()
+    store, ids = prepared.conversations.store, [s.conversation_id for s in prepared.conversations.store.summaries]
+    several = 0
+    for position in range(len(prepared.conversations)):
+        timeline = prepared.timeline(position)
+        reads = prepared.reads(position)
+        assert [ids[at] for at in reads] == [timeline.conversation_id, *timeline.padding_donors]
+        several += len(timeline.padding_donors) > 1
+        held.conversations.store.hold({at: store.blob(at) for at in reads})
+        assert held.timeline(position) == timeline
+        held.conversations.store.hold({at: store.blob(at) for at in reads[:-1]})  # one donor short
+        with pytest.raises(RuntimeError, match="was not sent with this shard"):
+            held.timeline(position)
+    assert several  # the target needs more than one donor for some conversations
+
+
+def test_a_turn_read_back_keeps_every_field_and_its_word_count():
+    turn = list(
+        locomo.parse([locomo_sample("t", ("Ann", "Bob"), [("1:00 pm on 1 May, 2023", ["three words here"])])], "f")
+    )
+    [original] = [t for c in turn for s in c.sessions for t in s.turns]
+    store = filled_store(turn)
+    [again] = [t for s in store[0].sessions for t in s.turns]
+    assert (again.speaker, again.text, again.source_turn_id, again.image_caption, again.word_count) == (
+        original.speaker,
+        "three words here",
+        original.source_turn_id,
+        None,
+        3,
+    )

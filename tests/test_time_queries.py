@@ -290,6 +290,34 @@ def test_validator_catches_wrong_records():
     assert "relevant set is not empty and not only padding" in failures(padding_only)
 
 
+def test_validator_checks_each_variant_of_a_base_question_not_only_its_first():
+    """The rows of a base question share their relevant list and repeat their time expressions; a later row
+    that differs is still caught, and its base question's other rows are not blamed."""
+    rows, ctx, opts = build(ann_bob(), max_variants_per_group="all")
+    month_rows = [i for i, r in enumerate(rows) if r["test"] == "month"]
+    first, last = month_rows[0], max(i for i in month_rows if rows[i]["group_id"] == rows[month_rows[0]]["group_id"])
+    assert last > first
+
+    def failed(changed):
+        return {name: r["failed"] for name, r in ctx.validate("time_queries", changed, opts).report().items()}
+
+    shorter = [dict(r) for r in rows]
+    indices = list(rows[last]["relevant_response_indices"])
+    assert len(indices) > 1
+    shorter[last].update(relevant_response_indices=indices[:-1], num_relevant=len(indices) - 1)
+    report = failed(shorter)
+    assert report["relevant set equals the window recomputed from the log"] == 1
+    assert report["the variants of a base question share test, params and relevant set"] == 1
+
+    unnamed = [dict(r) for r in rows]
+    month = unnamed[last]["params"]["month"]
+    unnamed[last].update(time_expression="back then", question=f"What did we discuss back then? ({month})")
+    report = failed(unnamed)
+    assert report["time expression names its month or weekday"] == 1
+    assert report["each base question keeps its seeded sample of wordings"] == 1
+    assert sum(report.values()) == 2
+
+
 def test_options_choose_tests_styles_spans_and_variant_limit():
     chosen = {
         "tests": ["session_span", "day_span", "rel_day"],

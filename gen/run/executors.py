@@ -2,7 +2,8 @@
 are the same whichever executor ran them.
 
   local   one conversation per shard, in this process or, with workers > 1, in a pool of forked processes
-  ray     one conversation per shard, as Ray tasks (a local Ray instance, or a cluster at --ray-address)
+  ray     shards of one or more conversations (sized from how long one takes), as Ray tasks (a local Ray
+          instance, or a cluster at --ray-address)
   llm     batches of conversations in this process, which holds the run's one LLM engine (one cache, one set
           of rate limits for every step)
 """
@@ -10,18 +11,23 @@ are the same whichever executor ran them.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import multiprocessing
 import signal
+import tempfile
 from collections import deque
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gen.about import install_hint
 from gen.errors import GenError
 from gen.products.registry import REGISTRY, Bound
 from gen.run.shards import Prepared, ShardResult, process_shard
+from gen.run.spool import spool
+from gen.sources.store import HeldConversations
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
@@ -35,20 +41,37 @@ LLM_BATCH_MAX = 256
 LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
 BATCH_ITEMS = 50_000  # what one Batch API input file may hold
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
+# Ray shards: one conversation until a shard has come back; then sized for RAY_TASK_SECONDS of work
+# from the seconds per conversation seen so far, with at least RAY_SHARDS_PER_CPU shards per CPU left for the
+# conversations still to come (so the last shards end together) and at most RAY_SHARD_MAX conversations.
+RAY_TASK_SECONDS = 0.1
+RAY_SHARDS_PER_CPU = 4
+RAY_SHARD_MAX = 64
+# The local Ray instance gen starts: its object store only carries the shards' conversations and the results
+# of the shards that could not be spooled, so a small one is enough (Ray's default takes 30% of the memory).
+RAY_OBJECT_STORE_BYTES = 256 * 1024 * 1024
 
 _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, read by the workers
 
 
-def _ignore_interrupts() -> None:
-    """Ctrl-C reaches the whole process group: the parent stops the pool and reports; workers stay quiet."""
+def _start_worker() -> None:
+    """Ctrl-C reaches the whole process group: the parent stops the pool and reports; workers stay quiet.
+    What the worker inherited (the run's Prepared, the modules) is left out of garbage collections, which would
+    otherwise read it and write to it, and so copy the pages it shares with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()
 
 
 def _process_in_worker(positions: Sequence[int]) -> ShardResult:
-    return process_shard(_WORKER_STATE["prepared"], positions, _WORKER_STATE["products"])
+    result = process_shard(_WORKER_STATE["prepared"], positions, _WORKER_STATE["products"])
+    return spool(result, _WORKER_STATE["spool"] / str(positions[0]))
 
 
-def local_results(prepared: Prepared, products: list[Bound], workers: int | None) -> Iterator[ShardResult]:
+def local_results(
+    prepared: Prepared, products: list[Bound], workers: int | None, spool_folder: Path | None = None
+) -> Iterator[ShardResult]:
+    """One conversation per shard. With workers, each worker leaves its shards' lines in `spool_folder`
+    (gen/run/spool.py; a temporary folder when none is given) and sends back where."""
     shards = [[position] for position in range(len(prepared.conversations))]
     if workers is None or workers <= 1 or len(shards) <= 1:
         for shard in shards:
@@ -60,12 +83,13 @@ def local_results(prepared: Prepared, products: list[Bound], workers: int | None
             field="--workers",
             expected="--workers 1",
         )
-    _WORKER_STATE.update(prepared=prepared, products=products)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_ignore_interrupts) as pool:
+    with contextlib.ExitStack() as cleanup:
+        if spool_folder is None:
+            spool_folder = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="gen-spool-")))
+        _WORKER_STATE.update(prepared=prepared, products=products, spool=spool_folder)
+        cleanup.callback(_WORKER_STATE.clear)
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
             yield from pool.imap(_process_in_worker, shards, chunksize=1)
-    finally:
-        _WORKER_STATE.clear()
 
 
 # --- Ray ------------------------------------------------------------------------------------------------
@@ -73,10 +97,17 @@ def local_results(prepared: Prepared, products: list[Bound], workers: int | None
 _RAY_PREPARED: dict[str, Prepared] = {}  # in a Ray worker process: the run's Prepared, fetched once per process
 
 
-def _process_in_ray(prepared_ref: list[Any], positions: Sequence[int], products: list[Bound]) -> ShardResult:
-    """A Ray task: one shard, exactly as the local executor runs it. `prepared_ref` is [ObjectRef], wrapped
-    so that Ray does not fetch and unpickle the whole corpus for every task: each worker process fetches it
-    once and keeps it for the next tasks of the run."""
+def _process_in_ray(
+    prepared_ref: list[Any],
+    positions: Sequence[int],
+    products: list[Bound],
+    blobs: dict[int, bytes],
+    spool_to: tuple[str, str] | None,
+) -> ShardResult:
+    """A Ray task: one shard, exactly as the local executor runs it. `prepared_ref` is [ObjectRef] of the run's
+    Prepared without its conversations, wrapped so that Ray does not fetch it for every task: each worker
+    process fetches it once. `blobs` are the conversations the shard reads (its own and their donors'). On the
+    driver's node (`spool_to`: spool folder, node id) the lines go to the spool folder, as a local worker's."""
     import ray
 
     key = prepared_ref[0].hex()
@@ -86,7 +117,16 @@ def _process_in_ray(prepared_ref: list[Any], positions: Sequence[int], products:
         prepared = _RAY_PREPARED[key] = ray.get(prepared_ref[0])
     for bound in products:  # products registered at run time in the driver (plugins, tests)
         REGISTRY.setdefault(bound.name, type(bound.product))
-    return process_shard(prepared, positions, products)
+    held = prepared.conversations.store
+    assert isinstance(held, HeldConversations)
+    held.hold(blobs)
+    try:
+        result = process_shard(prepared, positions, products)
+    finally:
+        held.hold({})
+    if spool_to is not None and ray.get_runtime_context().get_node_id() == spool_to[1]:
+        return spool(result, Path(spool_to[0]) / str(positions[0]))
+    return result
 
 
 def require_ray() -> Any:
@@ -103,20 +143,28 @@ def require_ray() -> Any:
 
 
 def ray_results(
-    prepared: Prepared, products: list[Bound], workers: int | None, address: str | None = None
+    prepared: Prepared,
+    products: list[Bound],
+    workers: int | None,
+    address: str | None = None,
+    spool_folder: Path | None = None,
 ) -> Iterator[ShardResult]:
-    """The stage that needs no LLM as Ray tasks, one conversation per task, yielded in conversation order.
+    """The stage that needs no LLM as Ray tasks, yielded in conversation order.
 
-    `prepared` goes once into the object store. At most RAY_IN_FLIGHT_PER_WORKER × workers tasks are in
-    flight (submitted and not yet written), so the results waiting in the object store stay bounded on any
-    corpus; the writer gets them in order, so the bytes are those of the local executor.
+    The run's Prepared goes once into the object store without its conversations; each task carries the
+    conversations its shard reads (its own and their padding donors', told from the summaries), so no Ray
+    process holds the corpus. A shard is one conversation at first, then as many as take about
+    RAY_TASK_SECONDS (`ray_shard_size`). At most RAY_IN_FLIGHT_PER_WORKER × workers tasks are in flight
+    (submitted and not yet written), so what waits in the object store stays bounded on any corpus; the writer
+    gets the results in order, so the bytes are those of the local executor. A task that runs on this node
+    leaves its lines in `spool_folder` (gen/run/spool.py) instead of sending them through the object store.
 
-    Without `address`, gen starts a local Ray instance of its own (`workers` CPUs, default every CPU; no
-    dashboard, worker output not forwarded, no usage stats sent), never one found through RAY_ADDRESS, and
-    shuts it down at the end. With `address` (`auto`, `host:port`, `ray://host:10001`) it connects to that
-    cluster, whose workers must be able to import gen, and only disconnects; `workers` then bounds the tasks
-    in flight (default: from the cluster's CPUs). A Ray already initialised in this process (a notebook, a
-    test) is used as it is and left running.
+    Without `address`, gen starts a local Ray instance of its own (`workers` CPUs, default every CPU; an
+    object store of RAY_OBJECT_STORE_BYTES; no dashboard, worker output not forwarded, no usage stats sent),
+    never one found through RAY_ADDRESS, and shuts it down at the end. With `address` (`auto`, `host:port`,
+    `ray://host:10001`) it connects to that cluster, whose workers must be able to import gen, and only
+    disconnects; `workers` then bounds the tasks in flight (default: from the cluster's CPUs). A Ray already
+    initialised in this process (a notebook, a test) is used as it is and left running.
 
     Only this stage runs on Ray. The LLM stage stays in the driver (`llm_results`) with the run's one
     engine: that is what keeps the LLM limits (requests and tokens per minute, concurrency) global and the
@@ -127,7 +175,7 @@ def ray_results(
     if started_here:
         quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
         if address is None:
-            ray.init(address="local", num_cpus=workers, **quiet)
+            ray.init(address="local", num_cpus=workers, object_store_memory=RAY_OBJECT_STORE_BYTES, **quiet)
         else:
             try:
                 ray.init(address=address, **quiet)
@@ -137,24 +185,43 @@ def ray_results(
                     field="--ray-address",
                     expected="auto, host:port or ray://host:10001 of a running cluster, or no --ray-address",
                 ) from None
-    pending: deque[Any] = deque()
+    pending: deque[tuple[int, Any]] = deque()  # (conversations, ObjectRef) per task, in conversation order
     try:
         width = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        prepared_ref = [ray.put(prepared)]
+        prepared_ref = [ray.put(prepared.holding_only_a_shard())]
         products_ref = ray.put(products)
+        spool_to = (str(spool_folder), ray.get_runtime_context().get_node_id()) if spool_folder else None
         task = ray.remote(_process_in_ray)
-        for position in range(len(prepared.conversations)):
-            pending.append(task.remote(prepared_ref, [position], products_ref))
-            if len(pending) >= RAY_IN_FLIGHT_PER_WORKER * width:
-                yield _ray_get(ray, pending.popleft())
-        while pending:
-            yield _ray_get(ray, pending.popleft())
+        store = prepared.conversations.store
+        count, first, done, seconds = len(prepared.conversations), 0, 0, 0.0
+        while first < count or pending:
+            while first < count and len(pending) < RAY_IN_FLIGHT_PER_WORKER * width:
+                size = ray_shard_size(seconds, done, count - first, width)
+                positions = range(first, min(count, first + size))
+                blobs = {at: store.blob(at) for position in positions for at in prepared.reads(position)}
+                pending.append((len(positions), task.remote(prepared_ref, positions, products_ref, blobs, spool_to)))
+                first = positions.stop
+            conversations, ref = pending.popleft()
+            result = _ray_get(ray, ref)
+            done, seconds = done + conversations, seconds + sum(result.seconds.values())
+            yield result
     finally:
-        for ref in pending:  # the run failed or was interrupted: drop what is still queued
+        for _, ref in pending:  # the run failed or was interrupted: drop what is still queued
             with contextlib.suppress(Exception):  # already finished, or gone with the cluster
                 ray.cancel(ref)
         if started_here:
             ray.shutdown()
+
+
+def ray_shard_size(seconds: float, done: int, left: int, width: int) -> int:
+    """Conversations in the next Ray shard: one until a shard has come back; then about RAY_TASK_SECONDS of
+    work at the `seconds` per `done` conversations seen so far, at least RAY_SHARDS_PER_CPU shards per CPU for
+    the `left` conversations, and between 1 and RAY_SHARD_MAX."""
+    if not done:
+        return 1
+    wanted = RAY_SHARD_MAX if seconds <= 0 else max(1, round(RAY_TASK_SECONDS * done / seconds))
+    balanced = max(1, math.ceil(left / (RAY_SHARDS_PER_CPU * width)))
+    return max(1, min(wanted, balanced, RAY_SHARD_MAX))
 
 
 def _ray_get(ray: Any, ref: Any) -> ShardResult:

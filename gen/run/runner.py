@@ -16,6 +16,7 @@ workers nor the batching changes a byte of output.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import platform
@@ -160,11 +161,12 @@ def build_and_write(
     with RunFolder(final, recipe_inputs(recipe)) as folder:
         shards = ShardWriter(folder.path, recipe.split)
         try:
-            for results in stages(prepared, products, engine, workers, executor, ray_address):
-                for result in results:
-                    with ctrl_c_held():  # a shard is written and counted together, or not at all
-                        shards.write(result)
-                        tallies.add(result)
+            for results in stages(prepared, products, engine, workers, executor, ray_address, shards):
+                with contextlib.closing(results):  # on the way out: stop the workers before the folder is kept
+                    for result in results:
+                        with ctrl_c_held():  # a shard is written and counted together, or not at all
+                            shards.write(result)
+                            tallies.add(result)
         except (Exception, KeyboardInterrupt) as exc:
             shards.close()
             stop = keep_stopped(folder, prepared, tallies, engine, final, stop_of(exc))
@@ -273,13 +275,15 @@ def stages(
     workers: int | None,
     executor: str = "local",
     ray_address: str | None = None,
+    writer: ShardWriter | None = None,
 ) -> Iterator[Iterator[ShardResult]]:
     local = stage_products(products, llm=False)
     if local:
         if executor == "ray":  # Ray tasks for this stage only; the LLM stage below stays in this process
-            yield ray_results(prepared, local, workers, ray_address)
+            yield ray_results(prepared, local, workers, ray_address, writer.spool_folder() if writer else None)
         else:
-            yield local_results(prepared, local, workers)
+            spool = writer.spool_folder() if writer is not None and workers is not None and workers > 1 else None
+            yield local_results(prepared, local, workers, spool)
     if engine is not None:
         yield llm_results(prepared, stage_products(products, llm=True), engine)
 

@@ -16,6 +16,7 @@ from gen.folders import claim, claimed, recover_and_clean, refuse_foreign, seal,
 from gen.jsonl import encode_lines
 from gen.products.registry import Bound
 from gen.run.shards import ShardResult
+from gen.run.spool import SPOOL, append_range
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
@@ -95,22 +96,39 @@ class ShardWriter:
         self.folder, self.split = folder, split
         self.files: dict[str, IO[bytes]] = {}
 
+    def spool_folder(self) -> Path:
+        """Where local workers leave their shards' lines (gen/run/spool.py); removed by `close`."""
+        path = self.folder / SPOOL
+        path.mkdir(exist_ok=True)
+        return path
+
     def write(self, result: ShardResult) -> None:
         for config, lines in result.lines.items():
-            if config not in self.files:
-                path = self.folder / config / f"{self.split}.jsonl"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self.files[config] = path.open("wb")
-            self.files[config].write(lines)
+            self.file(config).write(lines)
+        if result.spooled is not None:
+            with open(result.spooled.path, "rb") as source:
+                for config, (offset, length) in result.spooled.spans.items():
+                    target = self.file(config)
+                    target.flush()  # the range goes after what is buffered
+                    append_range(target.fileno(), source.fileno(), offset, length)
+            os.unlink(result.spooled.path)
         for product, rejects in result.rejects.items():
             (self.folder / REJECT_PARTS).mkdir(exist_ok=True)
             with (self.folder / REJECT_PARTS / f"{product}.jsonl").open("ab") as handle:
                 handle.write(encode_lines(rejects))
 
+    def file(self, config: str) -> IO[bytes]:
+        if config not in self.files:
+            path = self.folder / config / f"{self.split}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.files[config] = path.open("wb")
+        return self.files[config]
+
     def close(self) -> None:
         for handle in self.files.values():
             handle.close()
         self.files.clear()
+        shutil.rmtree(self.folder / SPOOL, ignore_errors=True)
 
 
 REJECT_PARTS = ".rejects"

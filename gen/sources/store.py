@@ -4,11 +4,13 @@ memory follows the largest conversation rather than the size of the corpus.
 
 The file is an anonymous temporary file (it has no name and is gone when the last process holding it exits,
 however it exits). Forked workers inherit it and read with `os.pread`, which never moves a shared file
-position, so any number of them can read at once. Pickled for another machine (Ray), a store carries its bytes.
+position, so any number of them can read at once. Pickled for another process, a store carries its bytes; a Ray
+run instead sends each task only the conversations its shard reads (`blob`, `HeldConversations`).
 """
 
 from __future__ import annotations
 
+import copy
 import mmap
 import os
 import pickle
@@ -28,6 +30,7 @@ class Summary:
     conversation_id: str
     session_count: int
     word_count: int
+    session_words: tuple[int, ...] = ()  # words per session: which donors a padding reads follows from them
 
 
 class ConversationStore:
@@ -47,14 +50,26 @@ class ConversationStore:
         self._spans.append((self._end, len(blob)))
         self._end += len(blob)
         self._unread = True
+        session_words = tuple(session.word_count for session in conversation.sessions)
         summary = Summary(
-            len(self.summaries), conversation.conversation_id, conversation.session_count, conversation.word_count
+            len(self.summaries), conversation.conversation_id, len(session_words), sum(session_words), session_words
         )
         self.summaries.append(summary)
         return summary
 
     def __len__(self) -> int:
         return len(self._spans)
+
+    def blob(self, position: int) -> bytes:
+        """The stored (pickled) bytes of one conversation, not unpickled."""
+        offset, length = self._spans[position]
+        if self._bytes is not None:
+            return bytes(self._bytes[offset : offset + length])
+        assert self._file is not None
+        if self._unread:
+            self._file.flush()
+            self._unread = False
+        return os.pread(self._file.fileno(), length, offset)
 
     def __getitem__(self, position: int) -> Conversation:
         offset, length = self._spans[position]
@@ -67,8 +82,8 @@ class ConversationStore:
         return pickle.loads(os.pread(self._file.fileno(), length, offset))
 
     def __reduce_ex__(self, protocol: Any) -> tuple:
-        """Pickled, a store carries its bytes. With protocol 5 they travel as an out-of-band buffer, so Ray
-        keeps one copy in its object store and its workers read that copy instead of each holding its own."""
+        """Pickled, a store carries its bytes. With protocol 5 they travel as an out-of-band buffer (one copy
+        in an object store such as Ray's, read in place by whoever unpickles it)."""
         data: Any = self._bytes
         if data is None:
             assert self._file is not None
@@ -86,10 +101,35 @@ def _reopen(data: Any, spans: list[tuple[int, int]], summaries: list[Summary]) -
     return store
 
 
+class HeldConversations:
+    """A store's summaries and, of its conversations, only those one shard reads (`hold`): what a Ray worker
+    keeps, so that no process but the driver holds the whole corpus. Read like a ConversationStore."""
+
+    def __init__(self, summaries: list[Summary]) -> None:
+        self.summaries = summaries
+        self.blobs: dict[int, bytes] = {}
+
+    def hold(self, blobs: dict[int, bytes]) -> None:
+        """The conversations of the next shard (position → stored bytes), in place of the previous shard's."""
+        self.blobs = blobs
+
+    def __len__(self) -> int:
+        return len(self.summaries)
+
+    def __getitem__(self, position: int) -> Conversation:
+        blob = self.blobs.get(position)
+        if blob is None:
+            raise RuntimeError(f"conversation {self.summaries[position].conversation_id} was not sent with this shard")
+        return pickle.loads(blob)
+
+
+Store = ConversationStore | HeldConversations
+
+
 class Stored:
     """Some of a store's conversations, in the order of `positions`, each read when it is asked for."""
 
-    def __init__(self, store: ConversationStore, positions: Iterable[int]) -> None:
+    def __init__(self, store: Store, positions: Iterable[int]) -> None:
         self.store, self.positions = store, list(positions)
 
     def __len__(self) -> int:
@@ -105,7 +145,7 @@ class Stored:
 class SourcePool:
     """One source's conversations in the store: the padding donors of the conversations chosen from it."""
 
-    def __init__(self, store: ConversationStore, positions: range) -> None:
+    def __init__(self, store: Store, positions: range) -> None:
         self.store = store
         with_sessions = [store.summaries[p] for p in positions if store.summaries[p].session_count]
         self._ids = sorted(s.conversation_id for s in with_sessions)
@@ -117,3 +157,16 @@ class SourcePool:
 
     def donor(self, conversation_id: str) -> Conversation:
         return self.store[self._position[conversation_id]]
+
+    def position(self, conversation_id: str) -> int:
+        return self._position[conversation_id]
+
+    def session_words(self, conversation_id: str) -> tuple[int, ...]:
+        """A donor's words per session, from its summary (the conversation is not read)."""
+        return self.store.summaries[self._position[conversation_id]].session_words
+
+    def reading(self, store: Store) -> SourcePool:
+        """The same pool, its conversations read from `store` (the same summaries)."""
+        pool = copy.copy(self)
+        pool.store = store
+        return pool

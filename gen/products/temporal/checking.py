@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -204,11 +205,9 @@ def check_unit(
 ) -> LogView:
     """Checks both products share, for one conversation, against its `log` records. Returns the log's view, for
     a product's own checks."""
-    ids = Counter(row["question_id"] for row in rows)
-    unique = len(ids) == len(rows)
-    checks.check(
-        "question_id is unique", unique, "" if unique else ", ".join(i for i, n in ids.most_common(3) if n > 1)
-    )
+    unique = len({row["question_id"] for row in rows}) == len(rows)
+    repeated = () if unique else Counter(row["question_id"] for row in rows).most_common(3)
+    checks.check("question_id is unique", unique, ", ".join(i for i, n in repeated if n > 1))
     view = LogView(list(unit.records_of("log")), now_offset_minutes)
     check_conversation(view, list(rows), options, checks, unit.conversation_id, product)
     return view
@@ -225,16 +224,30 @@ ROW_CHECKS = (
 )
 
 
+@dataclass
+class BaseSeen:
+    """What the rows of one base question are checked against, worked out at its first row; and what its rows
+    were already found to agree with (they share their relevant list and their time expressions recur)."""
+
+    key: Key
+    window: list[int]
+    window_is_real: bool
+    names: list[str]  # month and weekday names its time expression must mention, lower case
+    agreeing: list | None = None  # a relevant list (this object) found equal to the window
+    signature: tuple = ()  # (test, key, relevant list): the same for every variant of the base question
+    named: dict[str, bool] = field(default_factory=dict)  # time expression → whether it names what it must
+
+
 def check_conversation(
     view: LogView, rows: list[dict], options: WindowOptions, checks: Checks, conversation_id: str, product: str
 ) -> None:
-    bases: dict[Key, tuple[list[int], bool, list[str]]] = {}  # window, holds a real response, names to mention
+    bases: dict[Key, BaseSeen] = {}
     present: dict[str, set[Key]] = defaultdict(set)
     groups: dict[str, tuple] = {}
     failed: dict[str, list[str]] = {name: [] for name in ROW_CHECKS}  # every row is checked by each of these
     relevant, counted, not_empty, clock, asked, named, shared = (failed[name] for name in ROW_CHECKS)
     tests, now_text, current_session = set(options.tests), view.now_text, view.current_session
-    last: tuple[str, dict | None, Key] = ("", None, ("", ()))  # the previous row's test, params and their key
+    last: tuple[str, dict | None, BaseSeen | None] = ("", None, None)  # the previous row's test, params, base
 
     def at(row: dict) -> str:  # only built for a failure
         return f"{conversation_id} {row['question_id']}"
@@ -242,28 +255,41 @@ def check_conversation(
     for row in rows:
         test, params, indices = row["test"], row["params"], row["relevant_response_indices"]
         if params is not last[1] or test != last[0]:  # the build gives a base question's rows one params dict
-            last = (test, params, key(test, params))
-        k = last[2]
-        if k not in bases:
-            window = view.window_of(k)
-            present[test].add(k)
-            names = [name.lower() for name in names_mentioned(test, params)]
-            bases[k] = (window, bool(window) and view.has_real(window), names)
-        window, window_is_real, names = bases[k]
-        same = indices == window
-        if not same:
-            relevant.append(f"{at(row)} {test} {params}: {len(indices)} given, {len(window)} recomputed")
+            k = key(test, params)
+            if k not in bases:
+                window = view.window_of(k)
+                present[test].add(k)
+                names = [name.lower() for name in names_mentioned(test, params)]
+                bases[k] = BaseSeen(k, window, bool(window) and view.has_real(window), names)
+            last = (test, params, bases[k])
+        base = last[2]
+        assert base is not None
+        if indices is base.agreeing:  # the very list already compared (rows of a base question share it)
+            same = True
+        else:
+            same = indices == base.window
+            if same:
+                base.agreeing = indices
+            else:
+                relevant.append(f"{at(row)} {test} {params}: {len(indices)} given, {len(base.window)} recomputed")
         if row["num_relevant"] != len(indices):
             counted.append(at(row))
-        if not (window_is_real if same else bool(indices) and view.has_real(indices)):
+        if not (base.window_is_real if same else bool(indices) and view.has_real(indices)):
             not_empty.append(at(row))
         if row["now"] != now_text or row["current_session"] != current_session:
             clock.append(at(row))
         if test not in tests:
             asked.append(at(row))
-        if names and not all(name in row["time_expression"].lower() for name in names):
-            named.append(f"{at(row)}: {row['time_expression']!r}")
-        signature = (test, k, indices)
+        if base.names:
+            expression = row["time_expression"]
+            ok = base.named.get(expression)
+            if ok is None:
+                ok = base.named[expression] = all(name in expression.lower() for name in base.names)
+            if not ok:
+                named.append(f"{at(row)}: {expression!r}")
+        signature = base.signature
+        if not signature or signature[2] is not indices:  # made again only for another relevant list
+            signature = base.signature = (test, base.key, indices)
         if groups.setdefault(row["group_id"], signature) != signature:
             shared.append(at(row))
     for name, failures in failed.items():

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 
+from gen.hashing import PrefixedIds
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Questions, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.schema import STRING, Schema, schema
 from gen.products.temporal import checking
 from gen.products.temporal.checking import seeded_sample_failures
 from gen.products.temporal.options import TimeQueriesOptions
-from gen.products.temporal.questions import question_id, window_features, worded_windows
+from gen.products.temporal.questions import window_features, worded_windows
 from gen.products.temporal.sampling import pick
 from gen.products.temporal.windows import BaseQuestion
 from gen.products.temporal.wordings import SLOT, Wordings
@@ -55,23 +56,19 @@ class TimeQueries(ConversationProduct[TimeQueriesOptions]):
         options = self.options
         wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
         seen: set[str] = set()
+        in_ids: dict[str, str] = {}  # frame → the frame as its question ids name it
         for base, phrases, fields in worded_windows(unit.stamped, options, wordings):
-            group = base.group_id
+            group, conversation_id, test = base.group_id, base.conversation_id, base.test
+            question_id = PrefixedIds(NAME, conversation_id, test, base.params)  # hashed once per base question
             variants = wordings_of(base, phrases, wordings)
-            for frame, phrase, style in pick(
-                variants, options.variant_limit, ctx.seed, NAME, base.conversation_id, group
-            ):
+            for frame, phrase, style in pick(variants, options.variant_limit, ctx.seed, NAME, conversation_id, group):
                 text = frame.replace(SLOT, phrase)
-                qid = question_id(
-                    NAME, base.conversation_id, base.test, base.params, frame.replace(SLOT, "{time}"), phrase, style
-                )
+                if (frame_id := in_ids.get(frame)) is None:
+                    frame_id = in_ids[frame] = frame.replace(SLOT, "{time}")
+                qid = question_id(frame_id, phrase, style)
                 if text in seen:
                     ctx.reject(
-                        NAME,
-                        qid,
-                        "duplicate question text in the conversation",
-                        text,
-                        conversation_id=base.conversation_id,
+                        NAME, qid, "duplicate question text in the conversation", text, conversation_id=conversation_id
                     )
                     continue
                 seen.add(text)
@@ -80,8 +77,8 @@ class TimeQueries(ConversationProduct[TimeQueriesOptions]):
                     {
                         "question_id": qid,
                         "group_id": group,
-                        "conversation_id": base.conversation_id,
-                        "test": base.test,
+                        "conversation_id": conversation_id,
+                        "test": test,
                         "question": text,
                         "time_expression": phrase,
                         **fields,
@@ -91,8 +88,9 @@ class TimeQueries(ConversationProduct[TimeQueriesOptions]):
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         rows = records[NAME]
         view = checking.check_unit(unit, rows, self.options, checks, NAME, ctx.recipe.timeline.now_offset_minutes)
-        texts = Counter(row["question"] for row in rows)
-        duplicates = [text for text, n in texts.items() if n > 1]
+        duplicates = []
+        if len({row["question"] for row in rows}) != len(rows):  # counted only when some text repeats
+            duplicates = [text for text, n in Counter(row["question"] for row in rows).items() if n > 1]
         checks.check(
             "no duplicate question text within a conversation",
             not duplicates,
