@@ -18,7 +18,7 @@ import multiprocessing
 import signal
 import tempfile
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ from gen.errors import GenError
 from gen.products.registry import REGISTRY, Bound
 from gen.run.shards import Prepared, ShardResult, process_shard
 from gen.run.spool import spool
-from gen.sources.store import HeldConversations
+from gen.sources.store import ConversationStore, HeldConversations
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
@@ -69,7 +69,7 @@ def _process_in_worker(positions: Sequence[int]) -> ShardResult:
 
 def local_results(
     prepared: Prepared, products: list[Bound], workers: int | None, spool_folder: Path | None = None
-) -> Iterator[ShardResult]:
+) -> Generator[ShardResult, None, None]:
     """One conversation per shard. With workers, each worker leaves its shards' lines in `spool_folder`
     (gen/run/spool.py; a temporary folder when none is given) and sends back where."""
     shards = [[position] for position in range(len(prepared.conversations))]
@@ -115,6 +115,7 @@ def _process_in_ray(
     if prepared is None:
         _RAY_PREPARED.clear()  # a worker of a long-lived cluster keeps only the latest run's
         prepared = _RAY_PREPARED[key] = ray.get(prepared_ref[0])
+        gc.freeze()  # what the worker holds for the run (Ray, gen, the Prepared) is left out of collections
     for bound in products:  # products registered at run time in the driver (plugins, tests)
         REGISTRY.setdefault(bound.name, type(bound.product))
     held = prepared.conversations.store
@@ -142,14 +143,45 @@ def require_ray() -> Any:
     return ray
 
 
+class RayConnection:
+    """The run's Ray, started or connected to in this thread (Ray's driver must be the main thread).
+
+    Without `address`, gen starts a local Ray instance of its own (`workers` CPUs, default every CPU; an
+    object store of RAY_OBJECT_STORE_BYTES; no dashboard, worker output not forwarded, no usage stats sent),
+    never one found through RAY_ADDRESS, and `close` shuts it down. With `address` (`auto`, `host:port`,
+    `ray://host:10001`) it connects to that cluster, whose workers must be able to import gen, and `close` only
+    disconnects; `workers` then bounds the tasks in flight (default: from the cluster's CPUs). A Ray already
+    initialised in this process (a notebook, a test) is used as it is and left running."""
+
+    def __init__(self, workers: int | None, address: str | None = None) -> None:
+        self.ray = require_ray()
+        self.workers = workers
+        self.started_here = not self.ray.is_initialized()
+        if not self.started_here:
+            return
+        quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+        if address is None:
+            self.ray.init(address="local", num_cpus=workers, object_store_memory=RAY_OBJECT_STORE_BYTES, **quiet)
+            return
+        try:
+            self.ray.init(address=address, **quiet)
+        except (ConnectionError, ValueError, RuntimeError) as error:
+            raise GenError(
+                f"cannot connect to the Ray cluster at {address!r}: {error}",
+                field="--ray-address",
+                expected="auto, host:port or ray://host:10001 of a running cluster, or no --ray-address",
+            ) from None
+
+    def close(self) -> None:
+        if self.started_here and self.ray.is_initialized():
+            self.ray.shutdown()
+
+
 def ray_results(
-    prepared: Prepared,
-    products: list[Bound],
-    workers: int | None,
-    address: str | None = None,
-    spool_folder: Path | None = None,
-) -> Iterator[ShardResult]:
-    """The stage that needs no LLM as Ray tasks, yielded in conversation order.
+    prepared: Prepared, products: list[Bound], connection: RayConnection, spool_folder: Path | None = None
+) -> Generator[ShardResult, None, None]:
+    """The stage that needs no LLM as Ray tasks, yielded in conversation order; `connection` is closed at its
+    end (an LLM stage that follows does not use Ray).
 
     The run's Prepared goes once into the object store without its conversations; each task carries the
     conversations its shard reads (its own and their padding donors', told from the summaries), so no Ray
@@ -159,40 +191,20 @@ def ray_results(
     gets the results in order, so the bytes are those of the local executor. A task that runs on this node
     leaves its lines in `spool_folder` (gen/run/spool.py) instead of sending them through the object store.
 
-    Without `address`, gen starts a local Ray instance of its own (`workers` CPUs, default every CPU; an
-    object store of RAY_OBJECT_STORE_BYTES; no dashboard, worker output not forwarded, no usage stats sent),
-    never one found through RAY_ADDRESS, and shuts it down at the end. With `address` (`auto`, `host:port`,
-    `ray://host:10001`) it connects to that cluster, whose workers must be able to import gen, and only
-    disconnects; `workers` then bounds the tasks in flight (default: from the cluster's CPUs). A Ray already
-    initialised in this process (a notebook, a test) is used as it is and left running.
-
     Only this stage runs on Ray. The LLM stage stays in the driver (`llm_results`) with the run's one
     engine: that is what keeps the LLM limits (requests and tokens per minute, concurrency) global and the
     reply cache one cache, whatever the number of Ray workers.
     """
-    ray = require_ray()
-    started_here = not ray.is_initialized()
-    if started_here:
-        quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
-        if address is None:
-            ray.init(address="local", num_cpus=workers, object_store_memory=RAY_OBJECT_STORE_BYTES, **quiet)
-        else:
-            try:
-                ray.init(address=address, **quiet)
-            except (ConnectionError, ValueError, RuntimeError) as error:
-                raise GenError(
-                    f"cannot connect to the Ray cluster at {address!r}: {error}",
-                    field="--ray-address",
-                    expected="auto, host:port or ray://host:10001 of a running cluster, or no --ray-address",
-                ) from None
+    ray = connection.ray
     pending: deque[tuple[int, Any]] = deque()  # (conversations, ObjectRef) per task, in conversation order
     try:
-        width = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        width = connection.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         prepared_ref = [ray.put(prepared.holding_only_a_shard())]
         products_ref = ray.put(products)
         spool_to = (str(spool_folder), ray.get_runtime_context().get_node_id()) if spool_folder else None
         task = ray.remote(_process_in_ray)
         store = prepared.conversations.store
+        assert isinstance(store, ConversationStore)  # the driver's own: it holds every conversation
         count, first, done, seconds = len(prepared.conversations), 0, 0, 0.0
         while first < count or pending:
             while first < count and len(pending) < RAY_IN_FLIGHT_PER_WORKER * width:
@@ -209,8 +221,7 @@ def ray_results(
         for _, ref in pending:  # the run failed or was interrupted: drop what is still queued
             with contextlib.suppress(Exception):  # already finished, or gone with the cluster
                 ray.cancel(ref)
-        if started_here:
-            ray.shutdown()
+        connection.close()
 
 
 def ray_shard_size(seconds: float, done: int, left: int, width: int) -> int:
@@ -233,7 +244,7 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
         raise
 
 
-def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Iterator[ShardResult]:
+def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Generator[ShardResult, None, None]:
     # products ask one item or more per conversation: a first batch as large as the concurrency fills a step.
     # Through the Batch API a step's round waits for its batch whatever its size: a step then holds up to a
     # full batch file of items.

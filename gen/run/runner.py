@@ -23,7 +23,7 @@ import platform
 import signal
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -39,7 +39,7 @@ from gen.products.checks import Checks
 from gen.products.registry import Bound
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
-from gen.run.executors import llm_results, local_results, ray_results
+from gen.run.executors import RayConnection, llm_results, local_results, ray_results
 from gen.run.shards import Prepared, ShardResult, prepare, stage_products, uses_llm
 from gen.run.writer import RunFolder, ShardWriter, write_rejects
 
@@ -128,17 +128,23 @@ def build_and_publish(
     executor: str,
     ray_address: str | None,
 ) -> Path:
-    prepared = prepare(recipe, limit)
+    ray = None
+    if executor == "ray":
+        prepared, ray = prepare_beside_ray(recipe, limit, workers, ray_address)
+    else:
+        prepared = prepare(recipe, limit)
     engine = None
-    if any(uses_llm(b.name, prepared.products) for b in prepared.products):
-        from gen.llm.engine import Engine  # only runs with LLM products load the engine
-
-        engine = Engine(recipe.llm, settings, templates_dir=recipe.templates)
     try:
-        final = build_and_write(prepared, engine, output_dir, workers, executor, ray_address)
+        if any(uses_llm(b.name, prepared.products) for b in prepared.products):
+            from gen.llm.engine import Engine  # only runs with LLM products load the engine
+
+            engine = Engine(recipe.llm, settings, templates_dir=recipe.templates)
+        final = build_and_write(prepared, engine, output_dir, workers, ray)
     finally:
         if engine is not None:
             engine.close()
+        if ray is not None:  # the Ray stage closes it when it ends; not if the run ends before
+            ray.close()
     if recipe.export.hub is not None:  # `export: {hub: ...}`: publish the run just written
         from gen.export.hub import push_after_run
 
@@ -146,14 +152,43 @@ def build_and_publish(
     return final
 
 
+def prepare_beside_ray(
+    recipe: Recipe, limit: int | None, workers: int | None, address: str | None
+) -> tuple[Prepared, RayConnection]:
+    """The sources loaded in a thread while Ray starts in this one (its driver must be the main thread): Ray's
+    start, about 2 s, passes while they load instead of after. Should either fail, the error is raised here
+    and Ray, if it started, is shut down."""
+    loaded: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            loaded["prepared"] = prepare(recipe, limit)
+        except BaseException as error:  # raised again below, in the run's thread
+            loaded["error"] = error
+
+    thread = threading.Thread(target=load, name="gen-prepare", daemon=True)  # not waited for if Ray fails
+    thread.start()
+    connection = RayConnection(workers, address)
+    try:
+        while thread.is_alive():
+            thread.join(0.1)  # in short waits, so that Ctrl-C is not held up
+        if "error" in loaded:
+            raise loaded["error"]
+    except BaseException:
+        connection.close()
+        raise
+    return loaded["prepared"], connection
+
+
 def build_and_write(
     prepared: Prepared,
     engine: Engine | None,
     output_dir: Path | None,
     workers: int | None,
-    executor: str = "local",
-    ray_address: str | None = None,
+    ray: RayConnection | None = None,
 ) -> Path:
+    """Run the stages and write the run folder: the stage that needs no LLM on `ray` when given, else in this
+    process or a pool of `workers` processes."""
     recipe = prepared.recipe
     final = output_folder(recipe, output_dir)
     products = prepared.products
@@ -161,7 +196,7 @@ def build_and_write(
     with RunFolder(final, recipe_inputs(recipe)) as folder:
         shards = ShardWriter(folder.path, recipe.split)
         try:
-            for results in stages(prepared, products, engine, workers, executor, ray_address, shards):
+            for results in stages(prepared, products, engine, workers, ray, shards):
                 with contextlib.closing(results):  # on the way out: stop the workers before the folder is kept
                     for result in results:
                         with ctrl_c_held():  # a shard is written and counted together, or not at all
@@ -273,14 +308,13 @@ def stages(
     products: list[Bound],
     engine: Engine | None,
     workers: int | None,
-    executor: str = "local",
-    ray_address: str | None = None,
+    ray: RayConnection | None = None,
     writer: ShardWriter | None = None,
-) -> Iterator[Iterator[ShardResult]]:
+) -> Iterator[Generator[ShardResult, None, None]]:
     local = stage_products(products, llm=False)
     if local:
-        if executor == "ray":  # Ray tasks for this stage only; the LLM stage below stays in this process
-            yield ray_results(prepared, local, workers, ray_address, writer.spool_folder() if writer else None)
+        if ray is not None:  # Ray tasks for this stage only; the LLM stage below stays in this process
+            yield ray_results(prepared, local, ray, writer.spool_folder() if writer else None)
         else:
             spool = writer.spool_folder() if writer is not None and workers is not None and workers > 1 else None
             yield local_results(prepared, local, workers, spool)
