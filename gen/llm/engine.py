@@ -168,9 +168,9 @@ class Engine:
         prefetched = self.cache.get_many(p.key for p in prepared)
         stats = self._accounts.step(step)
         stats.items += len(prepared)
-        missing = next((p for p in prepared if p.key not in prefetched), None)
-        if self.offline and not self.plan_only and missing is not None:
-            raise missing.offline_error(step, self.cache.path)
+        if self.offline and not self.plan_only:  # the first miss is the error
+            for p in (p for p in prepared if p.key not in prefetched):
+                raise p.offline_error(step, self.cache.path)
         if not self.plan_only and any(self._batches.batched(p.endpoint) for p in prepared):
             self._batches.settle(step, prepared, stats, self._loop().run, self._run_async)
             prefetched = self.cache.get_many(p.key for p in prepared)
