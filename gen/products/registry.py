@@ -9,7 +9,7 @@ to their validated options.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +39,35 @@ def discover() -> dict[str, type[Product]]:
     return found
 
 
-REGISTRY: dict[str, type[Product]] = discover()
+class Registry(MutableMapping[str, type[Product]]):
+    """name → product class, read from the entry points at first use, so a process that only runs the products
+    it was handed (a Ray worker unpickling its shard's) never imports the others and what they import."""
+
+    def __init__(self) -> None:
+        self._products: dict[str, type[Product]] | None = None
+
+    def _loaded(self) -> dict[str, type[Product]]:
+        if self._products is None:
+            self._products = discover()
+        return self._products
+
+    def __getitem__(self, name: str) -> type[Product]:
+        return self._loaded()[name]
+
+    def __setitem__(self, name: str, product: type[Product]) -> None:
+        self._loaded()[name] = product
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
+REGISTRY = Registry()
 
 # Questions refer to `now` and `current_session`, which only the conversations config records.
 WRITTEN_WITH_TIMELINES = ("conversations",)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gen.about import install_hint
 from gen.errors import GenError
-from gen.products.registry import REGISTRY, Bound
+from gen.products.registry import Bound
 from gen.run.shards import Prepared, ShardResult, process_shard
 from gen.run.spool import spool
 from gen.sources.store import ConversationStore, HeldConversations
@@ -116,8 +116,6 @@ def _process_in_ray(
         _RAY_PREPARED.clear()  # a worker of a long-lived cluster keeps only the latest run's
         prepared = _RAY_PREPARED[key] = ray.get(prepared_ref[0])
         gc.freeze()  # what the worker holds for the run (Ray, gen, the Prepared) is left out of collections
-    for bound in products:  # products registered at run time in the driver (plugins, tests)
-        REGISTRY.setdefault(bound.name, type(bound.product))
     held = prepared.conversations.store
     assert isinstance(held, HeldConversations)
     held.hold(blobs)

@@ -203,10 +203,11 @@ def build_shard(
     units = [prepared.unit(position) for position in positions]
     built: list[dict[str, Sequence[dict]]] = [{} for _ in units]  # per unit: config → records so far
     result = ShardResult()
+    configs = {bound.name: [spec.name for spec in bound.product.configs] for bound in products}  # needs included
     for bound in products:
         product, started = bound.product, time.perf_counter()
         inputs = [
-            Unit(u.conversation, u.timeline, {c: b[c] for d in product.needs.products for c in config_names(d)})
+            Unit(u.conversation, u.timeline, {c: b[c] for d in product.needs.products for c in configs[d]})
             for u, b in zip(units, built)
         ]
         outputs: list[Records] = list(product.build(inputs, ctx))
@@ -262,10 +263,6 @@ def provenance(rows: Sequence[dict]) -> Counter:
             elif key.endswith("_prompt_id") and isinstance(value, str):
                 counts["prompt", f"{key.removesuffix('_prompt_id')}: {value}"] += 1
     return counts
-
-
-def config_names(product: str) -> list[str]:
-    return [spec.name for spec in REGISTRY[product].configs]
 
 
 def uses_llm(name: str, products: Sequence[Bound]) -> bool:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 EMBEDDER = "all-MiniLM-L6-v2 (mean-pooled, unit length)"
 
@@ -20,6 +21,8 @@ def model() -> Any:
 
 
 def encode(texts: Sequence[str]) -> np.ndarray:
+    import numpy as np  # only when labelling: every other run (and every Ray worker) is spared its memory
+
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
     return model().encode(list(texts))
