@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gen import templating
 from gen.errors import GenError
@@ -39,8 +39,6 @@ from gen.products.base import (
     Unit,
 )
 from gen.products.checks import Checks
-from gen.products.persona import labels
-from gen.products.persona.checking import Expected, check_episode
 from gen.products.persona.options import PersonaSQLOptions
 from gen.products.persona.sandbox import TableSchema, dump
 from gen.products.persona.steps import (
@@ -58,6 +56,9 @@ from gen.products.persona.steps import (
     retrieve_step,
 )
 from gen.products.schema import BOOL, INT64, STRING, Schema, list_of, schema, struct
+
+if TYPE_CHECKING:
+    from gen.products.persona import labels
 from gen.recipe import Recipe
 
 EPISODES = "persona_sql_episodes"
@@ -293,6 +294,8 @@ class PersonaSQL(Product[PersonaSQLOptions]):
             yield {NAME: episode.records, EPISODES: [episode_record(episode, labeller.schema_id, labeller.model)]}
 
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
+        from gen.products.persona.checking import Expected, check_episode  # sqlglot: only when persona_sql runs
+
         schema = load_schema(self.options, ctx.templates_dir)
         endpoint = ctx.recipe.llm.get(self.options.endpoint)
         schema_id = templating.template_id(self.options.schema_template, ctx.templates_dir)

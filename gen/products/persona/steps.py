@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gen import templating
 from gen.llm.step import CheckedStep
 from gen.llm.task import Task, render_messages
 from gen.products.base import Record, Unit
-from gen.products.persona import dialogue, labels
+from gen.products.persona import dialogue
 from gen.products.persona.options import PersonaSQLOptions as Options
 from gen.products.persona.sandbox import Row, TableSchema, seeded_rows
+
+if TYPE_CHECKING:  # labels.py imports sqlglot: only a run with persona_sql pays for it (memory, startup)
+    from gen.products.persona import labels
 
 NAME = "persona_sql"
 LABEL_PROMPT = "prompts/persona_sql_label.j2"
@@ -65,6 +68,8 @@ class PairItem:
 
 
 def load_schema(options: Options, templates_dir: str | None) -> TableSchema:
+    from gen.products.persona import labels
+
     ddl = templating.render(options.schema_template, templates_dir)
     return labels.load_schema(ddl, options.speaker_column, options.schema_template)
 
@@ -90,6 +95,8 @@ def prompt_rows(rows: Sequence[Row]) -> list[str]:
 def label_task(item: PairItem, options: Options, schema: TableSchema, templates_dir: str | None) -> Task:
     speaker = item.second.speaker
 
+    from gen.products.persona import labels
+
     def parse(text: str) -> labels.Stored:  # every check runs here, so a failure gets the correction round
         return labels.store(text, schema, item.rows, speaker, options.statement_time_limit_s, options.max_statements)
 
@@ -113,6 +120,8 @@ def label_task(item: PairItem, options: Options, schema: TableSchema, templates_
 
 
 def retrieve_task(episode: Episode, options: Options, schema: TableSchema, templates_dir: str | None) -> Task:
+    from gen.products.persona import labels
+
     rows = list(episode.rows)
 
     def parse(text: str) -> labels.Retrieved:
