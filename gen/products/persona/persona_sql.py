@@ -56,10 +56,10 @@ from gen.products.persona.steps import (
     retrieve_step,
 )
 from gen.products.schema import BOOL, INT64, STRING, Schema, list_of, schema, struct
+from gen.recipe import Recipe
 
 if TYPE_CHECKING:
     from gen.products.persona import labels
-from gen.recipe import Recipe
 
 EPISODES = "persona_sql_episodes"
 STORED, REJECTED = "stored", "rejected"

@@ -93,9 +93,9 @@ def prompt_rows(rows: Sequence[Row]) -> list[str]:
 
 
 def label_task(item: PairItem, options: Options, schema: TableSchema, templates_dir: str | None) -> Task:
-    speaker = item.second.speaker
-
     from gen.products.persona import labels
+
+    speaker = item.second.speaker
 
     def parse(text: str) -> labels.Stored:  # every check runs here, so a failure gets the correction round
         return labels.store(text, schema, item.rows, speaker, options.statement_time_limit_s, options.max_statements)
