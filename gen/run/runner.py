@@ -10,6 +10,9 @@ validated there and then, counted, and appended to its config's file. Two stages
   llm      products that call the LLM (and what they need, rebuilt but not written again): batches of
            conversations in this process, which holds the run's one engine (one cache, one set of limits).
 
+A run with LLM products whose other products also run in this process (no pool, no Ray) has one stage: the
+llm batches build every product, so each conversation is read, placed on the clock and built once.
+
 Every per-conversation choice is seeded from (recipe seed, conversation id), so neither the number of
 workers nor the batching changes a byte of output.
 """
@@ -311,6 +314,11 @@ def stages(
     ray: RayConnection | None = None,
     writer: ShardWriter | None = None,
 ) -> Iterator[Generator[ShardResult, None, None]]:
+    if engine is not None and ray is None and (workers is None or workers <= 1):
+        # everything runs in this process: one stage, so each conversation is read, placed on the clock and
+        # its products built once, where two stages would build again what the LLM products need
+        yield llm_results(prepared, products, engine)
+        return
     local = stage_products(products, llm=False)
     if local:
         if ray is not None:  # Ray tasks for this stage only; the LLM stage below stays in this process
