@@ -3,7 +3,9 @@
 A recipe's `templates_dir` may hold anyone's templates, so a render may neither run long nor grow without end:
 the sandbox refuses unsafe attribute access and ranges over MAX_RANGE items, the output is cut off past
 MAX_OUTPUT_CHARS, and on the main thread a timer stops a render after TIME_LIMIT_S seconds (a loop that prints
-nothing is caught there). Whatever goes wrong is one error naming the template file and its line.
+nothing is caught there). The timer is set for every render of a run whose recipe brings templates, and for no
+other: gen's and plugins' installed templates are code, not input, and setting it costs more than rendering a
+short prompt. Whatever goes wrong is one error naming the template file and its line.
 """
 
 from __future__ import annotations
@@ -111,6 +113,8 @@ def render(name: str, extra_dir: str | None = None, **variables) -> str:
     env = environment(extra_dir)
     try:
         template = env.get_template(name)
+        if extra_dir is None:  # only installed templates can be found
+            return bounded(template.generate(**variables))
         with TimeLimit(TIME_LIMIT_S):
             return bounded(template.generate(**variables))
     except jinja2.TemplateSyntaxError as exc:
