@@ -200,8 +200,7 @@ def test_folders_named_like_gen_s_temporary_ones_but_not_gen_s_are_never_swept(t
 # --- 4. a reject-limit stop keeps what was made ------------------------------------------------------
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_reject_limit_stop_keeps_the_rejects_with_raw_replies_and_a_report(tmp_path, workers):
+def test_a_reject_limit_stop_keeps_the_rejects_with_raw_replies_and_a_report(tmp_path):
     with FakeOpenAI(lambda request: "I am not JSON at all") as server:
         recipe = write_recipe(
             tmp_path / "r.yaml",
@@ -222,7 +221,7 @@ def test_a_reject_limit_stop_keeps_the_rejects_with_raw_replies_and_a_report(tmp
             },
         )
         env = {"GEN_TEST_KEY": "sk-test", "GEN_CACHE_DIR": str(tmp_path / "cache")}
-        done = gen_subprocess("run", recipe, "--output-dir", tmp_path / "out", "--workers", workers, env=env)
+        done = gen_subprocess("run", recipe, "--output-dir", tmp_path / "out", env=env)
         calls = server.count
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
@@ -235,10 +234,7 @@ def test_a_reject_limit_stop_keeps_the_rejects_with_raw_replies_and_a_report(tmp
     assert rejects and all(r["step"] == "time_content_questions" for r in rejects)
     assert all(r["reason"] and r["raw_text"] == "I am not JSON at all" for r in rejects)
     assert len({r["item_id"] for r in rejects}) == len(rejects)  # each rejected item once
-    if workers == 1:  # one stage: the stop came in the first batch of conversations, before any was written
-        assert report["configs"]["log"]["records"] == 0 and not (kept / "log").exists()
-    else:  # the pool's stage, which needs no model, had finished the log (with padding) before the LLM stage
-        assert report["configs"]["log"]["records"] == len(read_jsonl(kept / "log" / "test.jsonl")) > sample_turns()
+    assert len(read_jsonl(kept / "log" / "test.jsonl")) > sample_turns()  # the log (with padding) was finished
     assert calls > 0 and (tmp_path / "cache" / "llm.sqlite").is_file()
 
 
