@@ -3,7 +3,9 @@
 A recipe's `templates_dir` may hold anyone's templates, so a render may neither run long nor grow without end:
 the sandbox refuses unsafe attribute access and ranges over MAX_RANGE items, the output is cut off past
 MAX_OUTPUT_CHARS, and on the main thread a timer stops a render after TIME_LIMIT_S seconds (a loop that prints
-nothing is caught there). Whatever goes wrong is one error naming the template file and its line.
+nothing is caught there). The timer is set for every render of a run whose recipe brings templates, and for no
+other: gen's and plugins' installed templates are code, not input, and setting it costs more than rendering a
+short prompt. Whatever goes wrong is one error naming the template file and its line.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import re
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -110,7 +113,9 @@ def render(name: str, extra_dir: str | None = None, **variables) -> str:
     env = environment(extra_dir)
     try:
         template = env.get_template(name)
-        with time_limit(TIME_LIMIT_S):
+        if extra_dir is None:  # only installed templates can be found
+            return bounded(template.generate(**variables))
+        with TimeLimit(TIME_LIMIT_S):
             return bounded(template.generate(**variables))
     except jinja2.TemplateSyntaxError as exc:
         raise GenError(
@@ -136,34 +141,43 @@ def render(name: str, extra_dir: str | None = None, **variables) -> str:
         ) from None
 
 
+CHUNKS_PER_CHECK = 256  # the output's size is checked once per this many chunks, each block joined in C
+
+
 def bounded(chunks: Iterator[str]) -> str:
     out, size = [], 0
-    for chunk in chunks:
-        size += len(chunk)
+    while block := list(islice(chunks, CHUNKS_PER_CHECK)):
+        text = "".join(block)
+        size += len(text)
         if size > MAX_OUTPUT_CHARS:
             raise RenderTooLong(f"the output passed {MAX_OUTPUT_CHARS:,} characters")
-        out.append(chunk)
+        out.append(text)
     return "".join(out)
 
 
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Stop the block with RenderTooLong after `seconds` (on the main thread, when no other timer is set)."""
-    usable = threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0
-    if not usable:
-        yield
-        return
+class TimeLimit:
+    """Stop the block with RenderTooLong after `seconds` (on the main thread, when no other timer is set). A
+    class rather than a generator: a prompt is rendered per item, and this is set and cleared around each."""
 
-    def stop(signum: int, frame: object) -> None:
-        raise RenderTooLong(f"it ran past {seconds:g} s")
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.previous: Any = None
+        self.armed = False
 
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+            self.previous = signal.signal(signal.SIGALRM, self.stop)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.armed = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+            self.armed = False
+
+    def stop(self, signum: int, frame: object) -> None:
+        raise RenderTooLong(f"it ran past {self.seconds:g} s")
 
 
 def template_line(trace: TracebackType | None, filename: str) -> int | None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 
 from gen.llm.config import RunSettings
+from gen.llm.engine import Engine
 from gen.products.registry import load
 from gen.run import executors
 from gen.run.executors import llm_batch_size
 from gen.run.runner import run
+from gen.run.shards import prepare, process_batch
 from tests.conftest import REPO, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, tcq_question
 
@@ -48,14 +50,13 @@ def copies_recipe(tmp_path, base_url: str, name: str):
 
 def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
     batches: list[int] = []
-    process_shard = executors.process_shard
+    process_batch = executors.process_batch
 
-    def recording(prepared, positions, products, engine=None):
-        if engine is not None:
-            batches.append(len(positions))
-        return process_shard(prepared, positions, products, engine)
+    def recording(prepared, positions, products, engine):
+        batches.append(len(positions))
+        return process_batch(prepared, positions, products, engine)
 
-    monkeypatch.setattr(executors, "process_shard", recording)
+    monkeypatch.setattr(executors, "process_batch", recording)
     written = {}
     with FakeOpenAI(tcq_question) as server:
         for name, first, most in (("one-batch", 64, 256), ("small-batches", 5, 7)):
@@ -71,3 +72,24 @@ def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
     assert batches == [24, 5, 7, 7, 5]
     assert written["one-batch"] == written["small-batches"]
     assert written["one-batch"]["time_content_questions"].count(b"\n") == 48
+
+
+def test_a_batch_writes_each_conversation_then_the_llm_products(tmp_path):
+    """In one stage, a batch gives each conversation's products that need no LLM as soon as they are built (so a
+    batch never holds every product's records), then the LLM products' records of the whole batch."""
+    with FakeOpenAI(tcq_question) as server:
+        recipe = copies_recipe(tmp_path, server.base_url, "batch")
+        prepared = prepare(recipe)
+        with Engine(recipe.llm, RunSettings(cache_dir=tmp_path / "cache", progress="off")) as engine:
+            results = list(process_batch(prepared, range(3), prepared.products, engine))
+    assert [sorted(result.lines) for result in results] == [["conversations", "log"]] * 3 + [["time_content_questions"]]
+    for position, result in enumerate(results[:3]):
+        conversation_id = prepared.conversations[position].conversation_id
+        rows = [json.loads(line) for line in result.lines["log"].splitlines()]
+        assert rows and {row["conversation_id"] for row in rows} == {conversation_id}
+        [row] = [json.loads(line) for line in result.lines["conversations"].splitlines()]
+        assert row["conversation_id"] == conversation_id and row["num_responses"] == len(rows)
+    questions = [json.loads(line) for line in results[3].lines["time_content_questions"].splitlines()]
+    assert [q["conversation_id"] for q in questions] == [
+        prepared.conversations[position].conversation_id for position in range(3) for _ in range(2)
+    ]

@@ -13,6 +13,7 @@ import yaml
 
 from gen.products import registry
 from tests.conftest import REPO, read_jsonl, require_shared, run_cli, write_json, write_recipe
+from tests.fakes.openai_server import FakeOpenAI, tcq_question
 from tests.fixtures.speaker_turns import SessionSizes, SpeakerTurns
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
@@ -134,6 +135,50 @@ def test_one_or_two_workers_write_the_same_bytes(tmp_path, capsys):
     assert len(offsets) == 2 and all(30 <= m <= 600 and m == int(m) for m in offsets)
     # the quickstart's 62 base questions (docs/time-queries.md: 41 + 21), 3 wordings each by default
     assert len(outputs[0]["time_queries/test.jsonl"].splitlines()) == 62 * 3
+
+
+def test_one_stage_or_two_write_the_same_bytes_with_llm_products(tmp_path, capsys):
+    """With LLM products, one process builds every product in its batches of conversations (one stage); a pool
+    builds the products that need no model first, then this process the LLM ones (two stages). Every record,
+    reject and count is the same either way."""
+    with FakeOpenAI(tcq_question) as server:
+        recipe = write_recipe(
+            tmp_path / "r.yaml",
+            {
+                "name": "both",
+                "seed": 5,
+                "sources": [{"format": "locomo", "path": str(SAMPLE)}],
+                "timeline": {"padding": {"mode": "donor", "target_words": 300}},
+                "llm": {
+                    "main": {
+                        "model": "fake-model",
+                        "base_url": server.base_url,
+                        "api_key_env": None,
+                        "structured_output": "json_object",
+                    }
+                },
+                "products": [{"type": "time_queries"}, {"type": "time_content_questions", "per_conversation": 4}],
+            },
+        )
+        outputs = []
+        for workers in ("1", "2"):
+            command = ["run", recipe, "--output-dir", tmp_path / workers, "--cache-dir", tmp_path / f"cache{workers}"]
+            code, _, err = run_cli([*command, "--workers", workers], capsys)
+            assert code == 0, err
+            outputs.append(run_folder_bytes(tmp_path / workers / "both"))
+        calls = len(server.requests)
+    assert calls == 2 * 2 * 4  # each run asked for every question: nothing came from the other's cache
+    assert outputs[0].keys() == outputs[1].keys()
+    assert {"conversations/test.jsonl", "time_queries/test.jsonl", "time_content_questions/test.jsonl"} <= set(
+        outputs[0]
+    )
+    for path in outputs[0]:
+        if path != "run.json":
+            assert outputs[0][path] == outputs[1][path], path
+    reports = [json.loads(output["run.json"]) for output in outputs]
+    for report in reports:  # the LLM step's seconds vary from run to run, as the timings do
+        report["llm"]["steps"]["time_content_questions"].pop("seconds")
+    assert reports[0] == reports[1]
 
 
 def test_the_configuration_layer_imports_no_product_and_no_engine():

@@ -5,7 +5,8 @@ are the same whichever executor ran them.
   ray     shards of one or more conversations (sized from how long one takes), as Ray tasks (a local Ray
           instance, or a cluster at --ray-address)
   llm     batches of conversations in this process, which holds the run's one LLM engine (one cache, one set
-          of rate limits for every step)
+          of rate limits for every step): in each, the products that need no LLM conversation by conversation,
+          then the LLM products over the batch (gen/run/shards.py, process_batch)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from gen.about import install_hint
 from gen.errors import GenError
 from gen.products.registry import Bound
-from gen.run.shards import Prepared, ShardResult, process_shard
+from gen.run.shards import Prepared, ShardResult, process_batch, process_shard
 from gen.run.spool import spool
 from gen.sources.store import ConversationStore, HeldConversations
 
@@ -257,7 +258,7 @@ def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Ge
     count, first, size = len(prepared.conversations), 0, max(LLM_BATCH, min(most, concurrency))
     while first < count:
         last, items_before = min(first + size, count), engine.items_run
-        yield process_shard(prepared, range(first, last), products, engine)
+        yield from process_batch(prepared, range(first, last), products, engine)
         size = llm_batch_size(engine.items_run - items_before, last - first, concurrency, most)
         first = last
 

@@ -8,7 +8,11 @@ validated there and then, counted, and appended to its config's file. Two stages
   local    products that need no LLM: one conversation per task, in this process or, with `workers > 1`,
            in a pool of processes whose results are written in conversation order (the same bytes);
   llm      products that call the LLM (and what they need, rebuilt but not written again): batches of
-           conversations in this process, which holds the run's one engine (one cache, one set of limits).
+           conversations in this process, which holds the run's one engine (one cache, one set of limits);
+           in a batch, each conversation's products that need no LLM first, then the LLM products together.
+
+A run with LLM products whose other products would run in this process too (no pool, no Ray) has only the llm
+stage, which writes them: each conversation is read, placed on the clock and built once.
 
 Every per-conversation choice is seeded from (recipe seed, conversation id), so neither the number of
 workers nor the batching changes a byte of output.
@@ -311,6 +315,11 @@ def stages(
     ray: RayConnection | None = None,
     writer: ShardWriter | None = None,
 ) -> Iterator[Generator[ShardResult, None, None]]:
+    if engine is not None and ray is None and (workers is None or workers <= 1):
+        # everything runs in this process: one stage, so each conversation is read, placed on the clock and
+        # built once, where a second stage would build again what the LLM products need
+        yield llm_results(prepared, products, engine)
+        return
     local = stage_products(products, llm=False)
     if local:
         if ray is not None:  # Ray tasks for this stage only; the LLM stage below stays in this process

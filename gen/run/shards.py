@@ -12,7 +12,7 @@ import gc
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,11 +199,28 @@ def process_shard(
 def build_shard(
     prepared: Prepared, positions: Sequence[int], products: Sequence[Bound], engine: Engine | None
 ) -> ShardResult:
-    ctx = BuildContext(prepared.recipe, engine=engine)
     units = [prepared.unit(position) for position in positions]
-    built: list[dict[str, Sequence[dict]]] = [{} for _ in units]  # per unit: config → records so far
+    return build_products(prepared.recipe, units, [{} for _ in units], products, config_map(products), engine)
+
+
+def config_map(products: Sequence[Bound]) -> dict[str, list[str]]:
+    """Each product's config names, from the bound products themselves (a worker needs no registry)."""
+    return {bound.name: [spec.name for spec in bound.product.configs] for bound in products}
+
+
+def build_products(
+    recipe: Recipe,
+    units: Sequence[Unit],
+    built: Sequence[dict[str, Sequence[dict]]],
+    products: Sequence[Bound],
+    configs: dict[str, list[str]],
+    engine: Engine | None = None,
+) -> ShardResult:
+    """Build `products` for these units, then validate, count and encode those written. `built` holds per unit
+    the records made before (config → records) that the products may need, and receives theirs; `configs` names
+    the configs of every product, those needed included."""
+    ctx = BuildContext(recipe, engine=engine)
     result = ShardResult()
-    configs = {bound.name: [spec.name for spec in bound.product.configs] for bound in products}  # needs included
     for bound in products:
         product, started = bound.product, time.perf_counter()
         inputs = [
@@ -219,6 +236,32 @@ def build_shard(
     for reject in ctx.rejects:
         result.rejects.setdefault(reject.product, []).append(reject.to_dict())
     return result
+
+
+def process_batch(
+    prepared: Prepared, positions: Sequence[int], products: Sequence[Bound], engine: Engine
+) -> Generator[ShardResult, None, None]:
+    """A batch of the LLM stage: for each conversation, the products that need no LLM (one result each, as the
+    stage without LLM gives them), keeping what the LLM products need; then the LLM products over the batch
+    (one result). Each conversation is read, placed on the clock and built once, and what a batch holds is its
+    conversations and the records the LLM products need, not every product's records."""
+    first = [bound for bound in products if not uses_llm(bound.name, products)]
+    then = [bound for bound in products if uses_llm(bound.name, products)]
+    configs = config_map(products)
+    needed = {config for bound in then for name in bound.product.needs.products for config in configs[name]}
+    units: list[Unit] = []
+    kept: list[dict[str, Sequence[dict]]] = []
+    for position in positions:
+        made: dict[str, Sequence[dict]] = {}
+        with fewer_collections():
+            unit = prepared.unit(position)
+            result = build_products(prepared.recipe, [unit], [made], first, configs)
+        yield result
+        units.append(unit)
+        kept.append({config: made[config] for config in needed if config in made})
+    with fewer_collections():
+        result = build_products(prepared.recipe, units, kept, then, configs, engine)
+    yield result
 
 
 def tally(

@@ -235,6 +235,12 @@ def test_split_messages_and_token_estimate():
     assert split_messages("Just a question?") == [{"role": "user", "content": "Just a question?"}]
     with pytest.raises(GenError):
         split_messages("stray\n<<user>>\nx")
+    # a tag is a role line only alone on its line (trailing blanks allowed); anywhere else it is text
+    text = "<<system>>  \nSay <<user>> here.\nx <<assistant>>\n<<<user>>\n<<user>>\t\nHi <<developer>>"
+    assert split_messages(text) == [
+        {"role": "system", "content": "Say <<user>> here.\nx <<assistant>>\n<<<user>>"},
+        {"role": "user", "content": "Hi <<developer>>"},
+    ]
     messages = [{"role": "system", "content": "a" * 8}, {"role": "user", "content": "b" * 9}]
     assert estimate_input_tokens(messages) == (2 + 4) + (3 + 4) + 3
 

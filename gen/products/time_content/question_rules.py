@@ -173,10 +173,13 @@ def longest_shared_run(question_words: list[str], anchor_words: list[str]) -> in
     """The longest run of consecutive words the two share.
 
     ``run[j]`` is the length of the common run ending at the question's current word and the anchor's word j;
-    only the anchor positions holding the current word can extend a run, so only those are visited."""
+    only the anchor positions holding the current word can extend a run, so only those are visited (and only
+    the positions of the words the question holds are listed)."""
+    asked = set(question_words)
     positions: dict[str, list[int]] = {}
     for j, word in enumerate(anchor_words):
-        positions.setdefault(word, []).append(j)
+        if word in asked:
+            positions.setdefault(word, []).append(j)
     best = 0
     previous: dict[int, int] = {}
     for word in question_words:
