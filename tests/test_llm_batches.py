@@ -49,11 +49,11 @@ def copies_recipe(tmp_path, base_url: str, name: str):
 
 
 def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
-    batches: list[int] = []
+    batches: list[tuple[int, int]] = []  # (first conversation, conversations) of each LLM batch
     process_batch = executors.process_batch
 
     def recording(prepared, positions, products, engine):
-        batches.append(len(positions))
+        batches.append((positions[0], len(positions)))  # (two batches start together, in either order)
         return process_batch(prepared, positions, products, engine)
 
     monkeypatch.setattr(executors, "process_batch", recording)
@@ -67,9 +67,10 @@ def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
             written[name] = {
                 config: (folder / config / "test.jsonl").read_bytes() for config in ("log", "time_content_questions")
             }
-    # 24 conversations, 2 items each, 2 in flight: after 5 conversations (10 items) the next batches want
-    # 8 x 2 x 5 / 10 = 8 conversations, capped at 7: 5, 7, 7, then the last 5
-    assert batches == [24, 5, 7, 7, 5]
+    # 24 conversations, 2 items each, 2 in flight. Two batches start at once, both of the first size (5); once
+    # the first has finished (5 conversations, 10 items) the next wants 8 x 2 x 5 / 10 = 8 conversations, capped
+    # at 7, and so does the one after (10 conversations, 20 items): 5, 5, 7, then the last 7
+    assert sorted(batches) == [(0, 5), (0, 24), (5, 5), (10, 7), (17, 7)]  # (the one batch of 64 at most: 24)
     assert written["one-batch"] == written["small-batches"]
     assert written["one-batch"]["time_content_questions"].count(b"\n") == 48
 

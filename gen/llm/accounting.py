@@ -21,6 +21,7 @@ from typing import Any
 from gen.errors import Stopped, redact_urls
 from gen.llm.cache import CachedReply
 from gen.llm.config import Price
+from gen.llm.lanes import Lane, covered_seconds
 from gen.llm.plan import StepPlan
 from gen.llm.task import Outcome
 
@@ -69,7 +70,7 @@ class StepStats:
     usage_estimated: int = 0
     cost_usd: float = 0.0
     cost_complete: bool = True  # False once a call was made on an endpoint without a price
-    seconds: float = 0.0
+    spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each run_step
     endpoints: set[str] = field(default_factory=set)
     errors: Counter[str] = field(default_factory=Counter)
 
@@ -95,6 +96,11 @@ class StepStats:
         self.calls_cached += 1
         self.cached_input_tokens += reply.input_tokens
         self.cached_output_tokens += reply.output_tokens
+
+    @property
+    def seconds(self) -> float:
+        """The time at least one run_step of the step was running (two batches in flight overlap)."""
+        return covered_seconds(self.spans)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,13 +136,29 @@ class Accounts:
         self.plans: dict[str, StepPlan] = {}
         self._lock = threading.Lock()
 
-    def step(self, name: str) -> StepStats:
-        return self.steps.setdefault(name, StepStats())
-
-    def add_rejects(self, step: str, outcomes: Iterable[Outcome | None]) -> None:
-        new = [reject_record(step, outcome) for outcome in outcomes if outcome is not None and is_reject(outcome)]
+    def step(self, name: str, items: int = 0) -> StepStats:
+        """The step's stats, `items` more items counted (the steps of two batches in flight count together)."""
         with self._lock:
-            self.rejects.extend(new)
+            stats = self.steps.setdefault(name, StepStats())
+            stats.items += items
+        return stats
+
+    def ran(self, stats: StepStats, start: float, end: float, endpoints: set[str]) -> None:
+        with self._lock:
+            stats.spans.append((start, end))
+            stats.endpoints |= endpoints
+
+    def add_rejects(self, step: str, outcomes: Iterable[Outcome | None], lane: Lane | None = None) -> None:
+        """The rejected items among `outcomes`, to the engine's rejects or to the `lane`'s (gen.llm.lanes)."""
+        new = [reject_record(step, outcome) for outcome in outcomes if outcome is not None and is_reject(outcome)]
+        if lane is not None:
+            lane.rejects.extend(new)
+        else:
+            self.add_records(new)
+
+    def add_records(self, rejects: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self.rejects.extend(rejects)
 
     def add_plan(self, plan: StepPlan) -> None:
         existing = self.plans.get(plan.step)

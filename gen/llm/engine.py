@@ -41,6 +41,8 @@ Surface:
 ``engine.report() -> dict``: per step calls made / cached / failed, requests, retries, tokens, estimated
     cost, errors by type; plus endpoints (data parameters only), cache path, mode, plans. For run.json.
 ``engine.close()`` (or ``with Engine(...) as engine:``): finishes cache writes, closes connections.
+``with engine.lane(lane):`` / ``engine.merge(lane)``: steps run from several threads at once, each thread's in
+    its own :class:`gen.llm.lanes.Lane` (rejects, reject limit), merged in order (:mod:`gen.llm.lanes`).
 
 Behaviour: one concurrency limit, requests/tokens-per-minute buckets and 429 pause per endpoint,
 shared by all steps (:mod:`gen.llm.limiter`); retries and backoff as in :mod:`gen.llm.request`, within each
@@ -52,14 +54,15 @@ endpoints in ``mode: batch`` (or a run writing batch files) answer through :mod:
 API keys are read from the environment only when a request must be sent, and are scrubbed from every reply,
 reason, log line and error message (:mod:`gen.llm.endpoint`).
 
-This module only orchestrates: it walks each item through cache, request and correction round. Preparing tasks
-is :mod:`gen.llm.step_run`, a call's retry loop :mod:`gen.llm.attempts`, the structured-output probe
-:mod:`gen.llm.probing`, counting :mod:`gen.llm.accounting` and the display :mod:`gen.llm.progress`.
+This module only orchestrates each item through cache, request and correction round. Preparing tasks is
+:mod:`gen.llm.step_run`, a call's retry loop :mod:`gen.llm.attempts`, the probe :mod:`gen.llm.probing`, counting
+:mod:`gen.llm.accounting`, the display :mod:`gen.llm.progress`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -74,6 +77,7 @@ from gen.llm.batching import Batching
 from gen.llm.cache import Cache, CachedReply, cache_key
 from gen.llm.config import EndpointConfig, RunSettings
 from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
+from gen.llm.lanes import Lane, Lanes
 from gen.llm.plan import PlanBuilder, StepPlan
 from gen.llm.probe import PROBE_STEP, ModeChoice
 from gen.llm.probing import Modes, find_mode
@@ -118,6 +122,8 @@ class Engine:
         self._attempts = Attempts(retry or RetryPolicy(), self._keys)
         self._loop_thread: LoopThread | None = None
         self._loop_lock = threading.Lock()
+        self._modes_lock = threading.Lock()  # two batches in flight probe an endpoint once
+        self._lanes = Lanes()
         self._inflight: dict[str, asyncio.Future[Reply]] = {}
         self._closed = False
         self._batches = Batching(self.settings, self.cache, self._endpoints, self._keys)
@@ -139,14 +145,9 @@ class Engine:
         return any(self._batches.batched(ep) for ep in self._endpoints.values())
 
     @property
-    def items_run(self) -> int:
-        """Items given to `run_step` so far, over every step and round (cached ones included)."""
-        return sum(stats.items for stats in self._accounts.steps.values())
-
-    @property
     def rejects(self) -> list[dict[str, Any]]:
-        """Every item the engine gave up on, in the order the steps ran."""
-        return self._accounts.rejects
+        """Every item the engine gave up on, in the order the steps ran (in a lane: the lanes merged, then its own)."""
+        return self._lanes.seen(self._accounts.rejects)
 
     def run_step(
         self,
@@ -159,49 +160,46 @@ class Engine:
         """Run the tasks; outcomes in task order. See the module docstring."""
         if self._closed:
             raise RuntimeError("the engine is closed")
+        lane = self._lanes.current()  # (LaneCancelled if it was)
         started = time.monotonic()
         try:
             self._resolve_modes(tasks)
         except GiveUp as exc:
-            self._give_up_all(step, tasks, exc)
+            self._give_up_all(step, tasks, exc, lane)
         prepared = prepare(tasks, self._endpoints)
         prefetched = self.cache.get_many(p.key for p in prepared)
-        stats = self._accounts.step(step)
-        stats.items += len(prepared)
+        stats = self._accounts.step(step, items=len(prepared))
+        tally, before = self._lanes.tallies(step, lane)
+        tally.items += len(prepared)
         if self.offline and not self.plan_only:  # the first miss is the error
             for p in (p for p in prepared if p.key not in prefetched):
                 raise p.offline_error(step, self.cache.path)
         if not self.plan_only and any(self._batches.batched(p.endpoint) for p in prepared):
             self._batches.settle(step, prepared, stats, self._loop().run, self._run_async)
             prefetched = self.cache.get_many(p.key for p in prepared)
-        run = StepRun(
-            step,
-            prepared,
-            stats,
-            prefetched,
-            PlanBuilder(step) if self.plan_only else None,
-            None if self.plan_only else reject_limit(max_reject_rate, stats.items),
-        )
+        limit = None if self.plan_only else reject_limit(max_reject_rate, before.items + tally.items)
+        run = StepRun(step, prepared, stats, prefetched, PlanBuilder(step) if self.plan_only else None, limit, tally)
+        run.rejected_before = before.rejected
         if not prepared:
             return []
         try:
-            self._loop().run(self._run_async(run, self._reporter_for(run)))
+            self._loop().run(self._run_async(run, self._reporter_for(run)), lane)
         except TooManyRejects:
-            self._accounts.add_rejects(step, run.outcomes)
+            self._accounts.add_rejects(step, run.outcomes, lane)
             assert max_reject_rate is not None  # there is no limit to pass without one
-            stop = too_many_rejects(step, stats.rejected, stats.items, max_reject_rate, run.reject_kinds, reject_option)
+            rejected, items = before.rejected + tally.rejected, before.items + tally.items
+            stop = too_many_rejects(step, rejected, items, max_reject_rate, run.reject_kinds, reject_option)
             refusal = next((o.reason for o in run.outcomes if o is not None and o.kind == "refused"), None)
             if refusal is not None:  # what the server said is the first thing to know
                 stop.message += f"; first refusal: {refusal}"
             raise stop from None
         except GiveUp as exc:
-            self._give_up_rest(run, exc)
+            self._give_up_rest(run, exc, lane)
             raise exc.stop from None
         finally:
-            stats.seconds += time.monotonic() - started
-            stats.endpoints |= {p.endpoint.name for p in prepared}
+            self._accounts.ran(stats, started, time.monotonic(), {p.endpoint.name for p in prepared})
         self.cache.flush()  # the step's replies are on disk when run_step returns
-        self._accounts.add_rejects(step, run.outcomes)
+        self._accounts.add_rejects(step, run.outcomes, lane)
         if run.plan is not None:
             self._accounts.add_plan(run.plan.finish(self.endpoints, items=len(prepared)))
         return cast(list[Outcome], run.outcomes)  # the pool has filled every slot
@@ -264,29 +262,26 @@ class Engine:
 
         modes = Modes(self._endpoints, self.cache, probe, self.settings.progress)
         exporting = self.settings.batch_export is not None  # no server to probe
-        modes.resolve(tasks, plan_only=self.plan_only, offline=self.offline, exporting=exporting)
+        with self._modes_lock:
+            modes.resolve(tasks, plan_only=self.plan_only, offline=self.offline, exporting=exporting)
 
     # -- giving up ------------------------------------------------------------------------------------
-    def _give_up_all(self, step: str, tasks: Sequence[Task], exc: GiveUp) -> NoReturn:
+    def _give_up_all(self, step: str, tasks: Sequence[Task], exc: GiveUp, lane: Lane | None) -> NoReturn:
         """The endpoint was given up on before any item started: every item is given up."""
-        stats = self._accounts.step(step)
-        stats.items += len(tasks)
+        tally = self._lanes.tallies(step, lane)[0]
+        run = StepRun(step, [], self._accounts.step(step, items=len(tasks)), {}, tally=tally)
+        tally.items += len(tasks)
         outcomes = [Outcome.failed(task, "given_up", _given_up(exc), None) for task in tasks]
         for outcome in outcomes:
-            stats.add_outcome(outcome)
-        self._accounts.add_rejects(step, outcomes)
+            run.add_outcome(outcome)
+        self._accounts.add_rejects(step, outcomes, lane)
         exc.endpoint.gave_up()
         raise exc.stop from None
 
-    def _give_up_rest(self, run: StepRun, exc: GiveUp) -> None:
+    def _give_up_rest(self, run: StepRun, exc: GiveUp, lane: Lane | None) -> None:
         """Record every item of the step that had not finished as given up, with the reason."""
-        reason = _given_up(exc)
-        for p in run.prepared:
-            if run.outcomes[p.index] is None:
-                outcome = Outcome.failed(p.task, "given_up", reason, None)
-                run.outcomes[p.index] = outcome
-                run.stats.add_outcome(outcome)
-        self._accounts.add_rejects(run.step, run.outcomes)
+        run.give_up(_given_up(exc))
+        self._accounts.add_rejects(run.step, run.outcomes, lane)
         self.cache.flush()  # every completed call stays cached for the resume
         exc.endpoint.gave_up()
 
@@ -295,6 +290,15 @@ class Engine:
         if self.plan_only or all(p.key in run.prefetched for p in run.prepared):
             return None
         return self._reporter or make_reporter(self.settings.progress, self.settings.progress_interval_s)
+
+    # -- lanes: batches in flight together (gen.llm.lanes) ---------------------------------------------
+    def lane(self, lane: Lane) -> contextlib.AbstractContextManager[Lane]:
+        """The steps this thread runs inside the block belong to `lane`."""
+        return self._lanes.entered(lane)
+
+    def merge(self, lane: Lane) -> None:
+        """A lane's tallies and rejects join the engine's (the runner merges lanes in batch order)."""
+        self._accounts.add_records(self._lanes.merge(lane))
 
     def _loop(self) -> LoopThread:
         with self._loop_lock:
@@ -315,11 +319,8 @@ class Engine:
         run.outcomes[p.index] = outcome
         rejected = is_reject(outcome)
         run.counters.add(cached=outcome.cached, rejected=rejected)
-        run.stats.add_outcome(outcome)
-        if rejected:
-            run.reject_kinds[outcome.kind or "unknown"] += 1
-            if run.max_rejects is not None and run.stats.rejected > run.max_rejects:
-                raise TooManyRejects()
+        if run.add_outcome(outcome):
+            raise TooManyRejects()
 
     async def _item_outcome(self, run: StepRun, p: Prepared) -> Outcome:
         """The first reply, parsed; a reply that does not parse gets one correction round."""

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.llm.accounting import StepStats
+from gen.llm.accounting import StepStats, is_reject
 from gen.llm.cache import CachedReply, cache_key
 from gen.llm.endpoint import Endpoint, find_endpoint
+from gen.llm.lanes import Tally
 from gen.llm.plan import PlanBuilder, format_messages
 from gen.llm.probe import CANDIDATES
 from gen.llm.progress import StepCounters
@@ -79,7 +80,9 @@ class StepRun:
     stats: StepStats
     prefetched: dict[str, CachedReply]
     plan: PlanBuilder | None = None
-    max_rejects: int | None = None
+    max_rejects: int | None = None  # over the step's items so far: `rejected_before` and this run's `tally`
+    tally: Tally = field(default_factory=Tally)  # this step name's items and rejects (gen.llm.lanes)
+    rejected_before: int = 0
     outcomes: list[Outcome | None] = field(init=False)
     counters: StepCounters = field(init=False)
     reject_kinds: Counter[str] = field(default_factory=Counter)
@@ -90,6 +93,23 @@ class StepRun:
     def __post_init__(self) -> None:
         self.outcomes = [None] * len(self.prepared)
         self.counters = StepCounters(self.step, len(self.prepared))
+
+    def add_outcome(self, outcome: Outcome) -> bool:
+        """Count an item's outcome; True when it takes the step past its reject limit."""
+        self.stats.add_outcome(outcome)
+        if not is_reject(outcome):
+            return False
+        self.tally.rejected += 1
+        self.reject_kinds[outcome.kind or "unknown"] += 1
+        return self.max_rejects is not None and self.rejected_before + self.tally.rejected > self.max_rejects
+
+    def give_up(self, reason: str) -> None:
+        """Every item not finished yet is given up, with the reason."""
+        for p in self.prepared:
+            if self.outcomes[p.index] is None:
+                outcome = Outcome.failed(p.task, "given_up", reason, None)
+                self.outcomes[p.index] = outcome
+                self.add_outcome(outcome)
 
 
 def prepare(tasks: Sequence[Task], endpoints: dict[str, Endpoint]) -> list[Prepared]:

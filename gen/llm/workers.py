@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import gc
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from gen.errors import GenError
+from gen.llm.lanes import Lane, LaneCancelled
 
 __all__ = ["LoopThread", "WorkerPool", "frozen_heap"]
 
@@ -40,16 +42,26 @@ class LoopThread:
         self.thread = threading.Thread(target=self.loop.run_forever, name="gen-llm-loop", daemon=True)
         self.thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T], lane: Lane | None = None) -> T:
+        """Run `coro` on the loop until it is done; a `lane` that is cancelled meanwhile cancels it."""
         with frozen_heap():
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            if lane is not None:
+                lane.track(future)
             try:
                 return future.result()
+            except concurrent.futures.CancelledError:
+                if lane is not None and lane.cancelled:
+                    raise LaneCancelled() from None
+                raise
             except KeyboardInterrupt:
                 future.cancel()
                 with contextlib.suppress(BaseException):  # already unwinding an interrupt: nothing may replace it
                     future.result(timeout=10)
                 raise
+            finally:
+                if lane is not None:
+                    lane.untrack(future)
 
     def close(self) -> None:
         if self.loop.is_closed():
@@ -60,24 +72,34 @@ class LoopThread:
             self.loop.close()
 
 
+_FROZEN = threading.Lock()
+_freeze: dict[str, Any] = {"blocks": 0, "threshold": None}  # blocks in progress, and the thresholds to restore
+
+
 @contextlib.contextmanager
 def frozen_heap() -> Iterator[None]:
     """Leave the objects alive now out of garbage collection until the block ends (they are collected as
     before afterwards), and collect the youngest generation every YOUNG_THRESHOLD allocations; objects made
-    inside the block are collected as usual. If something else has frozen objects, its arrangement is left
-    alone."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    old = gc.get_threshold()
-    if old[0]:  # (0: collection is switched off, and stays so)
-        gc.set_threshold(max(old[0], YOUNG_THRESHOLD), *old[1:])
+    inside the block are collected as usual. Blocks in several threads at once (the steps of two batches in
+    flight) share one freeze, undone when the last ends. If something else has frozen objects, its arrangement
+    is left alone."""
+    with _FROZEN:
+        mine = bool(_freeze["blocks"]) or not gc.get_freeze_count()
+        if mine and not _freeze["blocks"]:
+            gc.freeze()
+            old = _freeze["threshold"] = gc.get_threshold()
+            if old[0]:  # (0: collection is switched off, and stays so)
+                gc.set_threshold(max(old[0], YOUNG_THRESHOLD), *old[1:])
+        _freeze["blocks"] += mine
     try:
         yield
     finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
+        if mine:
+            with _FROZEN:
+                _freeze["blocks"] -= 1
+                if not _freeze["blocks"]:
+                    gc.set_threshold(*_freeze["threshold"])
+                    gc.unfreeze()
 
 
 class WorkerPool(Generic[ItemT]):

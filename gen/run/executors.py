@@ -20,13 +20,17 @@ import signal
 import tempfile
 from collections import deque
 from collections.abc import Generator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
+from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
 from gen.about import install_hint
 from gen.errors import GenError
+from gen.llm.lanes import Lane
 from gen.products.registry import Bound
-from gen.run.shards import Prepared, ShardResult, process_batch, process_shard
+from gen.run.shards import Prepared, ShardResult, fewer_collections, process_batch, process_shard
 from gen.run.spool import spool
 from gen.sources.store import ConversationStore, HeldConversations
 
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 LLM_BATCH = 64
 LLM_BATCH_MAX = 256
 LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
+LLM_IN_FLIGHT = 2  # batches whose steps run at once (gen/llm/lanes.py): one fills the limits while another drains
 BATCH_ITEMS = 50_000  # what one Batch API input file may hold
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
 # Ray shards: one conversation until a shard has come back; then sized for RAY_TASK_SECONDS of work
@@ -244,27 +249,101 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Generator[ShardResult, None, None]:
-    # products ask one item or more per conversation: a first batch as large as the concurrency fills a step.
-    # Through the Batch API a step's round waits for its batch whatever its size: a step then holds up to a
-    # full batch file of items.
-    concurrency, most = (
-        (BATCH_ITEMS // LLM_ROUNDS_PER_STEP, BATCH_ITEMS)
-        if engine.batch_mode
-        else (
-            engine.concurrency,
-            LLM_BATCH_MAX,
-        )
-    )
+    """Batches of conversations through the LLM products, yielded in conversation order. LLM_IN_FLIGHT batches
+    run at once, each in a thread of its own and in an engine lane (gen/llm/lanes.py): the next batch's items are
+    prepared and its calls sent while the current one drains, so the endpoints' limits never idle between steps.
+    Lanes are merged into the engine in batch order, so rejects come out as with one batch at a time. When the
+    run stops (a stop in a batch, an error, Ctrl-C), the batches after the oldest one in flight are cancelled and
+    left out (their completed calls stay cached), and the oldest is merged as it stands.
+
+    Products ask one item or more per conversation: the first batches are as large as the concurrency. Through
+    the Batch API a step's round waits for its batch whatever its size: there one batch at a time holds up to a
+    full batch file of items."""
+    if engine.batch_mode:
+        concurrency, most = BATCH_ITEMS // LLM_ROUNDS_PER_STEP, BATCH_ITEMS
+    else:
+        concurrency, most = engine.concurrency, LLM_BATCH_MAX
+    if engine.batch_mode or not all(b.product.concurrent_batches for b in products if b.product.needs.llm):
+        yield from _one_batch_at_a_time(prepared, products, engine, concurrency, most)
+        return
+    count, first = len(prepared.conversations), 0
+    items = conversations = 0  # over the batches finished so far: what sizes the next
+    pending: deque[Batch] = deque()  # in conversation order
+    with fewer_collections(), ThreadPoolExecutor(LLM_IN_FLIGHT, thread_name_prefix="gen-llm-batch") as threads:
+        try:
+            while first < count or pending:
+                while first < count and len(pending) < LLM_IN_FLIGHT:
+                    size = llm_batch_size(items, conversations, concurrency, most) if conversations else None
+                    positions = range(first, min(count, first + (size or max(LLM_BATCH, min(most, concurrency)))))
+                    batch = Batch(Lane(), len(positions), SimpleQueue())
+                    batch.done = threads.submit(_llm_batch, prepared, positions, products, engine, batch)
+                    pending.append(batch)
+                    first = positions.stop
+                batch = pending[0]
+                try:
+                    while (result := batch.results.get()) is not None:
+                        yield result
+                    batch.done.result()
+                except BaseException:
+                    _cancel(pending)  # and wait for their threads, so that nothing changes the lane merged below
+                    raise
+                finally:
+                    engine.merge(batch.lane)
+                pending.popleft()
+                items, conversations = items + batch.lane.items, conversations + batch.conversations
+        finally:
+            _cancel(pending)
+
+
+def _one_batch_at_a_time(
+    prepared: Prepared, products: list[Bound], engine: Engine, concurrency: int, most: int
+) -> Generator[ShardResult, None, None]:
+    """The LLM stage for products that count over the run (or read engine.rejects), and through the Batch API:
+    each batch in this thread, after the one before."""
     count, first, size = len(prepared.conversations), 0, max(LLM_BATCH, min(most, concurrency))
     while first < count:
-        last, items_before = min(first + size, count), engine.items_run
-        yield from process_batch(prepared, range(first, last), products, engine)
-        size = llm_batch_size(engine.items_run - items_before, last - first, concurrency, most)
+        last, lane = min(first + size, count), Lane()
+        try:
+            with engine.lane(lane):
+                yield from process_batch(prepared, range(first, last), products, engine)
+        finally:
+            engine.merge(lane)
+        size = llm_batch_size(lane.items, last - first, concurrency, most)
         first = last
 
 
+@dataclass
+class Batch:
+    """A batch in flight: its lane, its conversations, its results as they come (None after the last) and its
+    thread's future (which holds its error)."""
+
+    lane: Lane
+    conversations: int
+    results: SimpleQueue[ShardResult | None]
+    done: Future[None] = field(default_factory=Future)
+
+
+def _llm_batch(
+    prepared: Prepared, positions: Sequence[int], products: list[Bound], engine: Engine, batch: Batch
+) -> None:
+    try:
+        with engine.lane(batch.lane):
+            for result in process_batch(prepared, positions, products, engine):
+                batch.results.put(result)
+    finally:
+        batch.results.put(None)
+
+
+def _cancel(pending: deque[Batch]) -> None:
+    """Cancel the batches still in flight and wait until their threads have stopped."""
+    for batch in pending:
+        batch.lane.cancel()
+    wait([batch.done for batch in pending])
+
+
 def llm_batch_size(items: int, conversations: int, concurrency: int, most: int = LLM_BATCH_MAX) -> int:
-    """Conversations in the next batch, for about LLM_ROUNDS_PER_STEP × concurrency items per step."""
+    """Conversations in the next batch, for about LLM_ROUNDS_PER_STEP × concurrency items per step, from the
+    `items` the `conversations` of the batches finished so far asked."""
     if not items:
         return most
     wanted = math.ceil(LLM_ROUNDS_PER_STEP * concurrency * conversations / items)

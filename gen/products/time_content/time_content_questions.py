@@ -97,6 +97,7 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
     Options = TimeContentQuestionsOptions
     configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("reference_kind")),)
     needs = Needs(timelines=True, llm=True, products=("log",))
+    concurrent_batches = True  # each batch is planned from its own conversations (the plan memo is a cache)
 
     def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
         options = self.options
