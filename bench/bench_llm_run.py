@@ -1,15 +1,24 @@
 """The LLM path as users meet it: `gen run` with time+content questions against a fake server that answers
-every request exactly `latency` seconds after it arrived, then the same run again from a full cache.
+every request exactly `latency` seconds after it arrived, beside a bare AsyncOpenAI loop and curator
+(bespokelabs-curator) sending as many requests in the same session, at each concurrency asked.
 
-    .venv/bin/python bench/bench_llm_run.py [--items 2000] [--concurrency 256] [--latency 0.5]
+    .venv/bin/python bench/bench_llm_run.py [--items 10000] [--points 256:0.5,1024:2]
 
 The server (tests/fakes/openai_server.py --fast --tcq) runs in its own process and writes a valid question
-from two regular expressions over each prompt, so its cost per request is small and outside gen. Ideal
-time = items x latency / concurrency. The step's own seconds come from run.json; the same number of requests
-through a bare AsyncOpenAI loop (bench_llm.bare_client_run) is measured in the same session for reference.
-Each run also shows gen's CPU seconds (user + system of the `gen run` process: steadier than wall time on a
-shared machine) and `other CPU`: the cores the rest of the machine kept busy meanwhile (/proc/stat less gen's
-and the fake server's own time; Linux only). Read that column before trusting a figure.
+from two regular expressions over each prompt, so its cost per request is small and outside gen. The bound is
+calls x latency / concurrency: no client can finish sooner. Per point (concurrency:latency) the script prints
+
+  gen run      bound / the seconds gen's LLM steps ran (run.json; steps of two batches in flight counted
+               once), and bound / (wall of the cold run - wall of the same run from a full cache): the time
+               the calls added to the whole run
+  bare loop    bound / wall of the same number of requests through one AsyncOpenAI client (bench_llm)
+  curator      bound / wall of curator's LLM call over as many prompts (bench/curator_run.py, in the virtual
+               environment .venv-curator; skipped, and said so, when it is absent)
+
+with the goal for gen (issue 28: 0.92 at 256, 0.85 at 1,024) and gen's figure over each peer's. Each run
+also shows its CPU seconds and `other CPU`: the cores the rest of the machine kept busy meanwhile
+(/proc/stat less the measured processes' and the fake server's own time; Linux only). Read that column
+before trusting a figure.
 """
 
 from __future__ import annotations
@@ -76,75 +85,132 @@ def recipe(folder: Path, source: Path, base_url: str, per_conversation: int, con
     return path
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def gen_run(recipe_path: Path, out: Path, cache: Path, server_pid: int) -> tuple[float, float, float, dict]:
-    """(wall s, gen's CPU s, other CPU in cores, run.json) of one `gen run`."""
-    tick = os.sysconf("SC_CLK_TCK")
-    busy, served, cpu = busy_ticks(), process_ticks(server_pid), children_cpu()
-    started = time.perf_counter()
+def gen_run(recipe_path: Path, out: Path, cache: Path) -> dict:
+    """One `gen run`; its run.json."""
     done = subprocess.run(
         [sys.executable, "-m", "gen", "run", str(recipe_path), "--output-dir", str(out), "--cache-dir", str(cache)],
         capture_output=True,
         text=True,
         env={**os.environ, "GEN_BENCH_KEY": "sk-bench", "PYTHONPATH": str(ROOT)},
     )
-    wall = time.perf_counter() - started
-    own = children_cpu() - cpu
-    other = (busy_ticks() - busy - (process_ticks(server_pid) - served)) / tick - own
     if done.returncode != 0:
         raise SystemExit(f"gen run failed:\n{done.stderr}")
-    return wall, own, max(other, 0.0) / wall, json.loads((out / "llm-run" / "run.json").read_text())
+    return json.loads((out / "llm-run" / "run.json").read_text())
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--latency", type=float, default=0.5)
-    parser.add_argument("--per-conversation", type=int, default=10)
-    args = parser.parse_args(argv)
-    copies = -(-args.items // (2 * args.per_conversation))  # the sample has two conversations
+GOALS = {256: 0.92, 1024: 0.85}  # issue 28, target 3: fraction of the bound at these concurrencies
+CURATOR_PYTHON = ROOT / ".venv-curator" / "bin" / "python"
+
+
+def fake_server(latency: float) -> tuple[subprocess.Popen, str]:
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests/fakes/openai_server.py"), "--fast", "--tcq", "--delay", str(args.latency)],
+        [sys.executable, str(ROOT / "tests/fakes/openai_server.py"), "--fast", "--tcq", "--delay", str(latency)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    return server, server.stdout.readline().strip()
+
+
+def measured(run, server_pid: int) -> tuple[float, float, float, object]:
+    """(wall s, CPU s of this process and its children, other CPU in cores, what `run` returned)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    busy, served, cpu = busy_ticks(), process_ticks(server_pid), own_cpu()
+    started = time.perf_counter()
+    value = run()
+    wall = time.perf_counter() - started
+    used = own_cpu() - cpu
+    other = (busy_ticks() - busy - (process_ticks(server_pid) - served)) / tick - used
+    return wall, used, max(other, 0.0) / wall, value
+
+
+def own_cpu() -> float:
+    mine, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
+
+
+def curator_run(base_url: str, requests: int, concurrency: int) -> float | None:
+    """Seconds of curator's run, or None when its virtual environment is absent."""
+    if not CURATOR_PYTHON.exists():
+        return None
+    done = subprocess.run(
+        [str(CURATOR_PYTHON), str(ROOT / "bench" / "curator_run.py"), base_url, str(requests), str(concurrency)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"curator's run failed:\n{done.stderr[-2000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    if figures["ok"] != requests:
+        raise SystemExit(f"curator answered {figures['ok']} of {requests} requests")
+    return figures["seconds"]
+
+
+def measure_point(folder: Path, items: int, per_conversation: int, concurrency: int, latency: float) -> list[tuple]:
+    """Rows (name, seconds, bound, CPU s, other CPU, note) for one concurrency."""
+    server, base_url = fake_server(latency)
     try:
-        base_url = server.stdout.readline().strip()
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            path = recipe(folder, corpus(folder, copies), base_url, args.per_conversation, args.concurrency)
-            rows = []
-            for label in ("cold cache", "full cache"):
-                wall, cpu, other, report = gen_run(path, folder / "out", folder / "cache", server.pid)
-                step = report["llm"]["steps"][STEP]
-                items = report["configs"][STEP]["records"]
-                ideal = step["calls_made"] * args.latency / args.concurrency
-                rows.append((label, items, step["calls_made"], step["seconds"], wall, ideal, cpu, other))
-            started = time.perf_counter()
-            asyncio.run(bare_client_run(base_url, rows[0][2], args.concurrency, "bench-run"))
-            bare = time.perf_counter() - started
+        out, cache = folder / f"out-{concurrency}", folder / f"cache-{concurrency}"
+        copies = -(-items // (2 * per_conversation))  # the sample has two conversations
+        path = recipe(folder, corpus(folder, copies), base_url, per_conversation, concurrency)
+        cold = measured(lambda: gen_run(path, out, cache), server.pid)
+        full = measured(lambda: gen_run(path, out, cache), server.pid)
+        report = cold[3]
+        step, calls = report["llm"]["steps"][STEP], report["llm"]["steps"][STEP]["calls_made"]
+        bound = calls * latency / concurrency
+        note = f"{report['configs'][STEP]['records']:,} items, {calls:,} calls"
+        rows = [
+            ("gen run: LLM steps", step["seconds"], bound, cold[1], cold[2], note),
+            (
+                "gen run: cold - cached wall",
+                cold[0] - full[0],
+                bound,
+                cold[1] - full[1],
+                cold[2],
+                f"{cold[0]:.1f} - {full[0]:.1f} s",
+            ),
+        ]
+        bare = measured(lambda: asyncio.run(bare_client_run(base_url, calls, concurrency, "bench-run")), server.pid)
+        rows.append(("bare AsyncOpenAI loop", bare[0], bound, bare[1], bare[2], ""))
+        curator = measured(lambda: curator_run(base_url, calls, concurrency), server.pid)
+        if curator[3] is None:
+            rows.append(("curator", None, bound, None, None, f"not measured: no {CURATOR_PYTHON.relative_to(ROOT)}"))
+        else:
+            rows.append(("curator", curator[3], bound, curator[1], curator[2], "its LLM call, in its own process"))
+        return rows
     finally:
         server.stdin.close()
         server.wait()
-    print(f"{args.concurrency} concurrent requests, {args.latency * 1000:.0f} ms each")
-    print(
-        f"{'run':<12} {'items':>6} {'calls':>6} {'step s':>7} {'wall s':>7} {'ideal s':>8} {'step/ideal':>11}"
-        f" {'gen CPU s':>10} {'other CPU':>10}"
-    )
-    for label, items, calls, seconds, wall, ideal, cpu, other in rows:
-        ratio = f"{ideal / seconds:.2f}" if calls else "-"
-        print(
-            f"{label:<12} {items:>6,} {calls:>6,} {seconds:>7.2f} {wall:>7.2f} {ideal:>8.2f} {ratio:>11}"
-            f" {cpu:>10.2f} {other:>10.2f}"
-        )
-    ideal = rows[0][2] * args.latency / args.concurrency
-    print(f"bare AsyncOpenAI loop, {rows[0][2]:,} requests: {bare:.2f} s, ideal/actual {ideal / bare:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--points", default="256:0.5,1024:2", help="concurrency:latency pairs, comma-separated")
+    parser.add_argument("--per-conversation", type=int, default=10)
+    args = parser.parse_args(argv)
+    points = [(int(c), float(lat)) for c, lat in (p.split(":") for p in args.points.split(","))]
+    print(f"{os.cpu_count()} cores; fake server answering each request after exactly the latency")
+    for concurrency, latency in points:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = measure_point(Path(tmp), args.items, args.per_conversation, concurrency, latency)
+        goal = GOALS.get(concurrency)
+        print(f"\nconcurrency {concurrency}, {latency * 1000:.0f} ms per request, bound {rows[0][2]:.2f} s")
+        print(f"{'run':<28} {'seconds':>8} {'of bound':>9} {'CPU s':>7} {'other CPU':>10}  note")
+        fractions = {}
+        for name, seconds, bound, cpu, other, note in rows:
+            if seconds is None:
+                print(f"{name:<28} {'-':>8} {'-':>9} {'-':>7} {'-':>10}  {note}")
+                continue
+            fractions[name] = bound / seconds
+            print(f"{name:<28} {seconds:>8.2f} {bound / seconds:>9.3f} {cpu:>7.2f} {other:>10.2f}  {note}")
+        ours = fractions["gen run: LLM steps"]
+        goal_text = f"goal {goal:.2f}, ratio {ours / goal:.3f}" if goal else "no goal at this concurrency"
+        print(f"gen run (LLM steps) {ours:.3f} of the bound: {goal_text}", end="")
+        for peer in ("bare AsyncOpenAI loop", "curator"):
+            if peer in fractions:
+                print(f"; over {peer.split()[0]} {ours / fractions[peer]:.3f}", end="")
+        print()
     return 0
 
 

@@ -3,11 +3,22 @@ step holds several times what may be in flight; and whatever the batches, the sa
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 
+import pytest
+
+from gen.errors import Stopped
 from gen.llm.config import RunSettings
 from gen.llm.engine import Engine
 from gen.products.registry import load
+from gen.products.time_content.time_content_questions import TimeContentQuestions
 from gen.run import executors
 from gen.run.executors import llm_batch_size
 from gen.run.runner import run
@@ -94,3 +105,106 @@ def test_a_batch_writes_each_conversation_then_the_llm_products(tmp_path):
     assert [q["conversation_id"] for q in questions] == [
         prepared.conversations[position].conversation_id for position in range(3) for _ in range(2)
     ]
+
+
+def garbage_recipe(tmp_path, base_url: str, name: str):
+    """time_content_questions over 6 conversations, 5 questions each, one request at a time."""
+    samples = json.loads(SAMPLE.read_text())
+    corpus = tmp_path / "copies.json"
+    corpus.write_text(json.dumps([{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(3) for s in samples]))
+    data = {
+        "name": name,
+        "seed": 5,
+        "sources": [{"format": "locomo", "path": str(corpus)}],
+        "timeline": {"padding": {"mode": "none"}},
+        "llm": {
+            "main": {
+                "model": "fake-model",
+                "base_url": base_url,
+                "api_key_env": None,
+                "structured_output": "json_object",
+                "max_concurrency": 1,
+            }
+        },
+        "products": [{"type": "time_content_questions", "per_conversation": 5}],
+    }
+    return load(write_recipe(tmp_path / f"{name}.yaml", data))[0]
+
+
+def cached_keys(cache_dir) -> set[str]:
+    with contextlib.closing(sqlite3.connect(cache_dir / "llm.sqlite")) as conn:
+        return {key for (key,) in conn.execute("SELECT key FROM replies")}
+
+
+def test_a_reject_limit_stop_with_two_batches_in_flight_leaves_the_rejects_of_one_batch_at_a_time(
+    tmp_path, monkeypatch
+):
+    # every reply is unparsable: each item fails after its correction round. One conversation per batch, one
+    # request at a time: batch 0's 5 items allow floor(0.2 x 5) = 1 reject, so the run stops at its second
+    # reject, its items in order. With two batches in flight, batch 1 runs beside batch 0 (its calls are
+    # cached), but the stop is batch 0's and only its rejects are kept, as when batch 1 never started.
+    monkeypatch.setattr(executors, "LLM_BATCH", 1)
+    monkeypatch.setattr(executors, "LLM_BATCH_MAX", 1)
+    kept, caches = {}, {}
+    with FakeOpenAI(lambda request: "not JSON at all", delay=0.05) as server:  # (batch 1 plans meanwhile)
+        for name, at_once in (("sequential", False), ("overlapped", True)):
+            monkeypatch.setattr(TimeContentQuestions, "concurrent_batches", at_once)
+            recipe = garbage_recipe(tmp_path, server.base_url, name)
+            settings = RunSettings(cache_dir=tmp_path / name, progress="off")
+            with pytest.raises(Stopped, match="more than max_reject_rate 20% allows"):
+                run(recipe, tmp_path / "out", llm_settings=settings)
+            stopped = tmp_path / "out" / f".{name}.stopped"
+            kept[name] = (stopped / "rejects.jsonl").read_bytes(), json.loads((stopped / "run.json").read_text())
+            caches[name] = cached_keys(tmp_path / name)
+    rejects = [json.loads(line) for line in kept["sequential"][0].splitlines()]
+    assert len(rejects) == 2 and {r["kind"] for r in rejects} == {"parse"}
+    first = f"locomo/{json.loads(SAMPLE.read_text())[0]['sample_id']}-0"  # the first batch's conversation
+    assert [r["item_id"] for r in rejects] == [f"{first}/tcq-001", f"{first}/tcq-002"]  # in order: one at a time
+    assert kept["overlapped"][0] == kept["sequential"][0]
+    assert kept["overlapped"][1]["stopped"] == kept["sequential"][1]["stopped"]
+    assert caches["overlapped"] > caches["sequential"]  # batch 1 did run beside: its calls stay cached
+
+
+def test_ctrl_c_with_two_batches_in_flight_stops_both_and_keeps_the_run(tmp_path):
+    samples = json.loads(SAMPLE.read_text())
+    corpus = tmp_path / "copies.json"  # 80 conversations: two batches of 64 and 16
+    corpus.write_text(json.dumps([{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(40) for s in samples]))
+    with FakeOpenAI(tcq_question, delay=1.0) as server:  # slow replies: calls are in flight at the interrupt
+        recipe = write_recipe(
+            tmp_path / "r.yaml",
+            {
+                "name": "big",
+                "sources": [{"format": "locomo", "path": str(corpus)}],
+                "timeline": {"padding": {"mode": "none"}},
+                "llm": {
+                    "main": {
+                        "model": "fake-model",
+                        "base_url": server.base_url,
+                        "api_key_env": None,
+                        "structured_output": "json_object",  # no probe: every request is an item's
+                    }
+                },
+                "products": [{"type": "time_content_questions", "per_conversation": 1}],
+            },
+        )
+        out = tmp_path / "out"
+        running = subprocess.Popen(
+            [sys.executable, "-m", "gen", "run", str(recipe), "--output-dir", str(out), "--cache-dir", str(tmp_path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            start_new_session=True,  # its own process group, as a terminal's Ctrl-C reaches it
+        )
+        deadline = time.monotonic() + 120
+        while server.count < 8 and time.monotonic() < deadline and running.poll() is None:
+            time.sleep(0.01)
+        os.killpg(running.pid, signal.SIGINT)
+        stderr = running.communicate(timeout=60)[1]  # (a batch thread left running would hold the exit)
+    assert running.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr and "LaneCancelled" not in stderr
+    kept = out / ".big.stopped"
+    report = json.loads((kept / "run.json").read_text())
+    assert report["stopped"] == {"reason": "interrupted (Ctrl-C)", "exit_code": 130}
+    assert (kept / "rejects.jsonl").read_bytes() == b""  # every reply was a good question: nothing rejected
+    assert not (out / "big").exists()
