@@ -33,6 +33,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from gen.llm.limiter import PRIORITY
+
 __all__ = ["Lane", "LaneCancelled", "Lanes", "Tally", "covered_seconds"]
 
 
@@ -53,6 +55,7 @@ class Tally:
 class Lane:
     """One batch in flight: its tallies per step name, its rejects, and the loop futures of its running step."""
 
+    order: int = 0  # the batch's place in the run: the requests of older batches get free slots first
     tallies: dict[str, Tally] = field(default_factory=dict)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     cancelled: bool = False
@@ -111,9 +114,11 @@ class Lanes:
     @contextlib.contextmanager
     def entered(self, lane: Lane) -> Iterator[Lane]:
         self._local.lane = lane
+        rank = PRIORITY.set(lane.order)  # the steps' tasks start in a copy of this thread's context
         try:
             yield lane
         finally:
+            PRIORITY.reset(rank)
             self._local.lane = None
 
     def tallies(self, step: str, lane: Lane | None) -> tuple[Tally, Tally]:

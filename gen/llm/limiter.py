@@ -1,7 +1,10 @@
 """Flow control shared by every step that uses an endpoint: concurrency slots, rate buckets, backoff.
 
 * :class:`Slots` — the concurrency limit. It adapts: a 429 halves the number of usable slots (at most once
-  per second), and each success adds back ``1/limit`` of a slot, up to ``max_concurrency``.
+  per second), and each success adds back ``1/limit`` of a slot, up to ``max_concurrency``. Waiting requests
+  get a free slot in order of :data:`PRIORITY`, then of arrival: of two batches in flight (gen.llm.lanes),
+  the older one goes at full speed and the newer fills the slots it leaves, so the older finishes first and
+  the batch after it is prepared while the newer one runs.
 * :class:`TokenBucket` — requests-per-minute and tokens-per-minute limits, refilled continuously with one
   second's worth of burst (providers enforce per-minute limits over short windows).
 * :class:`Gate` — a pause every worker of an endpoint waits on; a 429 (or a ``Retry-After``) closes it for
@@ -17,13 +20,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
+import heapq
+import itertools
 import random
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
 
-__all__ = ["FlowControl", "Gate", "Slots", "TokenBucket", "backoff_delay", "retry_after_seconds"]
+__all__ = ["PRIORITY", "FlowControl", "Gate", "Slots", "TokenBucket", "backoff_delay", "retry_after_seconds"]
+
+# The rank of the requests sent from this context (a lane's order): lower ranks are let through first.
+PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("gen_llm_priority", default=0)
 
 
 class Slots:
@@ -33,20 +41,23 @@ class Slots:
         self.max = limit
         self.limit = float(limit)
         self.in_use = 0
-        self._waiters: deque[asyncio.Future] = deque()
+        self._waiters: list[tuple[int, int, asyncio.Future]] = []  # a heap: (PRIORITY, arrival, future)
+        self._arrivals = itertools.count()
         self._last_decrease = -1e9
 
     async def __aenter__(self) -> Slots:
         if self.in_use >= int(self.limit) or self._waiters:
             future = asyncio.get_running_loop().create_future()
-            self._waiters.append(future)
+            waiter = (PRIORITY.get(), next(self._arrivals), future)
+            heapq.heappush(self._waiters, waiter)
             try:
                 await future
             except BaseException:
                 if not future.cancelled() and future.done():
                     self._release()  # we were handed a slot but are leaving
-                elif future in self._waiters:
-                    self._waiters.remove(future)
+                elif waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                    heapq.heapify(self._waiters)
                 raise
         else:
             self.in_use += 1
@@ -61,9 +72,9 @@ class Slots:
 
     def _wake(self) -> None:
         while self._waiters and self.in_use < int(self.limit):
-            future = self._waiters.popleft()
+            future = heapq.heappop(self._waiters)[2]
             if not future.done():
-                self.in_use += 1  # hand the slot over directly (FIFO)
+                self.in_use += 1  # hand the slot over directly (by priority, then first come first served)
                 future.set_result(None)
 
     def on_rate_limited(self) -> None:

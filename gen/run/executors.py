@@ -275,7 +275,7 @@ def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Ge
                 while first < count and len(pending) < LLM_IN_FLIGHT:
                     size = llm_batch_size(items, conversations, concurrency, most) if conversations else None
                     positions = range(first, min(count, first + (size or max(LLM_BATCH, min(most, concurrency)))))
-                    batch = Batch(Lane(), len(positions), SimpleQueue())
+                    batch = Batch(Lane(order=first), len(positions), SimpleQueue())
                     batch.done = threads.submit(_llm_batch, prepared, positions, products, engine, batch)
                     pending.append(batch)
                     first = positions.stop

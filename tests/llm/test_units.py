@@ -278,6 +278,34 @@ def test_slots_halve_on_rate_limit_and_recover():
     assert slots.limit == 8
 
 
+def test_waiting_requests_get_free_slots_by_priority_then_in_order_of_arrival():
+    import asyncio
+
+    from gen.llm.limiter import PRIORITY
+
+    order: list[str] = []
+
+    async def request(slots: Slots, name: str, rank: int, hold: asyncio.Event) -> None:
+        PRIORITY.set(rank)  # (each task has its own copy of the context)
+        async with slots:
+            order.append(name)
+            await hold.wait()
+
+    async def scenario() -> None:
+        slots, hold, release = Slots(1), asyncio.Event(), asyncio.Event()
+        first = asyncio.create_task(request(slots, "holder", 0, hold))
+        await asyncio.sleep(0)  # the holder has the only slot
+        waiting = [("newer batch a", 7), ("older batch a", 3), ("newer batch b", 7), ("older batch b", 3)]
+        tasks = [asyncio.create_task(request(slots, name, rank, release)) for name, rank in waiting]
+        await asyncio.sleep(0)  # every one of them waits, in this order of arrival
+        hold.set()
+        release.set()  # each hands its slot on as soon as it has it
+        await asyncio.gather(first, *tasks)
+
+    asyncio.run(scenario())
+    assert order == ["holder", "older batch a", "older batch b", "newer batch a", "newer batch b"]
+
+
 def test_token_bucket_paces_by_its_rate(monkeypatch):
     import asyncio
 
@@ -452,3 +480,30 @@ def test_a_reject_reason_quoting_a_signed_url_is_written_without_its_secret():
     record = reject_record("step", Outcome(task, ok=False, text="raw", reason=reason, kind="request_failed"))
     assert record["reason"] == "request failed: 403 from https://***@files.example.org/x?***"
     assert record["raw_text"] == "raw"
+
+
+def test_step_seconds_count_the_time_any_step_of_the_name_ran_once():
+    from gen.llm.lanes import covered_seconds
+
+    # two batches' steps overlapping from 1 to 2, then a gap, then a third: 3 + 1 seconds
+    assert covered_seconds([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)]) == 4.0
+    assert covered_seconds([(1.0, 3.0), (0.0, 2.0), (1.5, 2.5)]) == 3.0  # any order; one inside another
+    assert covered_seconds([]) == 0.0
+
+
+def test_overlapping_steps_share_one_freeze_undone_when_the_last_ends():
+    import gc
+
+    from gen.llm.workers import YOUNG_THRESHOLD, frozen_heap
+
+    before = gc.get_threshold()
+    gc.collect()
+    first, second = frozen_heap(), frozen_heap()
+    first.__enter__()
+    frozen = gc.get_freeze_count()
+    second.__enter__()  # a second batch's step starts while the first runs: nothing more is frozen
+    assert gc.get_freeze_count() == frozen > 0
+    first.__exit__(None, None, None)  # the first ends: the second still runs with the heap frozen
+    assert gc.get_freeze_count() == frozen and gc.get_threshold()[0] == max(before[0], YOUNG_THRESHOLD)
+    second.__exit__(None, None, None)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
