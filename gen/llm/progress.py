@@ -128,31 +128,39 @@ class PlainReporter(NullReporter):
 
 
 class LiveReporter(NullReporter):
-    """A rich progress bar with the step's counters, refreshed by rich's own thread."""
+    """A rich progress bar with the step's counters, refreshed by rich's own thread. Steps running at once (two
+    batches in flight) show their bars in one display, which stops when the last of them ends."""
+
+    _shared: Any = None  # the rich.progress.Progress of the steps now running
+    _users = 0
+    _shared_lock = threading.Lock()
 
     def __init__(self) -> None:
         self._progress: Any = None  # rich.progress.Progress, imported only when a live display is shown
         self._task: Any = None
         self.counters: StepCounters | None = None
-        self._lock = threading.Lock()
 
     def start(self, counters: StepCounters) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.counters = counters
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            refresh_per_second=4,
-            transient=False,
-        )
-        self._task = self._progress.add_task(counters.step, total=counters.total, detail="")
-        self._progress.start()
+        with LiveReporter._shared_lock:
+            if LiveReporter._shared is None:
+                LiveReporter._shared = Progress(
+                    TextColumn("[bold]{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("{task.fields[detail]}"),
+                    TimeElapsedColumn(),
+                    console=Console(stderr=True),
+                    refresh_per_second=4,
+                    transient=False,
+                )
+                LiveReporter._shared.start()
+            LiveReporter._users += 1
+            self._progress = LiveReporter._shared
+            self._task = self._progress.add_task(counters.step, total=counters.total, detail="")
         self.tick()
 
     def tick(self) -> None:
@@ -166,7 +174,11 @@ class LiveReporter(NullReporter):
     def stop(self, summary: str = "") -> None:
         if self._progress is not None:
             self.tick()
-            self._progress.stop()
+            with LiveReporter._shared_lock:
+                LiveReporter._users -= 1
+                if not LiveReporter._users:
+                    self._progress.stop()
+                    LiveReporter._shared = None
             if summary:
                 self._progress.console.print(summary, markup=False, highlight=False)
         self._progress = None
