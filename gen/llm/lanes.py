@@ -19,6 +19,12 @@ a stop
     calls they completed stay in the cache. So a stopped run leaves the rejects of a sequential run that stopped
     in the same batch, and a cache that may hold more replies (which a resumed run uses).
 
+the endpoint's slots
+    Requests waiting for a slot are let through in the order of their lane (:data:`gen.llm.limiter.PRIORITY`,
+    set from ``Lane.order``), so the oldest batch goes at full speed and finishes first, and the next one fills
+    the slots it leaves: the batch after is prepared while the newer one runs, instead of all batches in flight
+    ending together and the endpoint waiting for the next ones to be prepared.
+
 The engine's other accounting (calls, tokens, errors per step) is counted as the calls happen: its totals at
 the end of a run are the same either way. A step's ``seconds`` count the time at least one call of that step
 name was running (:func:`covered_seconds`), so two steps in flight together are not counted twice.
