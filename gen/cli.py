@@ -20,6 +20,7 @@ from gen.cli_options import (
     CACHE_DIR,
     MAX_CONCURRENCY,
     OFFLINE,
+    REQUEST_PROCESSES,
     REQUESTS_PER_MINUTE,
     SOURCE_DIR,
     TOKENS_PER_MINUTE,
@@ -122,6 +123,7 @@ def run(
         "--batch-import",
         help="Read a batch output file (or every .jsonl in a folder) into the cache first; repeat for several.",
     ),
+    request_processes: int = REQUEST_PROCESSES,
 ) -> None:
     """Build every product the recipe names, validate it, and write outputs/<name>/.
 
@@ -139,7 +141,8 @@ def run(
 
         require_ray()  # before reading any source: say at once that Ray is missing
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
-    settings = settings.model_copy(update={"batch_export": batch_export, "batch_import": import_files(batch_import)})
+    extra = {"batch_export": batch_export, "batch_import": import_files(batch_import)}
+    settings = settings.model_copy(update={**extra, "request_processes": request_processes})
     loaded = load_recipe(recipe, source_dir)
     final = run_recipe(
         loaded,

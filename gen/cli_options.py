@@ -31,6 +31,13 @@ REQUESTS_PER_MINUTE = typer.Option(
     None, "--requests-per-minute", min=0.001, help="Override the endpoints' requests_per_minute."
 )
 TOKENS_PER_MINUTE = typer.Option(None, "--tokens-per-minute", min=1, help="Override the endpoints' tokens_per_minute.")
+REQUEST_PROCESSES = typer.Option(
+    0,
+    "--request-processes",
+    min=0,
+    help="Send the LLM requests from N worker processes (the openai client's work per request leaves this process; "
+    "limits, retries and the cache stay in it; same output). Default 0: from this process.",
+)
 
 
 def run_settings(

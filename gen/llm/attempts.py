@@ -5,6 +5,7 @@ and pauses as gen/llm/request.py and gen/llm/limiter.py decide."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from gen.llm.giveup import Budget
 from gen.llm.plan import DEFAULT_OUTPUT_TOKENS
 from gen.llm.progress import StepCounters
 from gen.llm.request import Answer, Failure, RetryPolicy, body_messages, send_once
+from gen.llm.senders import Senders
 from gen.llm.task import estimate_input_tokens
 from gen.llm.workers import WorkerPool
 
@@ -54,6 +56,7 @@ class Run(Protocol):
 class Attempts:
     retry: RetryPolicy
     keys: KeyScrubber
+    senders: Senders | None = None  # request processes (gen.llm.senders), or none: requests go from this loop
 
     async def answer(self, run: Run, ep: Endpoint, body: dict, *, probing: bool = False) -> tuple[Answer, int]:
         """Attempts until a completion comes back; else :class:`CallFailed` (the call is given up or refused)
@@ -71,7 +74,7 @@ class Attempts:
             async with ep.flow.admit(estimate):
                 sent = time.monotonic()  # on its way now (after any wait for a slot or the gate)
                 stats.requests += 1
-                result = await send_once(ep.client(self.keys), body, config.timeout_s, self.keys)
+                result = await self.send_once(ep, body, config.timeout_s)
                 back = time.monotonic()  # before the slot is free for the next request
             if isinstance(result, Answer):
                 ep.replied()
@@ -88,6 +91,17 @@ class Attempts:
                 stats.calls_failed += 1
                 raise
             previous = result
+
+    async def send_once(self, ep: Endpoint, body: dict, timeout_s: float) -> Answer | Failure:
+        """One attempt, from this loop or from a request process."""
+        if self.senders is None:
+            return await send_once(ep.client(self.keys), body, timeout_s, self.keys)
+        result = await self.senders.send(ep.client_spec(self.keys), body, timeout_s)
+        return dataclasses.replace(result, reason=self.keys(result.reason)) if isinstance(result, Failure) else result
+
+    async def close(self) -> None:
+        if self.senders is not None:
+            await self.senders.close()
 
     def next_delay(self, ep: Endpoint, failure: Failure, budget: Budget, refused: bool) -> float:
         """Seconds before the next attempt of a failed call, or :class:`CallFailed` if there is none."""

@@ -244,6 +244,7 @@ class RunSettings(BaseModel):
     offline: bool = False
     progress: Literal["auto", "live", "plain", "off"] = "auto"
     progress_interval_s: float = Field(default=10.0, gt=0)
+    request_processes: int = Field(default=0, ge=0)  # send requests from this many processes (gen.llm.senders)
     # offline batch files (gen.llm.batch_files): write the next round's requests here and stop; read these
     # output files into the cache first
     batch_export: Path | None = None

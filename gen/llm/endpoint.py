@@ -83,6 +83,7 @@ class Endpoint:
         self.refusals = Refusals()
         self.choice: ModeChoice | None = None  # structured_output auto: the mode found
         self._client: AsyncOpenAI | None = None
+        self._spec: tuple[str, str, int, float] | None = None
         self._flow: FlowControl | None = None
 
     @property
@@ -131,6 +132,13 @@ class Endpoint:
                 ),
             )
         return self._client
+
+    def client_spec(self, keys: KeyScrubber) -> tuple[str, str, int, float]:
+        """What a request process needs to make the same client (gen.llm.senders), the key read now."""
+        if self._spec is None:
+            config = self.config
+            self._spec = (config.base_url, self._api_key(keys), config.max_concurrency, config.timeout_s)
+        return self._spec
 
     def _api_key(self, keys: KeyScrubber) -> str:
         env = self.config.api_key_env

@@ -16,13 +16,12 @@ A product author writes a prompt template and a parser; the engine does the rest
             yield make_record(outcome.task.item_id, outcome.value.question)
         # not ok: already in engine.rejects with the reason and raw text
 
-(Products whose replies must also pass their own checks, with regeneration, use :mod:`gen.llm.step`.)
-
-Surface:
+(Products whose replies must also pass their own checks, with regeneration, use :mod:`gen.llm.step`.) Surface:
 
 ``Engine(endpoints, settings=None, *, cache=None, plan_only=False)``
     ``endpoints``: the recipe's ``llm:`` mapping (name -> :class:`EndpointConfig` or dict);
-    ``settings``: :class:`RunSettings` (limit overrides, cache folder, ``offline``, progress mode);
+    ``settings``: :class:`RunSettings` (limit overrides, cache folder, ``offline``, progress mode, request
+    processes: :mod:`gen.llm.senders`);
     ``cache``: a :class:`Cache` (default: opened at ``settings.cache_path()``);
     ``plan_only``: make no calls; ``run_step`` returns what the cache holds and records a plan.
 ``engine.run_step(step, tasks, *, max_reject_rate=0.2, reject_option=None) -> list[Outcome]``
@@ -32,10 +31,9 @@ Surface:
     ``engine.rejects``. If more than ``max_reject_rate`` of the step's items (over every call with that step
     name) are rejected, or an endpoint is given up on (:mod:`gen.llm.giveup`), the step stops with
     :class:`gen.errors.Stopped`: every item not finished is then in ``engine.rejects`` as ``given_up``, every
-    completed call is in the cache, and ``engine.report()`` still works. ``reject_option`` says where the
-    user sets the rate (for the message).
-``engine.plan(step, tasks) -> StepPlan``
-    Calls needed, calls cached, projected tokens and cost — without any network.
+    completed call is in the cache, and ``engine.report()`` still works. ``reject_option``: where the user
+    sets the rate (for the message).
+``engine.plan(step, tasks) -> StepPlan``: calls needed, calls cached, projected tokens and cost; no network.
 ``engine.preview(tasks) -> str``: the prompts exactly as they would be sent, with their cache status.
 ``engine.rejects``: list of dicts ``{step, item_id, sample, endpoint, kind, reason, raw_text}``.
 ``engine.report() -> dict``: per step calls made / cached / failed, requests, retries, tokens, estimated
@@ -83,6 +81,7 @@ from gen.llm.probe import PROBE_STEP, ModeChoice
 from gen.llm.probing import Modes, find_mode
 from gen.llm.progress import Reporter, make_reporter, showing
 from gen.llm.request import Answer, RetryPolicy, body_messages, build_request, http_stack
+from gen.llm.senders import senders
 from gen.llm.step_run import NotCached, Prepared, Reply, StepRun, TooManyRejects, prepare, preview
 from gen.llm.structured import ParseFailure, correction_message, parse_reply
 from gen.llm.task import Outcome, Task, estimate_input_tokens
@@ -119,7 +118,7 @@ class Engine:
         self._keys = KeyScrubber()
         for ep in self._endpoints.values():
             self._keys.add_from_env(ep.config.api_key_env)
-        self._attempts = Attempts(retry or RetryPolicy(), self._keys)
+        self._attempts = Attempts(retry or RetryPolicy(), self._keys, senders(self.settings.request_processes))
         self._loop_thread: LoopThread | None = None
         self._loop_lock = threading.Lock()
         self._modes_lock = threading.Lock()  # two batches in flight probe an endpoint once
@@ -442,6 +441,7 @@ class Engine:
         return reply
 
     async def _close_clients(self) -> None:
+        await self._attempts.close()
         for ep in self._endpoints.values():
             await ep.close()
 

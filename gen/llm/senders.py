@@ -1,0 +1,201 @@
+"""Requests sent from other processes: the openai client's own work per request, in worker processes.
+
+At a few hundred requests in flight, the openai client's work per request (about a millisecond of CPU: building
+the request, the HTTP exchange, reading the reply) takes most of the engine's event-loop thread, and in one
+process it shares the interpreter lock with the run's products. With ``request_processes: N`` (RunSettings;
+``gen run --request-processes N``) the engine hands each request to one of N worker processes instead, each an
+event loop with the real openai client (:func:`gen.llm.request.send_once`, unchanged), and gets back the
+:class:`Answer` or :class:`Failure` it made. Everything else stays in the engine's process: the limits and the
+429 pause (gen/llm/limiter.py), retries and the breaker, the cache and the accounting, so what a run sends, what
+it caches and what it writes are the same.
+
+The processes start on the first request (a plan or a fully cached run starts none) and stop when the engine
+closes. They ignore Ctrl-C (the engine's process handles it and cancels its requests). The API key goes to a
+worker with each new client (through the pipe, never the command line); a worker's failure reasons are
+scrubbed of keys by the engine as before. A worker that dies fails its requests in flight as connection
+errors (retried within each call's budget) and is started again on the next request.
+
+The channel is the worker's stdin and stdout: length-prefixed pickles, (request id, client spec, body, timeout)
+one way and (request id, result) the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import pickle
+import signal
+import struct
+import sys
+from typing import Any
+
+from gen.llm.request import Answer, Failure
+
+__all__ = ["Senders", "senders"]
+
+HEADER = struct.Struct("<I")
+READ_LIMIT = 2**26  # the longest message (a request body or a reply): 64 MB
+ClientSpec = tuple[str, str, int, float]  # (base_url, api key, max_concurrency, timeout_s)
+
+
+def senders(processes: int) -> Senders | None:
+    """Request processes for an engine, or None (0: the requests go from the engine's own loop)."""
+    return Senders(processes) if processes else None
+
+
+class Senders:
+    """``await senders.send(spec, body, timeout_s)``: one attempt in a worker process (round robin)."""
+
+    def __init__(self, processes: int) -> None:
+        self.processes = processes
+        self._workers: list[_Worker | None] = [None] * processes
+        self._turn = itertools.count()
+        self._ids = itertools.count()
+        self._starting = asyncio.Lock()
+
+    async def send(self, spec: ClientSpec, body: dict, timeout_s: float) -> Answer | Failure:
+        index = next(self._turn) % self.processes
+        worker = self._workers[index]
+        if worker is None or worker.dead:
+            async with self._starting:  # the requests that arrive meanwhile wait for the same process
+                worker = self._workers[index]
+                if worker is None or worker.dead:
+                    worker = self._workers[index] = await _Worker.start()
+        return await worker.send(next(self._ids), spec, body, timeout_s)
+
+    async def close(self) -> None:
+        for worker in self._workers:
+            if worker is not None:
+                await worker.close()
+        self._workers = [None] * self.processes
+
+
+@dataclasses.dataclass
+class _Worker:
+    process: asyncio.subprocess.Process
+    pending: dict[int, asyncio.Future] = dataclasses.field(default_factory=dict)
+    dead: bool = False
+    reader: asyncio.Task | None = None
+
+    @classmethod
+    async def start(cls) -> _Worker:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "gen.llm.senders",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=READ_LIMIT,
+        )
+        worker = cls(process)
+        worker.reader = asyncio.create_task(worker._read())
+        return worker
+
+    async def send(self, request: int, spec: ClientSpec, body: dict, timeout_s: float) -> Answer | Failure:
+        future = asyncio.get_running_loop().create_future()
+        self.pending[request] = future
+        data = pickle.dumps((request, spec, body, timeout_s), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(HEADER.pack(len(data)) + data)
+            async with asyncio.timeout(timeout_s + 30):  # (the worker times the request out itself)
+                return await future
+        except (TimeoutError, ConnectionError, RuntimeError) as exc:
+            return Failure("connection_error", f"the request process did not answer ({type(exc).__name__})")
+        finally:
+            self.pending.pop(request, None)
+
+    async def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        try:
+            while True:
+                size = HEADER.unpack(await stdout.readexactly(HEADER.size))[0]
+                request, result = pickle.loads(await stdout.readexactly(size))
+                future = self.pending.get(request)
+                if future is not None and not future.done():
+                    future.set_result(result)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self.dead = True
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_result(Failure("connection_error", "the request process stopped"))
+
+    async def close(self) -> None:
+        self.dead = True
+        if self.process.stdin is not None and not self.process.stdin.is_closing():
+            self.process.stdin.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), 10)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        if self.reader is not None:
+            await self.reader
+
+
+# --- the worker process ----------------------------------------------------------------------------------
+
+
+async def serve() -> None:
+    """Answer requests from stdin until it closes (then every request still in flight is cancelled)."""
+    from gen.llm.request import http_stack, send_once
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout.buffer)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    clients: dict[ClientSpec, Any] = {}
+
+    def client(spec: ClientSpec) -> Any:
+        if spec not in clients:
+            from openai import AsyncOpenAI
+
+            http, default_client = http_stack()
+            base_url, key, limit, timeout = spec
+            clients[spec] = AsyncOpenAI(
+                api_key=key,
+                base_url=base_url,
+                max_retries=0,
+                timeout=timeout,
+                http_client=default_client(
+                    limits=http.Limits(max_connections=limit, max_keepalive_connections=limit), timeout=timeout
+                ),
+            )
+        return clients[spec]
+
+    async def one(request: int, spec: ClientSpec, body: dict, timeout_s: float) -> None:
+        result = await send_once(client(spec), body, timeout_s, lambda text: text)  # scrubbed by the engine
+        data = pickle.dumps((request, result), protocol=pickle.HIGHEST_PROTOCOL)
+        writer.write(HEADER.pack(len(data)) + data)
+
+    running: set[asyncio.Task] = set()
+    try:
+        while True:
+            try:
+                size = HEADER.unpack(await reader.readexactly(HEADER.size))[0]
+                message = pickle.loads(await reader.readexactly(size))
+            except asyncio.IncompleteReadError:
+                return
+            task = asyncio.create_task(one(*message))
+            running.add(task)
+            task.add_done_callback(running.discard)
+    finally:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        for open_client in clients.values():
+            await open_client.close()
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the engine's process's to handle
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Requests sent from worker processes (gen.llm.senders): the same outcomes, accounting and cache as from the
+engine's own loop, failures classified and retried the same way, keys scrubbed from what comes back."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from gen.llm import Engine, RunSettings
+from gen.llm.request import RetryPolicy
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.llm.test_engine import TEXTS, summary_script, tasks_for
+
+
+def engine_with(server, cache_dir, processes: int, **endpoint) -> Engine:
+    config = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key_env": "GEN_TEST_API_KEY",
+        "max_concurrency": 8,
+        "timeout_s": 5,
+        "max_retries": 3,
+        "structured_output": "json_schema",
+        **endpoint,
+    }
+    settings = RunSettings(cache_dir=cache_dir, progress="off", request_processes=processes)
+    return Engine({"main": config}, settings, retry=RetryPolicy(backoff_base_s=0.01, backoff_cap_s=0.05))
+
+
+def request_processes() -> int:
+    """This process's children that run gen.llm.senders (Linux /proc)."""
+    found = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        found += parent == os.getpid() and b"gen.llm.senders" in command
+    return found
+
+
+def cached_rows(cache_dir) -> list[tuple]:
+    with sqlite3.connect(cache_dir / "llm.sqlite") as conn:
+        return sorted(conn.execute("SELECT key, text, finish_reason, input_tokens, output_tokens FROM replies"))
+
+
+def test_two_request_processes_give_the_outcomes_accounting_and_cache_of_the_engine_loop(api_key, tmp_path):
+    results = {}
+    with FakeOpenAI(summary_script) as server:
+        for processes in (0, 2):
+            cache_dir = tmp_path / f"cache-{processes}"
+            with engine_with(server, cache_dir, processes) as engine:
+                outcomes = engine.run_step("summaries", tasks_for(TEXTS))
+                step = engine.report()["steps"]["summaries"]
+                assert request_processes() == processes  # started by the first request, until the engine closes
+            assert request_processes() == 0
+            results[processes] = (
+                [(o.item_id, o.ok, o.value, o.text) for o in outcomes],
+                {k: v for k, v in step.items() if k != "seconds"},
+                cached_rows(cache_dir),
+            )
+        keys = [r.api_key for r in server.requests]
+    assert results[2] == results[0]
+    assert results[0][1]["calls_made"] == 20 and len(keys) == 40 and set(keys) == {api_key}
+
+
+def test_failures_from_a_request_process_are_retried_and_scrubbed_of_the_key(api_key, tmp_path):
+    seen: dict[str, int] = {}
+
+    def flaky(request):  # each prompt: a 500 first, then a refusal that quotes the key, or an answer
+        seen[request.last_user] = seen.get(request.last_user, 0) + 1
+        if seen[request.last_user] == 1:
+            return Reply.server_error()
+        if request.last_user.startswith("topic3 "):
+            return Reply.error(400, f"bad request from key {api_key}")
+        return summary_script(request)
+
+    with FakeOpenAI(flaky) as server, engine_with(server, tmp_path / "cache", 2) as engine:
+        outcomes = engine.run_step("summaries", tasks_for(TEXTS[:6]), max_reject_rate=None)
+        step = engine.report()["steps"]["summaries"]
+    assert [o.ok for o in outcomes] == [True, True, True, False, True, True]
+    assert outcomes[3].kind == "refused" and "http_400" not in outcomes[3].reason
+    assert api_key not in outcomes[3].reason and "bad request from key" in outcomes[3].reason
+    assert step["errors"] == {"http_500": 6, "http_400": 1} and step["retries"] == 6
