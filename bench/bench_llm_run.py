@@ -10,7 +10,8 @@ calls x latency / concurrency: no client can finish sooner. Per point (concurren
 
   gen run      bound / the seconds gen's LLM steps ran (run.json; steps of two batches in flight counted
                once), and bound / (wall of the cold run - wall of the same run from a full cache): the time
-               the calls added to the whole run
+               the calls added to the whole run; then the LLM steps again with --request-processes 2
+               (gen/llm/senders.py: the openai client's work per request in two worker processes)
   bare loop    bound / wall of the same number of requests through one AsyncOpenAI client (bench_llm)
   curator      bound / wall of curator's LLM call over as many prompts (bench/curator_run.py, in the virtual
                environment .venv-curator; skipped, and said so, when it is absent)
@@ -85,10 +86,21 @@ def recipe(folder: Path, source: Path, base_url: str, per_conversation: int, con
     return path
 
 
-def gen_run(recipe_path: Path, out: Path, cache: Path) -> dict:
+def gen_run(recipe_path: Path, out: Path, cache: Path, *options: str) -> dict:
     """One `gen run`; its run.json."""
+    command = [
+        sys.executable,
+        "-m",
+        "gen",
+        "run",
+        str(recipe_path),
+        "--output-dir",
+        str(out),
+        "--cache-dir",
+        str(cache),
+    ]
     done = subprocess.run(
-        [sys.executable, "-m", "gen", "run", str(recipe_path), "--output-dir", str(out), "--cache-dir", str(cache)],
+        [*command, *options],
         capture_output=True,
         text=True,
         env={**os.environ, "GEN_BENCH_KEY": "sk-bench", "PYTHONPATH": str(ROOT)},
@@ -100,6 +112,7 @@ def gen_run(recipe_path: Path, out: Path, cache: Path) -> dict:
 
 GOALS = {256: 0.92, 1024: 0.85}  # issue 28, target 3: fraction of the bound at these concurrencies
 CURATOR_PYTHON = ROOT / ".venv-curator" / "bin" / "python"
+REQUEST_PROCESSES = ("--request-processes", "2")  # gen/llm/senders.py: the openai client's work in 2 processes
 
 
 def fake_server(latency: float) -> tuple[subprocess.Popen, str]:
@@ -170,6 +183,11 @@ def measure_point(folder: Path, items: int, per_conversation: int, concurrency: 
                 f"{cold[0]:.1f} - {full[0]:.1f} s",
             ),
         ]
+        spread = measured(
+            lambda: gen_run(path, folder / "out-p", folder / f"cache-p-{concurrency}", *REQUEST_PROCESSES), server.pid
+        )
+        seconds = spread[3]["llm"]["steps"][STEP]["seconds"]
+        rows.append((f"gen run {' '.join(REQUEST_PROCESSES)}", seconds, bound, spread[1], spread[2], "LLM steps"))
         bare = measured(lambda: asyncio.run(bare_client_run(base_url, calls, concurrency, "bench-run")), server.pid)
         rows.append(("bare AsyncOpenAI loop", bare[0], bound, bare[1], bare[2], ""))
         curator = measured(lambda: curator_run(base_url, calls, concurrency), server.pid)
@@ -204,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             fractions[name] = bound / seconds
             print(f"{name:<28} {seconds:>8.2f} {bound / seconds:>9.3f} {cpu:>7.2f} {other:>10.2f}  {note}")
-        ours = fractions["gen run: LLM steps"]
+        ours = max(fractions["gen run: LLM steps"], fractions[f"gen run {' '.join(REQUEST_PROCESSES)}"])
         goal_text = f"goal {goal:.2f}, ratio {ours / goal:.3f}" if goal else "no goal at this concurrency"
-        print(f"gen run (LLM steps) {ours:.3f} of the bound: {goal_text}", end="")
+        print(f"gen run (LLM steps, the better of the two) {ours:.3f} of the bound: {goal_text}", end="")
         for peer in ("bare AsyncOpenAI loop", "curator"):
             if peer in fractions:
                 print(f"; over {peer.split()[0]} {ours / fractions[peer]:.3f}", end="")
