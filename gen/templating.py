@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
+from time import monotonic
 from types import TracebackType
 from typing import Any
 
@@ -107,12 +108,27 @@ def template_id(name: str, extra_dir: str | None = None) -> str:
     return hashlib.sha256(COMMENT.sub("", source).encode()).hexdigest()[:12]
 
 
+RECHECK_S = 1.0  # how long a loaded template is used before its file is looked at again
+_loaded: dict[tuple[str, str | None], tuple[jinja2.Template, float]] = {}
+
+
+def loaded(name: str, extra_dir: str | None = None) -> jinja2.Template:
+    """The compiled template, its file looked at again (and read again if edited) once RECHECK_S has passed:
+    a run renders a prompt per item, and jinja2 alone would look at the file before each render."""
+    now = monotonic()
+    found = _loaded.get((name, extra_dir))
+    if found is not None and now - found[1] < RECHECK_S:
+        return found[0]
+    template = environment(extra_dir).get_template(name)
+    _loaded[name, extra_dir] = (template, now)
+    return template
+
+
 def render(name: str, extra_dir: str | None = None, **variables) -> str:
     """Render one template file; a missing variable, a syntax error or a render that breaks a limit or fails names
     the template and line."""
-    env = environment(extra_dir)
     try:
-        template = env.get_template(name)
+        template = loaded(name, extra_dir)
         if extra_dir is None:  # only installed templates can be found
             return bounded(template.generate(**variables))
         with TimeLimit(TIME_LIMIT_S):

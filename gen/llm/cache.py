@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.hashing import canonical_json
+from gen.hashing import canonical_utf8
 
 __all__ = ["KEY_VERSION", "Cache", "CachedReply", "cache_key"]
 
@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS replies (
 def cache_key(base_url: str, body: dict[str, Any], sample: int) -> str:
     """sha256 of canonical JSON of the endpoint URL, the full request body and the sample index."""
     material = {"v": KEY_VERSION, "base_url": base_url.rstrip("/"), "body": body, "sample": sample}
-    return hashlib.sha256(canonical_json(material, ascii_only=False).encode()).hexdigest()
+    return hashlib.sha256(canonical_utf8(material)).hexdigest()
 
 
 def check_intact(conn: sqlite3.Connection, path: Path) -> None:
