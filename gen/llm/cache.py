@@ -40,6 +40,7 @@ __all__ = ["KEY_VERSION", "Cache", "CachedReply", "cache_key"]
 
 KEY_VERSION = 1
 GROUP_COMMIT_S = 0.02  # a reply is committed at most this long after it arrived
+RECENT_KEYS = 1 << 16  # the puts whose keys are kept for steps in progress (Recent): about 8 MB
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -174,6 +175,30 @@ class CachedReply:
 _STOP = object()
 
 
+class Recent:
+    """The keys of the latest puts. A step reads its keys from the cache when it starts (``Cache.get_many``); a
+    key that was missing then can be there later only if it was put since, so the step asks :meth:`since`
+    instead of reading the file again for every request it sends."""
+
+    def __init__(self, size: int = RECENT_KEYS) -> None:
+        self.size = size
+        self.count = 0  # puts so far: a step notes it before reading its keys
+        self._keys: dict[str, int] = {}  # key -> the put that last stored it, oldest first
+        self._forgotten = 0  # the latest put whose key is no longer kept
+
+    def add(self, key: str) -> None:
+        self.count += 1
+        self._keys.pop(key, None)  # (to the end, with its new count)
+        self._keys[key] = self.count
+        if len(self._keys) > self.size:
+            oldest = next(iter(self._keys))
+            self._forgotten = self._keys.pop(oldest)
+
+    def since(self, count: int, key: str) -> bool:
+        """Can `key` have been put after the first `count` puts? (True also when the window has moved past it.)"""
+        return self._keys.get(key, self._forgotten) > count
+
+
 def stored(reply: CachedReply) -> str | None:
     return None if reply.logprobs is None else json.dumps(reply.logprobs, ensure_ascii=False, separators=(",", ":"))
 
@@ -208,6 +233,7 @@ class Cache:
         self._unwritten: dict[str, CachedReply] = {}
         self._pending_lock = threading.Condition()
         self.writes = 0
+        self.recent = Recent()
         self._writer = threading.Thread(target=self._write_loop, name="gen-llm-cache-writer", daemon=True)
         self._writer.start()
         self._closed = False
@@ -262,6 +288,7 @@ class Cache:
         with self._pending_lock:
             self._pending += 1
             self._unwritten[key] = reply
+            self.recent.add(key)
         self._queue.put((key, reply))
 
     def flush(self, timeout: float = 60.0) -> None:

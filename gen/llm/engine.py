@@ -72,7 +72,7 @@ from typing import Any, NoReturn, cast
 from gen.llm.accounting import Accounts, StepStats, error_summary, is_reject, reject_limit, too_many_rejects
 from gen.llm.attempts import Attempts, CallFailed, GiveUp
 from gen.llm.batching import Batching
-from gen.llm.cache import Cache, CachedReply, cache_key
+from gen.llm.cache import Cache, CachedReply
 from gen.llm.config import EndpointConfig, RunSettings
 from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
 from gen.llm.lanes import Lane, Lanes
@@ -166,6 +166,7 @@ class Engine:
         except GiveUp as exc:
             self._give_up_all(step, tasks, exc, lane)
         prepared = prepare(tasks, self._endpoints)
+        mark = self.cache.recent.count  # (before the keys are read: StepRun.lookup)
         prefetched = self.cache.get_many(p.key for p in prepared)
         stats = self._accounts.step(step, items=len(prepared))
         tally, before = self._lanes.tallies(step, lane)
@@ -178,7 +179,7 @@ class Engine:
             prefetched = self.cache.get_many(p.key for p in prepared)
         limit = None if self.plan_only else reject_limit(max_reject_rate, before.items + tally.items)
         run = StepRun(step, prepared, stats, prefetched, PlanBuilder(step) if self.plan_only else None, limit, tally)
-        run.rejected_before = before.rejected
+        run.rejected_before, run.mark = before.rejected, mark
         if not prepared:
             return []
         try:
@@ -340,16 +341,11 @@ class Engine:
 
     async def _correct(self, run: StepRun, p: Prepared, first: Reply, error: str) -> Outcome:
         """The correction round: the reply and what is wrong with it go back to the model, once."""
-        task, config = p.task, p.endpoint.config
-        messages = [
-            *p.messages,
-            {"role": "assistant", "content": first.text},
-            {"role": "user", "content": correction_message(task.parser, error, self.templates_dir)},
-        ]
-        body = build_request(config, messages, p.response_format, task.sample, task)
+        task = p.task
+        body, key = p.correction(first.text, correction_message(task.parser, error, self.templates_dir))
         run.stats.corrections += 1
         try:
-            second = await self._reply(run, p, body, cache_key(config.base_url, body, task.sample))
+            second = await self._reply(run, p, body, key)
         except CallFailed as exc:
             return Outcome.failed(task, exc.kind, f"{error}; the correction round failed: {exc.reason}", first.text)
         except NotCached:
@@ -371,7 +367,7 @@ class Engine:
 
     async def _reply(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
         """A reply from the cache, or from the endpoint (then cached unless truncated)."""
-        hit = run.prefetched[key] if key in run.prefetched else self.cache.get(key)
+        hit = run.lookup(self.cache, key, first=key == p.key)
         answered = self._batches.reply(run, p, key, hit)  # a batch's reply, counted as a call made, or its failure
         if answered is not None:
             return answered

@@ -11,7 +11,7 @@ from typing import Any
 
 from gen.errors import GenError
 from gen.llm.accounting import StepStats, is_reject
-from gen.llm.cache import CachedReply, cache_key
+from gen.llm.cache import Cache, CachedReply, cache_key
 from gen.llm.endpoint import Endpoint, find_endpoint
 from gen.llm.lanes import Tally
 from gen.llm.plan import PlanBuilder, format_messages
@@ -62,6 +62,12 @@ class Prepared:
         cap, name = self.endpoint.config.output_cap
         return f"finish_reason=length, {name or 'max_tokens'}={cap}"
 
+    def correction(self, text: str, message: str) -> tuple[dict, str]:
+        """The correction round's request body and cache key: the reply, and the message saying what is wrong."""
+        messages = [*self.messages, {"role": "assistant", "content": text}, {"role": "user", "content": message}]
+        body = build_request(self.endpoint.config, messages, self.response_format, self.task.sample, self.task)
+        return body, cache_key(self.endpoint.config.base_url, body, self.task.sample)
+
     def offline_error(self, step: str, cache_path: Path) -> GenError:
         return GenError(
             "offline run: this call is not in the LLM cache",
@@ -83,6 +89,7 @@ class StepRun:
     max_rejects: int | None = None  # over the step's items so far: `rejected_before` and this run's `tally`
     tally: Tally = field(default_factory=Tally)  # this step name's items and rejects (gen.llm.lanes)
     rejected_before: int = 0
+    mark: int | None = None  # the cache's writes when the step read its keys (Cache.recent)
     outcomes: list[Outcome | None] = field(init=False)
     counters: StepCounters = field(init=False)
     reject_kinds: Counter[str] = field(default_factory=Counter)
@@ -102,6 +109,16 @@ class StepRun:
         self.tally.rejected += 1
         self.reject_kinds[outcome.kind or "unknown"] += 1
         return self.max_rejects is not None and self.rejected_before + self.tally.rejected > self.max_rejects
+
+    def lookup(self, cache: Cache, key: str, *, first: bool) -> CachedReply | None:
+        """The cached reply for `key`. The keys of the items' first requests were read when the step started: one
+        that was missing then can only have been put since (by this process), so the file is not read again
+        for it; other keys (correction rounds) are read now."""
+        if key in self.prefetched:
+            return self.prefetched[key]
+        if first and self.mark is not None and not cache.recent.since(self.mark, key):
+            return None
+        return cache.get(key)
 
     def give_up(self, reason: str) -> None:
         """Every item not finished yet is given up, with the reason."""
