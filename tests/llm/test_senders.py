@@ -3,14 +3,16 @@ engine's own loop, failures classified and retried the same way, keys scrubbed f
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import sqlite3
 from pathlib import Path
 
 from gen.llm import Engine, RunSettings
 from gen.llm.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.llm.test_engine import TEXTS, summary_script, tasks_for
+from tests.llm.test_engine import TEXTS, Summary, summary_script, tasks_for
 
 
 def engine_with(server, cache_dir, processes: int, **endpoint) -> Engine:
@@ -29,16 +31,7 @@ def engine_with(server, cache_dir, processes: int, **endpoint) -> Engine:
 
 
 def request_processes() -> int:
-    """This process's children that run gen.llm.senders (Linux /proc)."""
-    found = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        found += parent == os.getpid() and b"gen.llm.senders" in command
-    return found
+    return len(sender_pids())
 
 
 def cached_rows(cache_dir) -> list[tuple]:
@@ -84,3 +77,39 @@ def test_failures_from_a_request_process_are_retried_and_scrubbed_of_the_key(api
     assert outcomes[3].kind == "refused" and "http_400" not in outcomes[3].reason
     assert api_key not in outcomes[3].reason and "bad request from key" in outcomes[3].reason
     assert step["errors"] == {"http_500": 6, "http_400": 1} and step["retries"] == 6
+
+
+def sender_pids() -> list[int]:
+    """This process's children that run gen.llm.senders (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and b"gen.llm.senders" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_request_process_that_dies_fails_its_requests_which_are_retried_through_a_new_one(api_key, tmp_path):
+    killed: list[int] = []
+
+    def killing(request):  # the fifth request kills a request process; every request waits a little
+        if len(killed) == 0 and request.last_user.startswith("topic4 "):
+            killed.append(sender_pids()[0])
+            os.kill(killed[0], signal.SIGKILL)
+        return Reply.slow(0.2, json.dumps(summary_script(request)))
+
+    with FakeOpenAI(killing) as server, engine_with(server, tmp_path / "cache", 2) as engine:
+        outcomes = engine.run_step("summaries", tasks_for(TEXTS))
+        step = engine.report()["steps"]["summaries"]
+        alive = sender_pids()
+    assert all(o.ok for o in outcomes) and [o.value for o in outcomes] == [summary_script_value(t) for t in TEXTS]
+    assert step["errors"]["connection_error"] >= 1 and step["calls_made"] == 20
+    assert len(alive) == 2 and killed[0] not in alive
+
+
+def summary_script_value(text: str):
+    return Summary(topic=text.split()[0], words=len(text.split()))
