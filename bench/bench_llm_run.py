@@ -17,9 +17,10 @@ calls x latency / concurrency: no client can finish sooner. Per point (concurren
                environment .venv-curator; skipped, and said so, when it is absent)
 
 with the goal for gen (issue 28: 0.92 at 256, 0.85 at 1,024) and gen's figure over each peer's. Each run
-also shows its CPU seconds and `other CPU`: the cores the rest of the machine kept busy meanwhile
-(/proc/stat less the measured processes' and the fake server's own time; Linux only). Read that column
-before trusting a figure.
+also shows its CPU seconds (gen's process and its children), `other CPU`: the cores the rest of the machine
+kept busy meanwhile (/proc/stat less the measured processes' and the fake server's own time; Linux only), and
+the fake server's CPU seconds (`server s`): on 2 cores, what the server and the other work take, the client
+cannot have. Read those columns before trusting a figure.
 """
 
 from __future__ import annotations
@@ -125,16 +126,17 @@ def fake_server(latency: float) -> tuple[subprocess.Popen, str]:
     return server, server.stdout.readline().strip()
 
 
-def measured(run, server_pid: int) -> tuple[float, float, float, object]:
-    """(wall s, CPU s of this process and its children, other CPU in cores, what `run` returned)."""
+def measured(run, server_pid: int) -> tuple[float, float, float, object, float]:
+    """(wall s, CPU s of this process and its children, other CPU in cores, what `run` returned, the fake
+    server's CPU s)."""
     tick = os.sysconf("SC_CLK_TCK")
     busy, served, cpu = busy_ticks(), process_ticks(server_pid), own_cpu()
     started = time.perf_counter()
     value = run()
     wall = time.perf_counter() - started
-    used = own_cpu() - cpu
-    other = (busy_ticks() - busy - (process_ticks(server_pid) - served)) / tick - used
-    return wall, used, max(other, 0.0) / wall, value
+    used, server = own_cpu() - cpu, (process_ticks(server_pid) - served) / tick
+    other = (busy_ticks() - busy) / tick - server - used
+    return wall, used, max(other, 0.0) / wall, value, server
 
 
 def own_cpu() -> float:
@@ -159,8 +161,10 @@ def curator_run(base_url: str, requests: int, concurrency: int) -> float | None:
     return figures["seconds"]
 
 
-def measure_point(folder: Path, items: int, per_conversation: int, concurrency: int, latency: float) -> list[tuple]:
-    """Rows (name, seconds, bound, CPU s, other CPU, note) for one concurrency."""
+def measure_point(
+    folder: Path, items: int, per_conversation: int, concurrency: int, latency: float, with_curator: bool = True
+) -> list[tuple]:
+    """Rows (name, seconds, bound, CPU s, other CPU, the server's CPU s, note) for one concurrency."""
     server, base_url = fake_server(latency)
     try:
         out, cache = folder / f"out-{concurrency}", folder / f"cache-{concurrency}"
@@ -173,13 +177,14 @@ def measure_point(folder: Path, items: int, per_conversation: int, concurrency: 
         bound = calls * latency / concurrency
         note = f"{report['configs'][STEP]['records']:,} items, {calls:,} calls"
         rows = [
-            ("gen run: LLM steps", step["seconds"], bound, cold[1], cold[2], note),
+            ("gen run: LLM steps", step["seconds"], bound, cold[1], cold[2], cold[4], note),
             (
                 "gen run: cold - cached wall",
                 cold[0] - full[0],
                 bound,
                 cold[1] - full[1],
                 cold[2],
+                cold[4] - full[4],
                 f"{cold[0]:.1f} - {full[0]:.1f} s",
             ),
         ]
@@ -187,14 +192,16 @@ def measure_point(folder: Path, items: int, per_conversation: int, concurrency: 
             lambda: gen_run(path, folder / "out-p", folder / f"cache-p-{concurrency}", *REQUEST_PROCESSES), server.pid
         )
         seconds = spread[3]["llm"]["steps"][STEP]["seconds"]
-        rows.append((f"gen run {' '.join(REQUEST_PROCESSES)}", seconds, bound, spread[1], spread[2], "LLM steps"))
+        name = f"gen run {' '.join(REQUEST_PROCESSES)}"
+        rows.append((name, seconds, bound, spread[1], spread[2], spread[4], "LLM steps"))
         bare = measured(lambda: asyncio.run(bare_client_run(base_url, calls, concurrency, "bench-run")), server.pid)
-        rows.append(("bare AsyncOpenAI loop", bare[0], bound, bare[1], bare[2], ""))
-        curator = measured(lambda: curator_run(base_url, calls, concurrency), server.pid)
+        rows.append(("bare AsyncOpenAI loop", bare[0], bound, bare[1], bare[2], bare[4], ""))
+        curator = measured(lambda: curator_run(base_url, calls, concurrency) if with_curator else None, server.pid)
         if curator[3] is None:
-            rows.append(("curator", None, bound, None, None, f"not measured: no {CURATOR_PYTHON.relative_to(ROOT)}"))
+            absent = f"not measured: no {CURATOR_PYTHON.relative_to(ROOT)}" if with_curator else "--no-curator"
+            rows.append(("curator", None, bound, None, None, None, absent))
         else:
-            rows.append(("curator", curator[3], bound, curator[1], curator[2], "its LLM call, in its own process"))
+            rows.append(("curator", curator[3], bound, curator[1], curator[2], curator[4], "its LLM call, own process"))
         return rows
     finally:
         server.stdin.close()
@@ -206,22 +213,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--points", default="256:0.5,1024:2", help="concurrency:latency pairs, comma-separated")
     parser.add_argument("--per-conversation", type=int, default=10)
+    parser.add_argument("--no-curator", action="store_true", help="leave curator out (while iterating)")
     args = parser.parse_args(argv)
     points = [(int(c), float(lat)) for c, lat in (p.split(":") for p in args.points.split(","))]
     print(f"{os.cpu_count()} cores; fake server answering each request after exactly the latency")
     for concurrency, latency in points:
         with tempfile.TemporaryDirectory() as tmp:
-            rows = measure_point(Path(tmp), args.items, args.per_conversation, concurrency, latency)
+            rows = measure_point(
+                Path(tmp), args.items, args.per_conversation, concurrency, latency, not args.no_curator
+            )
         goal = GOALS.get(concurrency)
         print(f"\nconcurrency {concurrency}, {latency * 1000:.0f} ms per request, bound {rows[0][2]:.2f} s")
-        print(f"{'run':<28} {'seconds':>8} {'of bound':>9} {'CPU s':>7} {'other CPU':>10}  note")
+        print(f"{'run':<28} {'seconds':>8} {'of bound':>9} {'CPU s':>7} {'other CPU':>10} {'server s':>9}  note")
         fractions = {}
-        for name, seconds, bound, cpu, other, note in rows:
+        for name, seconds, bound, cpu, other, server, note in rows:
             if seconds is None:
-                print(f"{name:<28} {'-':>8} {'-':>9} {'-':>7} {'-':>10}  {note}")
+                print(f"{name:<28} {'-':>8} {'-':>9} {'-':>7} {'-':>10} {'-':>9}  {note}")
                 continue
             fractions[name] = bound / seconds
-            print(f"{name:<28} {seconds:>8.2f} {bound / seconds:>9.3f} {cpu:>7.2f} {other:>10.2f}  {note}")
+            figures = f"{seconds:>8.2f} {bound / seconds:>9.3f} {cpu:>7.2f} {other:>10.2f} {server:>9.2f}"
+            print(f"{name:<28} {figures}  {note}")
         ours = max(fractions["gen run: LLM steps"], fractions[f"gen run {' '.join(REQUEST_PROCESSES)}"])
         goal_text = f"goal {goal:.2f}, ratio {ours / goal:.3f}" if goal else "no goal at this concurrency"
         print(f"gen run (LLM steps, the better of the two) {ours:.3f} of the bound: {goal_text}", end="")
