@@ -46,14 +46,12 @@ def cpu_seconds() -> float:
 
 async def bare_client_run(base_url: str, requests: int, concurrency: int, tag: str) -> None:
     """The same load through a bare AsyncOpenAI client: the floor the engine is compared with."""
-    from openai import AsyncOpenAI
+    import httpx2 as http
+    from openai import AsyncOpenAI, DefaultAioHttpClient  # (openai's own transport, not gen's)
 
-    from gen.llm.request import http_stack
-
-    http, default_client = http_stack()
     limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with AsyncOpenAI(
-        api_key="sk-bench", base_url=base_url, max_retries=0, http_client=default_client(limits=limits)
+        api_key="sk-bench", base_url=base_url, max_retries=0, http_client=DefaultAioHttpClient(limits=limits)
     ) as client:
         pending = list(range(requests))
 

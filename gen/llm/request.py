@@ -100,16 +100,18 @@ def body_messages(body: dict) -> list[dict]:
 
 
 def http_stack() -> tuple[ModuleType, Any]:
-    """(the HTTP module, openai's async HTTP client factory) of the openai 3.x client the engine uses.
+    """(the HTTP module, the async HTTP client factory) of the openai 3.x client the engine uses.
 
-    The client sends through openai's aiohttp transport (the `aiohttp` extra): at a few hundred requests in
-    flight its connection pool costs a third of the CPU per request of the default one (bench/bench_llm.py).
-    Imported on first use: plans and fully cached runs never load openai.
+    The client is openai's aiohttp client (the `aiohttp` extra: at a few hundred requests in flight the default
+    one's connection pool costs three times its CPU per request, bench/bench_llm.py) with gen's own transport
+    for direct connections (gen/llm/transport.py). Imported on first use: plans and fully cached runs never
+    load openai.
     """
     import httpx2
-    from openai import DefaultAioHttpClient
 
-    return httpx2, DefaultAioHttpClient
+    from gen.llm.transport import LeanClient
+
+    return httpx2, LeanClient
 
 
 @dataclass(frozen=True)
@@ -161,19 +163,21 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
     except openai.APIStatusError as exc:
         return _status_failure(exc, scrub)
     except openai.APIConnectionError as exc:
-        return Failure("connection_error", scrub(str(exc)))
+        return Failure("connection_error", scrub(_refused_connection(exc) or str(exc)))
     except (openai.APIResponseValidationError, LookupError, TypeError, AttributeError, ValueError) as exc:
         return Failure("invalid_response", scrub(f"{type(exc).__name__}: {exc}")[:300])
 
 
 def _refused_connection(exc: BaseException) -> str | None:
-    """The aiohttp transport reports a connection that could not be made (refused, no such host) as a connect
-    timeout; its cause says what happened. None for a real timeout."""
+    """What says why a connection could not be made (refused, no such host), from the error's causes: gen's
+    transport raises a ConnectError, and the aiohttp transport (behind a proxy) a connect timeout caused by
+    one of its own. None for a real timeout."""
     import aiohttp
+    import httpx2
 
     cause: BaseException | None = exc
     while cause is not None:
-        if isinstance(cause, aiohttp.ClientConnectorError):
+        if isinstance(cause, aiohttp.ClientConnectorError | httpx2.ConnectError):
             return str(cause)
         cause = cause.__cause__ or cause.__context__
     return None

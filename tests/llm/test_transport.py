@@ -1,0 +1,170 @@
+"""gen's HTTP transport under the openai client (gen/llm/transport.py) against a raw server that answers each
+request with bytes given by the test: the reply framings HTTP/1.1 allows, kept connections, and failures."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import socket
+
+import httpx2
+import openai
+import pytest
+
+from gen.llm.transport import LeanClient
+
+BODY = json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}).encode()
+
+
+def length_reply(body: bytes = BODY, extra: bytes = b"") -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n"
+        % (
+            len(body),
+            extra,
+        )
+        + body
+    )
+
+
+class RawServer:
+    """Answers the n-th request it reads with replies[n] (bytes, or None to close the connection unanswered);
+    closes a connection after its reply when `close_after` says so. Counts connections."""
+
+    def __init__(self, replies: list[bytes | None], close_after: set[int] = frozenset()) -> None:
+        self.replies, self.close_after = replies, close_after
+        self.connections = 0
+        self.requests: list[bytes] = []
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
+                body = await reader.readexactly(length)
+                index = len(self.requests)
+                self.requests.append(head + body)
+                reply = self.replies[index]
+                if reply is None:
+                    break
+                writer.write(reply)
+                await writer.drain()
+                if index in self.close_after:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+
+def client(base_url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(api_key="sk-test", base_url=base_url, max_retries=0, http_client=LeanClient())
+
+
+async def post(api: openai.AsyncOpenAI) -> httpx2.Response:
+    return await api.post("/chat/completions", body={"model": "m", "messages": []}, cast_to=httpx2.Response)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        length_reply(),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (BODY[:7], BODY[7:]))
+        + b"0\r\nX-Trailer: 1\r\n\r\n",
+        length_reply(gzip.compress(BODY), b"Content-Encoding: gzip\r\n"),
+        b"HTTP/1.1 100 Continue\r\n\r\n" + length_reply(),
+    ],
+    ids=["content-length", "chunked", "gzip", "informational first"],
+)
+def test_each_framing_of_a_reply_reads_the_same_body(reply):
+    async def go():
+        async with RawServer([reply, reply]) as url, client(url) as api:
+            first, second = await post(api), await post(api)
+        return first, second
+
+    first, second = run(go())
+    assert (
+        first.status_code == 200 and json.loads(first.content) == json.loads(BODY) and second.content == first.content
+    )
+
+
+def test_a_body_up_to_the_close_and_a_kept_connection_reused():
+    async def go():
+        server = RawServer([length_reply(), length_reply(), b"HTTP/1.1 200 OK\r\n\r\n" + BODY], close_after={2})
+        async with server as url, client(url) as api:
+            replies = [await post(api) for _ in range(3)]
+        return server, replies
+
+    server, replies = run(go())
+    assert [json.loads(r.content) for r in replies] == [json.loads(BODY)] * 3
+    assert server.connections == 1
+    sent = server.requests[0]
+    assert sent.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n") and b'"model":"m"' in sent
+
+
+def test_a_kept_connection_the_server_closed_is_replaced_once():
+    async def go():
+        server = RawServer([length_reply(), length_reply()], close_after={0})
+        async with server as url, client(url) as api:
+            first = await post(api)
+            await asyncio.sleep(0.05)  # the server has closed the kept connection
+            second = await post(api)
+        return server, first, second
+
+    server, first, second = run(go())
+    assert first.content == second.content == BODY and server.connections == 2
+
+
+def test_a_connection_closed_before_the_reply_and_a_refused_one_are_connection_errors():
+    async def closed():
+        async with RawServer([None]) as url, client(url) as api:
+            await post(api)
+
+    with pytest.raises(openai.APIConnectionError):
+        run(closed())
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there once the socket closes
+
+    async def refused():
+        async with client(f"http://127.0.0.1:{port}/v1") as api:
+            await post(api)
+
+    with pytest.raises(openai.APIConnectionError):
+        run(refused())
+
+
+def test_a_refused_connection_fails_with_the_reason():
+    from gen.llm.request import send_once
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    async def go():
+        async with client(f"http://127.0.0.1:{port}/v1") as api:
+            return await send_once(api, {"model": "m", "messages": []}, 5, lambda text: text)
+
+    failure = run(go())
+    assert failure.kind == "connection_error" and f"127.0.0.1:{port}" in failure.reason
