@@ -8,10 +8,12 @@ one writes the request's bytes as httpx2 prepared them (headers and body unchang
 headers and body (by Content-Length, chunked, or up to the close) into an httpx2 response, which decodes
 any Content-Encoding itself.
 
+It sends the completion requests (their bodies are bytes and their replies small); every other request (the
+Batch API's files, which are streamed both ways) goes through openai's aiohttp transport, as do all requests
+through a proxy from the environment (httpx2 mounts that transport for the URLs the proxy covers).
 Connections are kept per origin (scheme, host, port) while idle, as many as the client's keep-alive limit; a
 request that finds its kept connection closed by the server before any reply byte came is sent once more on a
-new one. Proxies from the environment keep openai's aiohttp transport (httpx2 mounts it for the URLs they
-cover). Errors become httpx2's (ConnectError, ReadError, RemoteProtocolError), which the openai client reports
+new one. Errors become httpx2's (ConnectError, ReadError, RemoteProtocolError), which the openai client reports
 as connection errors; the engine's own timeout bounds every request.
 """
 
@@ -28,6 +30,7 @@ from openai import DefaultAioHttpClient
 __all__ = ["LeanClient", "LeanTransport"]
 
 MAX_HEAD = 1 << 16  # the longest status line and headers accepted
+COMPLETIONS = "/completions"  # (and /chat/completions): the requests this transport sends
 
 
 class _Connection(asyncio.Protocol):
@@ -152,13 +155,16 @@ class _Connection(asyncio.Protocol):
 class LeanTransport(httpx2.AsyncBaseTransport):
     """See the module docstring."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, keep: int) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext, keep: int, other: httpx2.AsyncBaseTransport) -> None:
         self.ssl_context = ssl_context
         self.keep = keep  # idle connections kept per origin
+        self.other = other  # for every request but completions
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
+        if not url.path.endswith(COMPLETIONS) or not isinstance(request.stream, httpx2.ByteStream):
+            return await self.other.handle_async_request(request)
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         body = await request.aread()  # (a streamed body is read whole, and sent with its length)
         head = [b"%s %s HTTP/1.1" % (request.method.encode(), url.raw_path)]
@@ -217,6 +223,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             for connection in idle:
                 connection.close()
         self._idle.clear()
+        await self.other.aclose()
 
 
 class LeanClient(DefaultAioHttpClient):
@@ -236,4 +243,6 @@ class LeanClient(DefaultAioHttpClient):
         if transport is not None:
             return transport
         keep = limits.max_keepalive_connections or limits.max_connections or 100
-        return LeanTransport(httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env), keep)
+        context = httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env)
+        other = super()._init_transport(verify, cert, trust_env, http1, http2, limits)
+        return LeanTransport(context, keep, other)

@@ -168,3 +168,21 @@ def test_a_refused_connection_fails_with_the_reason():
 
     failure = run(go())
     assert failure.kind == "connection_error" and f"127.0.0.1:{port}" in failure.reason
+
+
+def test_requests_other_than_completions_go_through_openais_transport():
+    seen: list[str] = []
+
+    def other(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.path)
+        return httpx2.Response(200, json={"object": "list", "data": []})
+
+    async def go():
+        async with RawServer([length_reply()]) as url, client(url) as api:
+            api._client._transport.other = httpx2.MockTransport(other)  # (openai's aiohttp transport otherwise)
+            listed = await api.get("/files", cast_to=httpx2.Response)
+            completed = await post(api)
+        return listed, completed
+
+    listed, completed = run(go())
+    assert seen == ["/v1/files"] and listed.json()["object"] == "list" and completed.content == BODY
