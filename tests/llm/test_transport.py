@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 
 import httpx2
 import openai
@@ -36,9 +39,10 @@ class RawServer:
         self.replies, self.close_after = replies, close_after
         self.connections = 0
         self.requests: list[bytes] = []
+        self.ssl: ssl.SSLContext | None = None
 
     async def __aenter__(self) -> str:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl)
         port = self.server.sockets[0].getsockname()[1]
         return f"http://127.0.0.1:{port}/v1"
 
@@ -186,3 +190,34 @@ def test_requests_other_than_completions_go_through_openais_transport():
 
     listed, completed = run(go())
     assert seen == ["/v1/files"] and listed.json()["object"] == "list" and completed.content == BODY
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_https_with_the_clients_certificate_settings(tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"),
+            *("-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+
+    async def go():
+        server = RawServer([length_reply(), length_reply()])
+        server.ssl = served
+        async with server as url:
+            secure = url.replace("http://127.0.0.1", "https://localhost")
+            trusted = LeanClient(verify=ssl.create_default_context(cafile=str(cert)))
+            async with openai.AsyncOpenAI(api_key="k", base_url=secure, max_retries=0, http_client=trusted) as api:
+                replies = [await post(api), await post(api)]
+            async with client(secure) as api:  # the system's certificates do not know this one
+                with pytest.raises(openai.APIConnectionError):
+                    await post(api)
+        return server, replies
+
+    server, replies = run(go())
+    assert [r.content for r in replies] == [BODY, BODY] and server.connections == 1  # (one kept connection)
