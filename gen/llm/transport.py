@@ -4,9 +4,10 @@ The openai client stays the client (it builds every request, sends it through it
 what comes back); only the transport, the part that moves bytes, is gen's. openai's aiohttp transport makes an
 aiohttp request out of each httpx2 request and an httpx2 response out of each aiohttp one: with it a bare
 loop at 256 in flight spent 1.53–1.56 ms of CPU per request, with this one 1.13–1.21 (README, target 3). This
-one writes the request's bytes as httpx2 prepared them (headers and body unchanged) and reads the status,
-headers and body (by Content-Length, chunked, or up to the close) into an httpx2 response, which decodes
-any Content-Encoding itself.
+one writes the request's bytes as httpx2 prepared them (headers and body unchanged) and hands the reply's
+bytes to httptools (llhttp, the parser under Node.js and uvicorn) for its status, headers and body (by
+Content-Length, chunked, or up to the close), which become an httpx2 response; httpx2 decodes any
+Content-Encoding itself. A reply over MAX_REPLY_BYTES is refused.
 
 It sends the completion requests (their bodies are bytes and their replies small); every other request (the
 Batch API's files, which are streamed both ways) goes through openai's aiohttp transport, as do all requests
@@ -20,136 +21,114 @@ as connection errors; the engine's own timeout bounds every request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 from typing import Any
 
+import httptools
 import httpx2
 from openai import DefaultAioHttpClient
 
 __all__ = ["LeanClient", "LeanTransport"]
 
-MAX_HEAD = 1 << 16  # the longest status line and headers accepted
+MAX_REPLY_BYTES = 1 << 26  # a completion's reply is kilobytes; a longer one is refused, not held (64 MB)
+Reply = tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]  # (status, reason, headers, body, reusable)
 COMPLETIONS = "/completions"  # (and /chat/completions): the requests this transport sends
 
 
 class _Connection(asyncio.Protocol):
-    """One HTTP/1.1 connection; ``exchange(data)`` sends a request and returns the parsed reply."""
+    """One HTTP/1.1 connection; ``exchange(data)`` sends a request and returns the parsed reply. The reply's
+    framing (Content-Length, chunked, informational replies first, a body up to the close) is read by
+    httptools (llhttp, the parser under Node.js and uvicorn)."""
 
     def __init__(self) -> None:
-        self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.error: BaseException | None = None
         self.received = False  # any byte of a reply yet
-        self._waiter: asyncio.Future[None] | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self._reply: asyncio.Future[Reply] | None = None
+        self._start()
 
+    def _start(self) -> None:
+        self.reason, self.body = b"", bytearray()
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.framed: bool | None = None  # whether the reply says where its body ends (None: headers not read yet)
+
+    # asyncio's calls
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
         self.received = True
-        self._wake()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(httpx2.RemoteProtocolError(f"not a valid HTTP reply: {exc}"))
 
     def eof_received(self) -> bool:
         self.closed = True
-        self._wake()
+        if self.framed is False:  # the body ran to the close: it is complete now
+            self._done((self.parser.get_status_code(), self.reason, self.headers, bytes(self.body), False))
+        self._fail(httpx2.RemoteProtocolError("the server closed the connection before the reply was complete"))
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed, self.error = True, exc
-        self._wake()
+        self._fail(httpx2.RemoteProtocolError("the server closed the connection before the reply was complete"))
 
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+    # httptools' calls
+    def on_status(self, reason: bytes) -> None:
+        self.reason += reason
 
-    async def _more(self) -> None:
-        """Wait for more bytes; RemoteProtocolError when the server closed the connection."""
-        if self.closed:
-            raise httpx2.RemoteProtocolError("the server closed the connection before the reply was complete")
-        self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        names = {name.lower() for name, _ in self.headers}
+        self.framed = b"content-length" in names or b"transfer-encoding" in names
+
+    def on_body(self, chunk: bytes) -> None:
+        self.body += chunk
+        if len(self.body) > MAX_REPLY_BYTES:
+            self._fail(httpx2.RemoteProtocolError(f"the reply is longer than {MAX_REPLY_BYTES:,} bytes"))
+
+    def on_message_complete(self) -> None:
+        status = self.parser.get_status_code()
+        if 100 <= status < 200:  # an informational reply comes before the real one
+            self._start()
+            return
+        self._done((status, self.reason, self.headers, bytes(self.body), self.parser.should_keep_alive()))
+
+    # the request's side
+    def _done(self, reply: Reply) -> None:
+        if self._reply is not None and not self._reply.done():
+            self._reply.set_result(reply)
+        else:  # a reply nobody asked for: the connection is not to be trusted again
+            self.close()
+
+    def _fail(self, error: Exception) -> None:
+        if self._reply is not None and not self._reply.done():
+            self._reply.set_exception(error)
+        self.close()
 
     def close(self) -> None:
         self.closed = True
         if self.transport is not None:
             self.transport.close()
 
-    async def exchange(self, data: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]:
+    async def exchange(self, data: bytes) -> Reply:
         """(status, reason, headers, body, reusable) of the reply to the request `data`."""
         assert self.transport is not None
+        if self.closed:
+            raise httpx2.RemoteProtocolError("the server closed the connection")
         self.received = False
+        self._start()
+        self._reply = asyncio.get_running_loop().create_future()
         self.transport.write(data)
-        while True:
-            status, reason, headers = await self._head()
-            if not 100 <= status < 200:  # (an informational reply comes before the real one)
-                break
-        fields = {name.lower(): value for name, value in headers}
-        if status in (204, 304):
-            body = b""
-        elif b"chunked" in fields.get(b"transfer-encoding", b"").lower():
-            body = await self._chunked()
-        elif b"content-length" in fields:
-            body = await self._exactly(int(fields[b"content-length"]))
-        else:  # the body runs to the close
-            while not self.closed:
-                await self._more_or_close()
-            body, fields[b"connection"] = bytes(self.buffer), b"close"
-            self.buffer.clear()
-        reusable = fields.get(b"connection", b"").lower() != b"close" and not self.closed
-        return status, reason, headers, body, reusable
-
-    async def _more_or_close(self) -> None:
-        with contextlib.suppress(httpx2.RemoteProtocolError):
-            await self._more()
-
-    async def _head(self) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-        while (end := self.buffer.find(b"\r\n\r\n")) < 0:
-            if len(self.buffer) > MAX_HEAD:
-                raise httpx2.RemoteProtocolError("the reply's headers are too long")
-            await self._more()
-        lines = bytes(self.buffer[:end]).split(b"\r\n")
-        del self.buffer[: end + 4]
         try:
-            _, code, *reason = lines[0].split(b" ", 2)
-            status = int(code)
-            headers = [(name.strip(), value.strip()) for name, value in (line.split(b":", 1) for line in lines[1:])]
-        except ValueError:
-            raise httpx2.RemoteProtocolError(f"not an HTTP reply: {lines[0][:80]!r}") from None
-        return status, reason[0] if reason else b"", headers
-
-    async def _exactly(self, size: int) -> bytes:
-        while len(self.buffer) < size:
-            await self._more()
-        body = bytes(self.buffer[:size])
-        del self.buffer[:size]
-        return body
-
-    async def _chunked(self) -> bytes:
-        body = bytearray()
-        while True:
-            while (end := self.buffer.find(b"\r\n")) < 0:
-                await self._more()
-            try:
-                size = int(bytes(self.buffer[:end]).split(b";", 1)[0], 16)
-            except ValueError:
-                raise httpx2.RemoteProtocolError("a chunk size that is not a number") from None
-            del self.buffer[: end + 2]
-            if size == 0:  # the last chunk, then trailers up to an empty line
-                while (end := self.buffer.find(b"\r\n")) != 0:
-                    if end < 0:
-                        await self._more()
-                    else:
-                        del self.buffer[: end + 2]
-                del self.buffer[:2]
-                return bytes(body)
-            chunk = await self._exactly(size + 2)  # (and the CRLF after it)
-            body += chunk[:-2]
+            return await self._reply
+        finally:
+            self._reply = None
 
 
 class LeanTransport(httpx2.AsyncBaseTransport):

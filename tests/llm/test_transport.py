@@ -15,6 +15,7 @@ import httpx2
 import openai
 import pytest
 
+from gen.llm import transport
 from gen.llm.transport import LeanClient
 
 BODY = json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}).encode()
@@ -157,6 +158,27 @@ def test_a_connection_closed_before_the_reply_and_a_refused_one_are_connection_e
 
     with pytest.raises(openai.APIConnectionError):
         run(refused())
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n" + b"x" * 64,  # past the limit (set to 32 below)
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",  # cut off by the close
+        b"SMTP ready\r\n\r\n",  # not HTTP
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  # a chunk size that is not hex
+    ],
+    ids=["too long", "cut off", "not http", "bad chunk"],
+)
+def test_a_reply_too_long_cut_off_or_malformed_is_a_connection_error(reply, monkeypatch):
+    monkeypatch.setattr(transport, "MAX_REPLY_BYTES", 32)
+
+    async def go():
+        async with RawServer([reply], close_after={0}) as url, client(url) as api:
+            await post(api)
+
+    with pytest.raises(openai.APIConnectionError):
+        run(go())
 
 
 def test_a_refused_connection_fails_with_the_reason():
