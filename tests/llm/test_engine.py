@@ -27,7 +27,9 @@ def summary_script(request):
     return {"topic": text.split()[0], "words": count_words(text)}
 
 
-def make_engine(server, cache_dir, *, progress="off", reporter=None, plan_only=False, offline=False, **endpoint):
+def make_engine(
+    server, cache_dir, *, progress="off", reporter=None, plan_only=False, offline=False, request_processes=0, **endpoint
+):
     config = {
         "model": "fake-model",
         "base_url": server.base_url,
@@ -40,7 +42,7 @@ def make_engine(server, cache_dir, *, progress="off", reporter=None, plan_only=F
     }
     return Engine(
         {"main": config},
-        RunSettings(cache_dir=cache_dir, progress=progress, offline=offline),
+        RunSettings(cache_dir=cache_dir, progress=progress, offline=offline, request_processes=request_processes),
         plan_only=plan_only,
         reporter=reporter,
         retry=RetryPolicy(backoff_base_s=0.01, backoff_cap_s=0.05),

@@ -9,25 +9,13 @@ import signal
 import sqlite3
 from pathlib import Path
 
-from gen.llm import Engine, RunSettings
-from gen.llm.request import RetryPolicy
+from gen.llm import Engine
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.llm.test_engine import TEXTS, Summary, summary_script, tasks_for
+from tests.llm.test_engine import TEXTS, Summary, make_engine, summary_script, tasks_for
 
 
 def engine_with(server, cache_dir, processes: int, **endpoint) -> Engine:
-    config = {
-        "model": "fake-model",
-        "base_url": server.base_url,
-        "api_key_env": "GEN_TEST_API_KEY",
-        "max_concurrency": 8,
-        "timeout_s": 5,
-        "max_retries": 3,
-        "structured_output": "json_schema",
-        **endpoint,
-    }
-    settings = RunSettings(cache_dir=cache_dir, progress="off", request_processes=processes)
-    return Engine({"main": config}, settings, retry=RetryPolicy(backoff_base_s=0.01, backoff_cap_s=0.05))
+    return make_engine(server, cache_dir, request_processes=processes, **endpoint)
 
 
 def request_processes() -> int:
