@@ -37,25 +37,24 @@ def test_the_next_batch_holds_about_eight_rounds_of_the_concurrency():
     assert llm_batch_size(0, 64, 256) == executors.LLM_BATCH_MAX  # no item: conversations are cheap
 
 
-def copies_recipe(tmp_path, base_url: str, name: str):
+def copies_recipe(
+    tmp_path, base_url: str, name: str, copies: int = 12, per_conversation: int = 2, garbage: bool = False
+):
+    """log + time_content_questions over `copies` copies of the sample (2 conversations each), 2 requests at a
+    time; `garbage`: only the questions, no padding, one request at a time, replies asked as JSON objects."""
     samples = json.loads(SAMPLE.read_text())
     corpus = tmp_path / "copies.json"
-    corpus.write_text(json.dumps([{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(12) for s in samples]))
-    data = {
-        "name": name,
-        "seed": 5,
-        "sources": [{"format": "locomo", "path": str(corpus)}],
-        "llm": {
-            "main": {
-                "model": "fake-model",
-                "base_url": base_url,
-                "api_key_env": None,
-                "structured_output": "json_schema",
-                "max_concurrency": 2,
-            }
-        },
-        "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 2}],
-    }
+    corpus.write_text(json.dumps([{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(copies) for s in samples]))
+    endpoint = {"model": "fake-model", "base_url": base_url, "api_key_env": None}
+    questions = {"type": "time_content_questions", "per_conversation": per_conversation}
+    data = {"name": name, "seed": 5, "sources": [{"format": "locomo", "path": str(corpus)}]}
+    if garbage:
+        data["timeline"] = {"padding": {"mode": "none"}}
+        data["llm"] = {"main": {**endpoint, "structured_output": "json_object", "max_concurrency": 1}}
+        data["products"] = [questions]
+    else:
+        data["llm"] = {"main": {**endpoint, "structured_output": "json_schema", "max_concurrency": 2}}
+        data["products"] = [{"type": "log"}, questions]
     return load(write_recipe(tmp_path / f"{name}.yaml", data))[0]
 
 
@@ -109,26 +108,7 @@ def test_a_batch_writes_each_conversation_then_the_llm_products(tmp_path):
 
 def garbage_recipe(tmp_path, base_url: str, name: str):
     """time_content_questions over 6 conversations, 5 questions each, one request at a time."""
-    samples = json.loads(SAMPLE.read_text())
-    corpus = tmp_path / "copies.json"
-    corpus.write_text(json.dumps([{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(3) for s in samples]))
-    data = {
-        "name": name,
-        "seed": 5,
-        "sources": [{"format": "locomo", "path": str(corpus)}],
-        "timeline": {"padding": {"mode": "none"}},
-        "llm": {
-            "main": {
-                "model": "fake-model",
-                "base_url": base_url,
-                "api_key_env": None,
-                "structured_output": "json_object",
-                "max_concurrency": 1,
-            }
-        },
-        "products": [{"type": "time_content_questions", "per_conversation": 5}],
-    }
-    return load(write_recipe(tmp_path / f"{name}.yaml", data))[0]
+    return copies_recipe(tmp_path, base_url, name, copies=3, per_conversation=5, garbage=True)
 
 
 def cached_keys(cache_dir) -> set[str]:
