@@ -18,7 +18,7 @@ import pytest
 from gen.conversation import Conversation
 from gen.recipe import TimelineSpec
 from gen.sources import locomo
-from gen.sources.store import ConversationStore, SourcePool, Stored
+from gen.sources.store import ConversationStore, HeldConversations, SourcePool, Stored
 from gen.timeline import build_timeline
 from tests.conftest import REPO, locomo_sample, write_recipe
 
@@ -75,6 +75,26 @@ def test_a_stored_conversation_reads_back_equal_here_in_a_forked_worker_and_afte
     assert len(buffers) == 1 and b"turn 1 of c0" in bytes(buffers[0].raw()) and b"turn 1 of c0" not in small
     shared = pickle.loads(small, buffers=buffers)
     assert [shared[i] for i in range(len(shared))] == conversations
+
+
+def read_shared(pickled: bytes) -> list:
+    shared = pickle.loads(pickled)
+    return [shared[i] for i in range(len(shared))]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="sharing a store names its file under /proc (Linux)")
+def test_a_shared_store_reads_the_same_conversations_in_a_process_that_did_not_inherit_it():
+    """What a local Ray worker does: a fresh interpreter (spawned, not forked) opens the writer's file through
+    /proc and reads every conversation back equal, the bytes never sent; the pickle is small."""
+    conversations = fixture_conversations()
+    store = filled_store(conversations)
+    shared = store.shared()
+    assert shared is not None
+    pickled = pickle.dumps(shared)
+    assert b"turn 1 of c0" not in pickled and len(pickled) < 2_000
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(read_shared, (pickled,)) == conversations
+    assert read_shared(pickle.dumps(shared)) == conversations  # and here, after the first reader opened it
 
 
 def test_padding_from_the_store_is_the_padding_from_conversations_in_memory():
@@ -153,7 +173,7 @@ def test_a_shard_reads_exactly_the_conversations_prepared_says_it_reads(tmp_path
         },
     )
     prepared = prepare(load_recipe(recipe))
-    held = prepared.holding_only_a_shard()
+    held = prepared.reading(HeldConversations(prepared.conversations.store.summaries))
     store, ids = prepared.conversations.store, [s.conversation_id for s in prepared.conversations.store.summaries]
     several = 0
     for position in range(len(prepared.conversations)):

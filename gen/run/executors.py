@@ -112,8 +112,9 @@ def _process_in_ray(
 ) -> ShardResult:
     """A Ray task: one shard, exactly as the local executor runs it. `prepared_ref` is [ObjectRef] of the run's
     Prepared without its conversations, wrapped so that Ray does not fetch it for every task: each worker
-    process fetches it once. `blobs` are the conversations the shard reads (its own and their donors'). On the
-    driver's node (`spool_to`: spool folder, node id) the lines go to the spool folder, as a local worker's."""
+    process fetches it once. `blobs` are the conversations the shard reads (its own and their donors'), unless
+    the Prepared reads them from the driver's file (gen's own local instance). On the driver's node (`spool_to`:
+    spool folder, node id) the lines go to the spool folder, as a local worker's."""
     import ray
 
     key = prepared_ref[0].hex()
@@ -123,12 +124,13 @@ def _process_in_ray(
         prepared = _RAY_PREPARED[key] = ray.get(prepared_ref[0])
         gc.freeze()  # what the worker holds for the run (Ray, gen, the Prepared) is left out of collections
     held = prepared.conversations.store
-    assert isinstance(held, HeldConversations)
-    held.hold(blobs)
+    if isinstance(held, HeldConversations):
+        held.hold(blobs)
     try:
         result = process_shard(prepared, positions, products)
     finally:
-        held.hold({})
+        if isinstance(held, HeldConversations):
+            held.hold({})
     if spool_to is not None and ray.get_runtime_context().get_node_id() == spool_to[1]:
         return spool(result, Path(spool_to[0]) / str(positions[0]))
     return result
@@ -161,6 +163,7 @@ class RayConnection:
         self.ray = require_ray()
         self.workers = workers
         self.started_here = not self.ray.is_initialized()
+        self.local = self.started_here and address is None  # gen's own instance: every worker on this machine
         if not self.started_here:
             return
         quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
@@ -189,7 +192,8 @@ def ray_results(
 
     The run's Prepared goes once into the object store without its conversations; each task carries the
     conversations its shard reads (its own and their padding donors', told from the summaries), so no Ray
-    process holds the corpus. A shard is one conversation at first, then as many as take about
+    process holds the corpus. On gen's own local instance the tasks instead read them from the driver's store
+    file (`ConversationStore.shared`): nothing is copied into the object store, the driver reads nothing. A shard is one conversation at first, then as many as take about
     RAY_TASK_SECONDS (`ray_shard_size`). At most RAY_IN_FLIGHT_PER_WORKER × workers tasks are in flight
     (submitted and not yet written), so what waits in the object store stays bounded on any corpus; the writer
     gets the results in order, so the bytes are those of the local executor. A task that runs on this node
@@ -203,18 +207,19 @@ def ray_results(
     pending: deque[tuple[int, Any]] = deque()  # (conversations, ObjectRef) per task, in conversation order
     try:
         width = connection.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        prepared_ref = [ray.put(prepared.holding_only_a_shard())]
+        store = prepared.conversations.store
+        assert isinstance(store, ConversationStore)  # the driver's own: it holds every conversation
+        shared = store.shared() if connection.local else None
+        prepared_ref = [ray.put(prepared.reading(shared or HeldConversations(store.summaries)))]
         products_ref = ray.put(products)
         spool_to = (str(spool_folder), ray.get_runtime_context().get_node_id()) if spool_folder else None
         task = ray.remote(_process_in_ray)
-        store = prepared.conversations.store
-        assert isinstance(store, ConversationStore)  # the driver's own: it holds every conversation
         count, first, done, seconds = len(prepared.conversations), 0, 0, 0.0
         while first < count or pending:
             while first < count and len(pending) < RAY_IN_FLIGHT_PER_WORKER * width:
                 size = ray_shard_size(seconds, done, count - first, width)
                 positions = range(first, min(count, first + size))
-                blobs = {at: store.blob(at) for position in positions for at in prepared.reads(position)}
+                blobs = {} if shared else {at: store.blob(at) for position in positions for at in prepared.reads(position)}
                 pending.append((len(positions), task.remote(prepared_ref, positions, products_ref, blobs, spool_to)))
                 first = positions.stop
             conversations, ref = pending.popleft()

@@ -26,7 +26,7 @@ from gen.products.checks import Checks
 from gen.products.registry import REGISTRY, Bound, bind, closure
 from gen.recipe import BUNDLED, Recipe
 from gen.sources import read_source, select
-from gen.sources.store import ConversationStore, HeldConversations, SourcePool, Stored, Summary
+from gen.sources.store import ConversationStore, SourcePool, Store, Stored, Summary
 from gen.timeline import Timeline, build_timeline, donor_choice
 
 log = logging.getLogger(__name__)
@@ -78,14 +78,13 @@ class Prepared:
         )
         return [own, *(pool.position(donor_id) for donor_id, _ in chosen)]
 
-    def holding_only_a_shard(self) -> Prepared:
-        """This Prepared with a store that holds none of the conversations until a shard's are handed to it
-        (HeldConversations.hold): what goes to Ray once, the corpus staying in this process."""
-        held = HeldConversations(self.conversations.store.summaries)
+    def reading(self, store: Store) -> Prepared:
+        """This Prepared with its conversations read from `store` (the same summaries): what goes to Ray once,
+        the corpus staying in this process (a HeldConversations, or the driver's own file shared)."""
         return dataclasses.replace(
             self,
-            conversations=Stored(held, self.conversations.positions),
-            pools=[pool.reading(held) for pool in self.pools],
+            conversations=Stored(store, self.conversations.positions),
+            pools=[pool.reading(store) for pool in self.pools],
         )
 
 

@@ -81,6 +81,15 @@ class ConversationStore:
             self._unread = False
         return pickle.loads(os.pread(self._file.fileno(), length, offset))
 
+    def shared(self) -> SharedConversations | None:
+        """The same conversations for other processes of this machine to read from this store's file while this
+        process lives, or None where the file cannot be named (no /proc)."""
+        assert self._file is not None, "only the store that wrote the file can share it"
+        self._file.flush()
+        self._unread = False
+        path = f"/proc/{os.getpid()}/fd/{self._file.fileno()}"
+        return SharedConversations(path, self._spans, self.summaries) if os.path.exists(path) else None
+
     def __reduce_ex__(self, protocol: Any) -> tuple:
         """Pickled, a store carries its bytes. With protocol 5 they travel as an out-of-band buffer (one copy
         in an object store such as Ray's, read in place by whoever unpickles it)."""
@@ -123,7 +132,28 @@ class HeldConversations:
         return pickle.loads(blob)
 
 
-Store = ConversationStore | HeldConversations
+class SharedConversations:
+    """Another process's store, read through its file's /proc/<pid>/fd entry (Linux), which opens the file even
+    though it has no name: a local Ray worker reads what its shard needs with `os.pread` and nothing is sent."""
+
+    def __init__(self, path: str, spans: list[tuple[int, int]], summaries: list[Summary]) -> None:
+        self.path, self.spans, self.summaries = path, spans, summaries
+        self._file: IO[bytes] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_file": None}  # each process opens the file for itself
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def __getitem__(self, position: int) -> Conversation:
+        if self._file is None:
+            self._file = open(self.path, "rb", buffering=0)  # noqa: SIM115 (closed when the store goes)
+        offset, length = self.spans[position]
+        return pickle.loads(os.pread(self._file.fileno(), length, offset))
+
+
+Store = ConversationStore | HeldConversations | SharedConversations
 
 
 class Stored:
