@@ -126,6 +126,9 @@ class Engine:
         self._inflight: dict[str, asyncio.Future[Reply]] = {}
         self._closed = False
         self._batches = Batching(self.settings, self.cache, self._endpoints, self._keys)
+        processes = self._attempts.senders
+        if processes is not None and not (plan_only or self.offline or self.batch_mode):
+            asyncio.run_coroutine_threadsafe(processes.start(), self._loop().loop)  # why now: gen.llm.senders
 
     # -- public ---------------------------------------------------------------------------------------
     @property

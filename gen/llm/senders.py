@@ -9,8 +9,9 @@ event loop with the real openai client (:func:`gen.llm.request.send_once`, uncha
 429 pause (gen/llm/limiter.py), retries and the breaker, the cache and the accounting, so what a run sends, what
 it caches and what it writes are the same.
 
-The processes start on the first request (a plan or a fully cached run starts none) and stop when the engine
-closes. They ignore Ctrl-C (the engine's process handles it and cancels its requests). The API key goes to a
+The processes start with the engine of a run that may send requests (not a plan, not ``--offline``), so they
+load the openai client while the run reads its sources and plans its first batch, rather than while its
+first requests wait; they stop when the engine closes. They ignore Ctrl-C (the engine's process handles it and cancels its requests). The API key goes to a
 worker with each new client (through the pipe, never the command line); a worker's failure reasons are
 scrubbed of keys by the engine as before. A worker that dies fails its requests in flight as connection
 errors (retried within each call's budget) and is started again on the next request.
@@ -57,6 +58,13 @@ class Senders:
         self._ids = itertools.count()
         self._starting = asyncio.Lock()
 
+    async def start(self) -> None:
+        """Start every process now (each loads the openai client at once), not on the first request."""
+        async with self._starting:
+            for index, worker in enumerate(self._workers):
+                if worker is None or worker.dead:
+                    self._workers[index] = await _Worker.start()
+
     async def send(self, spec: ClientSpec, body: dict, timeout_s: float) -> Answer | Failure:
         index = next(self._turn) % self.processes
         worker = self._workers[index]
@@ -68,10 +76,11 @@ class Senders:
         return await worker.send(next(self._ids), spec, body, timeout_s)
 
     async def close(self) -> None:
-        for worker in self._workers:
-            if worker is not None:
-                await worker.close()
-        self._workers = [None] * self.processes
+        async with self._starting:  # (after a start still under way)
+            for worker in self._workers:
+                if worker is not None:
+                    await worker.close()
+            self._workers = [None] * self.processes
 
 
 class Outbox:
@@ -180,8 +189,11 @@ class _Worker:
 
 async def serve() -> None:
     """Answer requests from stdin until it closes (then every request still in flight is cancelled)."""
+    from openai import AsyncOpenAI  # loaded before the first request comes (the process starts early)
+
     from gen.llm.request import http_stack, send_once
 
+    http, default_client = http_stack()
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
@@ -191,9 +203,6 @@ async def serve() -> None:
 
     def client(spec: ClientSpec) -> Any:
         if spec not in clients:
-            from openai import AsyncOpenAI
-
-            http, default_client = http_stack()
             base_url, key, limit, timeout = spec
             clients[spec] = AsyncOpenAI(
                 api_key=key,

@@ -40,7 +40,7 @@ from gen.jsonl import write_json
 from gen.llm.config import RunSettings
 from gen.logs import run_log
 from gen.products.checks import Checks
-from gen.products.registry import Bound
+from gen.products.registry import Bound, bind
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
 from gen.run.executors import RayConnection, llm_results, local_results, ray_results
@@ -132,17 +132,18 @@ def build_and_publish(
     executor: str,
     ray_address: str | None,
 ) -> Path:
-    ray = None
-    if executor == "ray":
-        prepared, ray = prepare_beside_ray(recipe, limit, workers, ray_address)
-    else:
-        prepared = prepare(recipe, limit)
-    engine = None
+    ray: RayConnection | None = None
+    engine: Engine | None = None
     try:
-        if any(uses_llm(b.name, prepared.products) for b in prepared.products):
+        products = bind(recipe)
+        if any(uses_llm(b.name, products) for b in products):  # made first: its request processes start meanwhile
             from gen.llm.engine import Engine  # only runs with LLM products load the engine
 
             engine = Engine(recipe.llm, settings, templates_dir=recipe.templates)
+        if executor == "ray":
+            prepared, ray = prepare_beside_ray(recipe, limit, workers, ray_address)
+        else:
+            prepared = prepare(recipe, limit)
         final = build_and_write(prepared, engine, output_dir, workers, ray)
     finally:
         if engine is not None:

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sqlite3
+import time
 from pathlib import Path
 
 from gen.llm import Engine
@@ -35,7 +36,7 @@ def test_two_request_processes_give_the_outcomes_accounting_and_cache_of_the_eng
             with engine_with(server, cache_dir, processes) as engine:
                 outcomes = engine.run_step("summaries", tasks_for(TEXTS))
                 step = engine.report()["steps"]["summaries"]
-                assert request_processes() == processes  # started by the first request, until the engine closes
+                assert request_processes() == processes  # started with the engine, until it closes
             assert request_processes() == 0
             results[processes] = (
                 [(o.item_id, o.ok, o.value, o.text) for o in outcomes],
@@ -45,6 +46,22 @@ def test_two_request_processes_give_the_outcomes_accounting_and_cache_of_the_eng
         keys = [r.api_key for r in server.requests]
     assert results[2] == results[0]
     assert results[0][1]["calls_made"] == 20 and len(keys) == 40 and set(keys) == {api_key}
+
+
+def test_request_processes_start_with_an_online_engine_before_any_request_and_not_for_a_plan_or_offline(
+    api_key, tmp_path
+):
+    with FakeOpenAI(summary_script) as server:
+        with engine_with(server, tmp_path / "cache", 2):
+            deadline = time.monotonic() + 30
+            while request_processes() < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert request_processes() == 2 and not server.requests
+        assert request_processes() == 0
+        for mode in ({"plan_only": True}, {"offline": True}):
+            with engine_with(server, tmp_path / "cache", 2, **mode):
+                time.sleep(0.5)  # an online engine has started its processes well within this
+                assert request_processes() == 0, mode
 
 
 def test_failures_from_a_request_process_are_retried_and_scrubbed_of_the_key(api_key, tmp_path):
