@@ -9,12 +9,12 @@ event loop with the real openai client (:func:`gen.llm.request.send_once`, uncha
 429 pause (gen/llm/limiter.py), retries and the breaker, the cache and the accounting, so what a run sends, what
 it caches and what it writes are the same.
 
-The processes start with the engine of a run that may send requests (not a plan, not ``--offline``), so they
-load the openai client while the run reads its sources and plans its first batch, rather than while its
-first requests wait; they stop when the engine closes. They ignore Ctrl-C (the engine's process handles it and cancels its requests). The API key goes to a
-worker with each new client (through the pipe, never the command line); a worker's failure reasons are
-scrubbed of keys by the engine as before. A worker that dies fails its requests in flight as connection
-errors (retried within each call's budget) and is started again on the next request.
+The processes start with the engine of a run that may send requests (not a plan, not ``--offline``), so they load
+the openai client while the run reads its sources and plans its first batch, rather than while its first requests
+wait; they stop when the engine closes. They ignore Ctrl-C (the engine's process handles it and cancels its
+requests). The API key goes to a worker with each new client (through the pipe, never the command line); a worker's
+failure reasons are scrubbed of keys by the engine as before. A worker that dies fails its requests in flight as
+connection errors (retried within each call's budget) and is started again on the next request.
 
 The channel is the worker's stdin and stdout: length-prefixed pickles, each of a list of the messages one
 side had to send in one turn of its event loop: (request id, client spec, body, timeout) one way and (request

@@ -190,14 +190,15 @@ def ray_results(
     """The stage that needs no LLM as Ray tasks, yielded in conversation order; `connection` is closed at its
     end (an LLM stage that follows does not use Ray).
 
-    The run's Prepared goes once into the object store without its conversations; each task carries the
-    conversations its shard reads (its own and their padding donors', told from the summaries), so no Ray
-    process holds the corpus. On gen's own local instance the tasks instead read them from the driver's store
-    file (`ConversationStore.shared`): nothing is copied into the object store, the driver reads nothing. A shard is one conversation at first, then as many as take about
-    RAY_TASK_SECONDS (`ray_shard_size`). At most RAY_IN_FLIGHT_PER_WORKER × workers tasks are in flight
-    (submitted and not yet written), so what waits in the object store stays bounded on any corpus; the writer
-    gets the results in order, so the bytes are those of the local executor. A task that runs on this node
-    leaves its lines in `spool_folder` (gen/run/spool.py) instead of sending them through the object store.
+    The run's Prepared goes once into the object store without its conversations; each task carries the conversations
+    its shard reads (its own and their padding donors', told from the summaries), so no Ray process holds the
+    corpus. On gen's own local instance the tasks instead read them from the driver's store file
+    (`ConversationStore.shared`): nothing is copied into the object store, the driver reads nothing. A shard is one
+    conversation at first, then as many as take about RAY_TASK_SECONDS (`ray_shard_size`). At most
+    RAY_IN_FLIGHT_PER_WORKER × workers tasks are in flight (submitted and not yet written), so what waits in the
+    object store stays bounded on any corpus; the writer gets the results in order, so the bytes are those of the
+    local executor. A task that runs on this node leaves its lines in `spool_folder` (gen/run/spool.py) instead of
+    sending them through the object store.
 
     Only this stage runs on Ray. The LLM stage stays in the driver (`llm_results`) with the run's one
     engine: that is what keeps the LLM limits (requests and tokens per minute, concurrency) global and the
@@ -219,7 +220,9 @@ def ray_results(
             while first < count and len(pending) < RAY_IN_FLIGHT_PER_WORKER * width:
                 size = ray_shard_size(seconds, done, count - first, width)
                 positions = range(first, min(count, first + size))
-                blobs = {} if shared else {at: store.blob(at) for position in positions for at in prepared.reads(position)}
+                blobs = (
+                    {} if shared else {at: store.blob(at) for position in positions for at in prepared.reads(position)}
+                )
                 pending.append((len(positions), task.remote(prepared_ref, positions, products_ref, blobs, spool_to)))
                 first = positions.stop
             conversations, ref = pending.popleft()
