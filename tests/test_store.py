@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from gen.conversation import Conversation
+from gen.errors import GenError
 from gen.recipe import TimelineSpec
 from gen.sources import locomo
-from gen.sources.store import ConversationStore, HeldConversations, SourcePool, Stored
+from gen.sources.store import ConversationStore, HeldConversations, SharedConversations, SourcePool, Stored
 from gen.timeline import build_timeline
 from tests.conftest import REPO, locomo_sample, write_recipe
 
@@ -95,6 +96,15 @@ def test_a_shared_store_reads_the_same_conversations_in_a_process_that_did_not_i
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         assert pool.apply(read_shared, (pickled,)) == conversations
     assert read_shared(pickle.dumps(shared)) == conversations  # and here, after the first reader opened it
+
+
+def test_a_shared_store_that_cannot_be_opened_is_one_error_naming_the_executor_option(tmp_path):
+    store = filled_store(fixture_conversations(2))
+    shared = SharedConversations(str(tmp_path / "gone"), [(0, 1)], store.summaries)
+    with pytest.raises(GenError) as raised:
+        shared[0]
+    assert raised.value.field == "--executor" and "cannot open the run's conversations" in str(raised.value)
+    assert "No such file or directory" in str(raised.value) and raised.value.exit_code == 1
 
 
 def test_padding_from_the_store_is_the_padding_from_conversations_in_memory():

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from gen.conversation import Conversation
+from gen.errors import GenError
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,15 @@ class SharedConversations:
 
     def __getitem__(self, position: int) -> Conversation:
         if self._file is None:
-            self._file = open(self.path, "rb", buffering=0)  # noqa: SIM115 (closed when the store goes)
+            try:
+                self._file = open(self.path, "rb", buffering=0)  # noqa: SIM115 (closed when the store goes)
+            except OSError as error:  # e.g. a kernel that keeps other processes out of /proc/<pid>/fd
+                raise GenError(
+                    f"a Ray worker cannot open the run's conversations at {self.path}: {error.strerror}",
+                    field="--executor",
+                    expected="--executor local, or --ray-address naming a Ray cluster",
+                    exit_code=1,
+                ) from None
         offset, length = self.spans[position]
         return pickle.loads(os.pread(self._file.fileno(), length, offset))
 
