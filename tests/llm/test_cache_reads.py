@@ -3,22 +3,10 @@
 
 from __future__ import annotations
 
-from gen.llm import Engine, RunSettings, Task
+from gen.llm import Task
 from gen.llm.cache import CachedReply, Recent
-from gen.llm.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI
-from tests.llm.test_engine import Summary, summary_script, tasks_for
-
-
-def make_engine(server, cache_dir, concurrency=8):
-    config = {
-        "model": "fake-model",
-        "base_url": server.base_url,
-        "api_key_env": "GEN_TEST_API_KEY",
-        "max_concurrency": concurrency,
-        "structured_output": "json_schema",
-    }
-    return Engine({"main": config}, RunSettings(cache_dir=cache_dir, progress="off"), retry=RetryPolicy(0.01, 0.05))
+from tests.llm.test_engine import Summary, make_engine, run_twice, summary_script, tasks_for
 
 
 def counting_reads(engine, monkeypatch):
@@ -60,7 +48,7 @@ def test_a_step_of_misses_does_not_read_the_cache_again_for_each_request(api_key
 
 def test_a_key_stored_while_the_step_runs_is_read_from_the_cache(api_key, cache_dir, monkeypatch):
     """One request at a time: the second of two identical tasks starts after the first was stored."""
-    with FakeOpenAI(summary_script) as server, make_engine(server, cache_dir, concurrency=1) as engine:
+    with FakeOpenAI(summary_script) as server, make_engine(server, cache_dir, max_concurrency=1) as engine:
         reads = counting_reads(engine, monkeypatch)
         outcomes = engine.run_step("s", [Task(f"dup-{i}", "main", "topicQ same", Summary) for i in range(2)])
         assert server.count == 1
@@ -70,7 +58,7 @@ def test_a_key_stored_while_the_step_runs_is_read_from_the_cache(api_key, cache_
 
 def test_a_key_another_step_stored_after_this_one_started_is_found(api_key, cache_dir):
     """A key put between a step's start and its request (here by hand, as another lane would) is not sent."""
-    with FakeOpenAI(summary_script) as server, make_engine(server, cache_dir, concurrency=1) as engine:
+    with FakeOpenAI(summary_script) as server, make_engine(server, cache_dir, max_concurrency=1) as engine:
         tasks = tasks_for(["topicA one", "topicB two"])
         first_request = engine._attempts.answer
 
@@ -92,10 +80,6 @@ def test_correction_rounds_are_read_from_the_cache_on_a_re_run(api_key, cache_di
 
     texts = ["topicC one", "topicD two"]
     with FakeOpenAI(script) as server:
-        with make_engine(server, cache_dir) as engine:
-            first = engine.run_step("s", tasks_for(texts))
-        calls = server.count
-        with make_engine(server, cache_dir) as engine:
-            again = engine.run_step("s", tasks_for(texts))
+        first, again, _, (calls, _) = run_twice(server, cache_dir, tasks_for(texts))
         assert calls == 4 and server.count == calls
     assert [o.value for o in again] == [o.value for o in first] and all(o.corrected and o.cached for o in again)

@@ -80,14 +80,21 @@ def test_run_step_parses_values_in_task_order_and_accounts_tokens(api_key, cache
     assert "api_key" not in json.dumps(report["endpoints"])
 
 
+def run_twice(server, cache_dir, tasks):
+    """Step "s" run by one engine, then by a new one over the same cache: (the first outcomes, the second's, the
+    second's step report, the server's (calls, HTTP requests) between the two runs)."""
+    with make_engine(server, cache_dir) as engine:
+        first = engine.run_step("s", tasks)
+    between = (server.count, server.http_requests)
+    with make_engine(server, cache_dir) as engine:
+        second = engine.run_step("s", tasks)
+        step = engine.report()["steps"]["s"]
+    return first, second, step, between
+
+
 def test_warm_cache_makes_zero_http_requests_and_gives_identical_outcomes(api_key, cache_dir):
     with FakeOpenAI(summary_script) as server:
-        with make_engine(server, cache_dir) as engine:
-            first = engine.run_step("s", tasks_for(TEXTS))
-        seen = server.http_requests
-        with make_engine(server, cache_dir) as engine:
-            second = engine.run_step("s", tasks_for(TEXTS))
-            step = engine.report()["steps"]["s"]
+        first, second, step, (_, seen) = run_twice(server, cache_dir, tasks_for(TEXTS))
         assert server.http_requests == seen == 20
     assert [(o.value, o.text) for o in second] == [(o.value, o.text) for o in first]
     assert all(o.cached for o in second)
