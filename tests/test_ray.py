@@ -6,13 +6,15 @@ Each Ray test starts a local instance (a few seconds). Skipped, saying why, when
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from gen.run.executors import ray_shard_size
+from gen.run.executors import RayConnection, ray_shard_size
 from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.test_llm_commands import KEY, plain_question, tcq_recipe
@@ -70,6 +72,36 @@ def test_the_quickstart_on_ray_writes_the_bytes_of_the_local_executor(tmp_path, 
     for path in outputs["local"]:
         assert outputs["ray"][path] == outputs["local"][path], path
     assert len(outputs["ray"]["time_queries/test.jsonl"].splitlines()) > 100  # real work was done, not an empty run
+
+
+def descendants_command_lines(pid: int) -> list[str]:
+    """The command lines of every process below `pid`, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    lines, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        with contextlib.suppress(OSError):
+            lines.append((Path("/proc") / str(child) / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        todo.extend(children.get(child, []))
+    return lines
+
+
+@needs_ray
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the processes from /proc (Linux)")
+def test_gens_own_ray_runs_without_the_autoscaler_and_log_monitors():
+    connection = RayConnection(workers=1)
+    try:
+        running = descendants_command_lines(os.getpid())
+    finally:
+        connection.close()
+    assert any("raylet" in line for line in running), running  # a real instance was started
+    assert any("gcs_server" in line for line in running), running
+    assert not [line for line in running if "monitor.py" in line]  # neither monitor.py nor log_monitor.py
+    assert not ray.is_initialized()
 
 
 @pytest.fixture
