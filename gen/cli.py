@@ -25,6 +25,7 @@ from gen.cli_options import (
     SOURCE_DIR,
     TOKENS_PER_MINUTE,
     import_files,
+    number,
     run_settings,
 )
 from gen.conversation import DataWarning
@@ -72,7 +73,7 @@ def main_options(
 
 
 RECIPE = typer.Argument(..., metavar="RECIPE", help="The recipe YAML file.")
-LIMIT = typer.Option(None, "--limit", min=0, help="Use at most N conversations per source (a quick trial).")
+LIMIT = number(None, "--limit", help="Use at most N conversations per source (a quick trial).")
 
 
 class ExecutorName(StrEnum):
@@ -93,12 +94,12 @@ def run(
     max_concurrency: int | None = MAX_CONCURRENCY,
     requests_per_minute: float | None = REQUESTS_PER_MINUTE,
     tokens_per_minute: float | None = TOKENS_PER_MINUTE,
-    workers: int | None = typer.Option(
+    workers: int | None = number(
         None,
         "--workers",
-        min=1,
         help="Processes for the products that need no LLM, one conversation per task (same output for any N; "
-        "default 1; with --executor ray: the local Ray instance's CPUs, default all).",
+        "default 1; never more than there are conversations; with --executor ray: the local Ray instance's CPUs, "
+        "default and at most the machine's).",
     ),
     executor: ExecutorName = typer.Option(
         ExecutorName.local,
@@ -198,7 +199,7 @@ def dollars(amount: float) -> str:
 def preview(
     recipe: Path = RECIPE,
     product: str = typer.Option(..., "--product", help="The product type whose prompt to show."),
-    index: int = typer.Option(0, "--index", min=0, help="Which item (0-based, in output order)."),
+    index: int = number(0, "--index", help="Which item (0-based, in output order)."),
     limit: int | None = LIMIT,
     cache_dir: Path | None = CACHE_DIR,
 ) -> None:
@@ -272,7 +273,7 @@ def evaluate(
     csv_out: Path | None = typer.Option(
         None, "--csv", help="Also write the scores as a table (config, test, questions, recall, f2...) to this CSV."
     ),
-    k: int | None = typer.Option(None, "--k", min=1, help="Score only the first K indices of each ranking."),
+    k: int | None = number(None, "--k", help="Score only the first K indices of each ranking."),
     questions_from: Path | None = typer.Option(
         None,
         "--questions-from",
@@ -314,7 +315,7 @@ def baseline(
     dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
     revision: str | None = REVISION,
     output: Path = typer.Option(..., "--output", help="The predictions file to write (JSONL, as gen eval reads)."),
-    k: int = typer.Option(10, "--k", min=1, help="Responses retrieved per question."),
+    k: int = number(10, "--k", help="Responses retrieved per question."),
     whole_dialogue: bool = typer.Option(
         False, "--whole-dialogue", help="ambiguous_time_queries: use the whole dialogue, not its last utterance."
     ),

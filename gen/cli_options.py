@@ -26,17 +26,40 @@ CACHE_DIR = typer.Option(
 OFFLINE = typer.Option(
     False, "--offline", help="Fail on the first LLM call that is not already cached (reproducible CI)."
 )
-MAX_CONCURRENCY = typer.Option(None, "--max-concurrency", min=1, help="Override the endpoints' max_concurrency.")
-REQUESTS_PER_MINUTE = typer.Option(
-    None, "--requests-per-minute", min=0.001, help="Override the endpoints' requests_per_minute."
-)
-TOKENS_PER_MINUTE = typer.Option(None, "--tokens-per-minute", min=1, help="Override the endpoints' tokens_per_minute.")
-REQUEST_PROCESSES = typer.Option(
+# The allowed range of every number the command line takes. Absurd values are refused by the parser (exit 2,
+# naming the option and its range) before any work starts (NaN too: it is in no range).
+# --max-concurrency is the endpoints' own bound (EndpointConfig.max_concurrency); the others bound fan-out
+# (--workers, --request-processes: a process each) or are far above any real use.
+RANGES: dict[str, tuple[float, float]] = {
+    "--limit": (0, 1_000_000_000),
+    "--index": (0, 1_000_000_000),
+    "--k": (1, 100_000),
+    "--workers": (1, 256),
+    "--request-processes": (0, 64),
+    "--max-concurrency": (1, 1024),
+    "--requests-per-minute": (0.001, 1e9),
+    "--tokens-per-minute": (1, 1e12),
+    "--port": (0, 65535),
+}
+
+
+def number(default, name: str, help: str):
+    """A typer option for the number `name`, limited to its range in RANGES."""
+    low, high = RANGES[name]
+    if isinstance(low, float) or isinstance(high, float):
+        return typer.Option(default, name, min=low, max=high, help=help)
+    return typer.Option(default, name, min=int(low), max=int(high), help=help)
+
+
+MAX_CONCURRENCY = number(None, "--max-concurrency", help="Override the endpoints' max_concurrency.")
+REQUESTS_PER_MINUTE = number(None, "--requests-per-minute", help="Override the endpoints' requests_per_minute.")
+TOKENS_PER_MINUTE = number(None, "--tokens-per-minute", help="Override the endpoints' tokens_per_minute.")
+REQUEST_PROCESSES = number(
     0,
     "--request-processes",
-    min=0,
     help="Send the LLM requests from N worker processes (the openai client's work per request leaves this process; "
-    "limits, retries and the cache stay in it; same output). Default 0: from this process.",
+    "limits, retries and the cache stay in it; same output; never more processes than requests may be in flight "
+    "at once). Default 0: from this process.",
 )
 
 
@@ -47,13 +70,9 @@ def run_settings(
     requests_per_minute: float | None,
     tokens_per_minute: float | None,
 ) -> RunSettings:
-    """The run-only LLM settings of these options. The parser takes `inf` for a number; a limit must be a real
-    one (as in the recipe's llm: section)."""
+    """The run-only LLM settings of these options (their ranges checked by the parser: RANGES)."""
     from gen.llm.config import RateLimits, RunSettings
 
-    for name, value in {"--requests-per-minute": requests_per_minute, "--tokens-per-minute": tokens_per_minute}.items():
-        if value is not None and not math.isfinite(value):
-            raise GenError(f"{value} is not a usable limit", field=name, expected="a finite number")
     limits = RateLimits(
         max_concurrency=max_concurrency, requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute
     )

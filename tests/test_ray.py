@@ -104,6 +104,16 @@ def test_gens_own_ray_runs_without_the_autoscaler_and_log_monitors():
     assert not ray.is_initialized()
 
 
+@needs_ray
+def test_gens_own_ray_declares_no_more_cpus_than_the_machine_has():
+    connection = RayConnection(workers=256)
+    try:
+        declared = ray.cluster_resources().get("CPU")
+    finally:
+        connection.close()
+    assert declared == os.cpu_count() and connection.workers == os.cpu_count()
+
+
 @pytest.fixture
 def ray_already_running():
     """A Ray instance started by the caller (as in a notebook): gen uses it and leaves it running."""

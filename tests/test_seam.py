@@ -137,6 +137,29 @@ def test_one_or_two_workers_write_the_same_bytes(tmp_path, capsys):
     assert len(outputs[0]["time_queries/test.jsonl"].splitlines()) == 62 * 3
 
 
+def test_a_pool_never_has_more_processes_than_conversations(tmp_path, capsys, monkeypatch):
+    import multiprocessing
+
+    from gen.run import executors
+
+    started = []
+    fork = multiprocessing.get_context("fork")
+
+    class CountingContext:
+        def Pool(self, processes, **kwargs):
+            started.append(processes)
+            return fork.Pool(processes, **kwargs)
+
+    monkeypatch.setattr(executors.multiprocessing, "get_context", lambda method: CountingContext())
+    recipe = yaml.safe_load((REPO / "recipes" / "quickstart.yaml").read_text())
+    recipe["sources"][0]["path"] = str(REPO / "gen" / "data" / "sample_locomo.json")  # 2 conversations
+    code, _, err = run_cli(
+        ["run", write_recipe(tmp_path / "q.yaml", recipe), "--output-dir", tmp_path, "--workers", "200"], capsys
+    )
+    assert code == 0, err
+    assert started == [2]
+
+
 def test_one_stage_or_two_write_the_same_bytes_with_llm_products(tmp_path, capsys):
     """With LLM products, one process builds every product in its batches of conversations (one stage); a pool
     builds the products that need no model first, then this process the LLM ones (two stages). Every record,

@@ -118,7 +118,9 @@ class Engine:
         self._keys = KeyScrubber()
         for ep in self._endpoints.values():
             self._keys.add_from_env(ep.config.api_key_env)
-        self._attempts = Attempts(retry or RetryPolicy(), self._keys, senders(self.settings.request_processes))
+        # a request process beyond the requests that may be in flight at once would never get one
+        sender_count = min(self.settings.request_processes, self.concurrency)
+        self._attempts = Attempts(retry or RetryPolicy(), self._keys, senders(sender_count))
         self._loop_thread: LoopThread | None = None
         self._loop_lock = threading.Lock()
         self._modes_lock = threading.Lock()  # two batches in flight probe an endpoint once

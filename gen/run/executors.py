@@ -16,6 +16,7 @@ import gc
 import logging
 import math
 import multiprocessing
+import os
 import signal
 import tempfile
 from collections import deque
@@ -94,7 +95,8 @@ def local_results(
             spool_folder = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="gen-spool-")))
         _WORKER_STATE.update(prepared=prepared, products=products, spool=spool_folder)
         cleanup.callback(_WORKER_STATE.clear)
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
+        processes = min(workers, len(shards))  # never a process with no conversation to work on
+        with multiprocessing.get_context("fork").Pool(processes, initializer=_start_worker) as pool:
             yield from pool.imap(_process_in_worker, shards, chunksize=1)
 
 
@@ -162,14 +164,14 @@ class RayConnection:
 
     def __init__(self, workers: int | None, address: str | None = None) -> None:
         self.ray = require_ray()
-        self.workers = workers
         self.started_here = not self.ray.is_initialized()
         self.local = self.started_here and address is None  # gen's own instance: every worker on this machine
+        self.workers = local_cpus(workers) if self.local else workers
         if not self.started_here:
             return
         quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
         if address is None:
-            self.ray.init(address="local", num_cpus=workers, object_store_memory=RAY_OBJECT_STORE_BYTES, **quiet)
+            self.ray.init(address="local", num_cpus=self.workers, object_store_memory=RAY_OBJECT_STORE_BYTES, **quiet)
             self._stop_unused_head_processes()
             return
         try:
@@ -195,6 +197,14 @@ class RayConnection:
     def close(self) -> None:
         if self.started_here and self.ray.is_initialized():
             self.ray.shutdown()
+
+
+def local_cpus(workers: int | None) -> int | None:
+    """The CPUs gen's own Ray instance declares: at most the machine's. Ray starts a worker process per declared
+    CPU as tasks arrive, and the tasks are CPU-bound, so CPUs beyond the machine's would be processes with no
+    core to run on."""
+    machine = os.cpu_count() or 1
+    return None if workers is None else min(workers, machine)
 
 
 def ray_results(

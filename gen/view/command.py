@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from gen.about import DISTRIBUTION
+from gen.cli_options import number
 from gen.errors import GenError
 
 EXTRA_MODULES = ("starlette", "uvicorn", "duckdb")
@@ -57,7 +58,7 @@ def view(
     run_folder: Path = typer.Argument(
         ..., metavar="RUN_FOLDER", help="A run folder (outputs/NAME, .NAME.stopped...) or a gen push export folder."
     ),
-    port: int = typer.Option(8765, "--port", min=0, max=65535, help="The port to listen on (0: any free port)."),
+    port: int = number(8765, "--port", help="The port to listen on (0: any free port)."),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="The address to listen on; the default lets only this machine in."
     ),
