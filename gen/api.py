@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from gen.llm.engine import Engine
     from gen.llm.task import Task
     from gen.recipe import Recipe
+    from gen.run.shards import Prepared
 
 
 def load_recipe(recipe: str | Path | Mapping[str, Any], *, source_dir: str | Path | None = None) -> Recipe:
@@ -101,18 +103,93 @@ def plan(
     return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
 
 
+@dataclass
+class Validation:
+    """What `gen validate` found: the recipe reads, its sources parse, its first-round prompts render, and the
+    API keys the calls still needed will use are set (a call already cached needs no key)."""
+
+    recipe: str
+    conversations: int
+    responses: int | None  # None: no product needs timelines, so none were built
+    products: list[str]  # "name", or "name (needed, not written)"
+    calls_needed: dict[str, int] = field(default_factory=dict)  # per LLM step: first-round calls not cached
+
+
+def validate(
+    recipe: str | Path | Mapping[str, Any] | Recipe,
+    *,
+    source_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+) -> Validation:
+    """Check everything `gen run` needs before the long work starts, and write nothing (`gen validate`): the
+    recipe and every product's options, the sources, the timelines, every first-round LLM prompt rendered from
+    its template, and the environment variable of each endpoint that still has calls to make. Raises GenError
+    naming the first problem (all the unset variables at once). Without a cache yet, none is created: every
+    call counts as needed."""
+    import tempfile
+
+    from gen.llm.config import RunSettings
+    from gen.run.shards import prepare
+
+    loaded = recipe if not isinstance(recipe, (str, Path, Mapping)) else load_recipe(recipe, source_dir=source_dir)
+    prepared = prepare(loaded)
+    count = len(prepared.conversations)
+    responses = None
+    if prepared.needs_timelines:
+        responses = sum(len(prepared.timeline(position).responses) for position in range(count))
+    found = Validation(
+        recipe=loaded.name,
+        conversations=count,
+        responses=responses,
+        products=[b.name + ("" if b.written else " (needed, not written)") for b in prepared.products],
+    )
+    with tempfile.TemporaryDirectory(prefix="gen-validate-") as scratch:
+        cache_exists = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None).cache_path().exists()
+        steps, engine = llm_steps(loaded, cache_dir=cache_dir if cache_exists else scratch, prepared=prepared)
+        with engine:
+            calling: set[str] = set()
+            for name, tasks, _ in steps:
+                found.calls_needed[name] = engine.plan(name, tasks).calls_needed
+                if found.calls_needed[name]:
+                    calling |= {task.endpoint for task in tasks}
+    refuse_unset_keys(loaded, calling)
+    return found
+
+
+def refuse_unset_keys(recipe: Recipe, endpoints: set[str]) -> None:
+    """One error naming every endpoint among `endpoints` whose API-key variable is unset."""
+    import os
+
+    unset = sorted(
+        (name, config.api_key_env)
+        for name, config in recipe.llm.items()
+        if name in endpoints and config.api_key_env and not os.environ.get(config.api_key_env)
+    )
+    if unset:
+        listed = ", ".join(f"{variable} (endpoint {name})" for name, variable in unset)
+        raise GenError(
+            f"the run will call the model but these environment variables are not set: {listed}",
+            file=recipe.file,
+            field="llm",
+            expected="each API key in its variable, or api_key_env: null for a server that takes no key",
+        )
+
+
 def llm_steps(
-    recipe: str | Path | Mapping[str, Any] | Recipe, limit: int | None = None, cache_dir: str | Path | None = None
+    recipe: str | Path | Mapping[str, Any] | Recipe,
+    limit: int | None = None,
+    cache_dir: str | Path | None = None,
+    prepared: Prepared | None = None,
 ) -> tuple[list[tuple[str, list[Task], int]], Engine]:
     """The recipe's LLM steps as (step, first-round tasks, most calls), and a planning engine (no network, no
-    key), for plan and preview."""
+    key), for plan, preview and validate (which gives the sources it has already read as `prepared`)."""
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
     from gen.products.base import BuildContext
     from gen.run.shards import prepare
 
     loaded = as_recipe(recipe)
-    prepared = prepare(loaded, limit)
+    prepared = prepare(loaded, limit) if prepared is None else prepared
     units = [prepared.unit(position) for position in range(len(prepared.conversations))]
     ctx = BuildContext(loaded)
     steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]

@@ -227,25 +227,23 @@ def preview(
 
 
 @app.command()
-def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR) -> None:
-    """Check the recipe, read its sources and, when a product needs time, build the timelines; writes nothing.
+def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR, cache_dir: Path | None = CACHE_DIR) -> None:
+    """Check what `gen run` will need, writing nothing: the recipe, its sources, the timelines, every first-round
+    LLM prompt, and the API-key variables of the endpoints with calls not yet cached.
 
     Example: gen validate recipes/locomo-temporal.yaml
     """
-    from gen.recipe import load_recipe
-    from gen.run.shards import prepare
+    from gen.api import validate as check
 
-    loaded = load_recipe(recipe, source_dir)
-    prepared = prepare(loaded)
-    count = len(prepared.conversations)
-    if prepared.needs_timelines:
-        responses = sum(len(prepared.timeline(position).responses) for position in range(count))
-        detail = f"{responses:,} responses (padding included)"
-    else:
+    found = check(recipe, source_dir=source_dir, cache_dir=cache_dir)
+    if found.responses is None:
         detail = "no product needs timelines, so none were built"
+    else:
+        detail = f"{found.responses:,} responses (padding included)"
+    calls = "".join(f"; {step}: {needed:,} calls to make" for step, needed in found.calls_needed.items())
     log.info(
-        f"recipe {loaded.name} is valid: {count} conversations, {detail}; products: "
-        f"{', '.join(b.name + ('' if b.written else ' (needed, not written)') for b in prepared.products)}"
+        f"recipe {found.recipe} is valid: {found.conversations} conversations, {detail}; products: "
+        f"{', '.join(found.products)}{calls}"
     )
 
 
