@@ -458,9 +458,10 @@ def test_what_gen_did_not_write_is_never_replaced(quickstart, tmp_path, capsys):
 
 
 def test_bad_input_is_one_message(tmp_path, capsys):
-    code, _, err = run_cli(["export", tmp_path, "--format", "locomo", "--output", tmp_path / "out"], capsys)
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(["export", tmp_path / "empty", "--format", "locomo", "--output", tmp_path / "out"], capsys)
     assert code == 2 and "run.json is missing" in err and len(err.strip().splitlines()) == 1
-    code, _, err = run_cli(["export", tmp_path, "--format", "parquet", "--output", tmp_path / "out"], capsys)
+    code, _, err = run_cli(["export", tmp_path / "empty", "--format", "parquet", "--output", tmp_path / "out"], capsys)
     assert code == 2 and "parquet" in err
 
 
