@@ -33,11 +33,12 @@ def refuse_writing_into(outputs: Named, inputs: Named, adds_to: Collection[str] 
     written = {name: Path(path) for name, path in outputs.items() if path is not None}
     read = {name: Path(path) for name, path in inputs.items() if path is not None}
     for option, output in written.items():
+        holding = [(what, source) for what, source in read.items() if lies_within(output, source)]
+        if holding:  # the input nearest to the output is the one to name: a file inside the dataset, say
+            what, source = max(holding, key=lambda item: len(real(item[1]).parts))
+            relation = "is" if same_path(output, source) else "lies inside"
+            raise refusal(option, output, f"this {relation} the input {what} ({source}), which the command reads")
         for what, source in read.items():
-            if lies_within(output, source):
-                relation = "is" if same_path(output, source) else "lies inside"
-                why = f"this {relation} the input {what} ({source}), which the command reads"
-                raise refusal(option, output, why)
             if option not in adds_to and lies_within(source, output):
                 why = f"the input {what} ({source}) lies inside it, and the command replaces it whole"
                 raise refusal(option, output, why)
