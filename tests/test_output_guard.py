@@ -398,12 +398,12 @@ def test_a_full_disk_during_push_keeps_the_earlier_export(small_run, earlier_exp
     assert any("-00001-of-" in name for name in snapshot(export_dir))  # the new, sharded export is in place
 
 
-def test_a_full_disk_during_gen_export_keeps_the_earlier_export(small_run, tmp_path, monkeypatch, capsys):
+def test_a_full_disk_during_gen_export_keeps_the_earlier_export(quickstart, tmp_path, monkeypatch, capsys):
     output = tmp_path / "beir"
-    assert run_cli(["export", small_run, "--format", "beir", "--output", output], capsys)[0] == 0
+    assert run_cli(["export", quickstart, "--format", "beir", "--output", output], capsys)[0] == 0
     before = snapshot(output)
     monkeypatch.setattr("gen.export.harness.staging.OutputFolder.write_manifest", full_disk)
-    code, _, err = run_cli(["export", small_run, "--format", "beir", "--output", output], capsys)
+    code, _, err = run_cli(["export", quickstart, "--format", "beir", "--output", output], capsys)
     assert code == 2 and "No space left on device" in err, err
     assert snapshot(output) == before and no_siblings(tmp_path)
 
