@@ -25,7 +25,7 @@ import re
 import shutil
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Literal, Self
 
 from gen.errors import GenError
 
@@ -199,7 +199,7 @@ class NewFolder:
         """Raise unless `target` may be replaced (called before writing and again just before the swap)."""
         refuse_foreign(target, self.expected)
 
-    def __enter__(self) -> NewFolder:
+    def __enter__(self) -> Self:
         try:
             recover_and_clean(self.final.parent)  # first: a crash may have left `final` in a sibling
         except OSError as exc:
