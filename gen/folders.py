@@ -1,6 +1,6 @@
-"""Writes a run folder without ever losing what is already there.
+"""Writes a folder (a run, an export) without ever losing what is already there.
 
-Layout: <config>/<split>.jsonl per product, README.md (dataset card), run.json, rejects.jsonl, recipe.yaml.
+A run folder holds <config>/<split>.jsonl per product, README.md (the card), run.json, rejects.jsonl, recipe.yaml.
 
 Everything is built in a temporary sibling `.<name>.tmp-<pid>`, then put in place by two renames: the old
 folder to `.<name>.old-<pid>`, the new one to `<name>`. A crash between the two leaves both siblings, and the
@@ -10,8 +10,9 @@ the name before anything else.
 What gen wrote is recognised by its marker, `.gen-files.json`: put in a folder the moment gen creates it (so a
 crash leaves a folder gen may sweep) and completed, last, with the list of every file gen wrote there. gen
 replaces or removes a folder only when it carries the marker and holds nothing else (a file added by hand, a
-symbolic link: the folder is refused, naming them), never a folder holding one of the recipe's inputs, and
-never follows a symbolic link in place of the folder. Every command that writes a folder (`gen run`,
+symbolic link: the folder is refused, naming them), and never follows a symbolic link in place of the folder.
+That no folder it replaces holds, or lies inside, something the command reads is checked before anything is
+written, by gen/write_guard.py. Every command that writes a folder (`gen run`,
 `gen push --export-dir`, `gen export`) goes through `NewFolder`, which holds these rules: a second copy of them
 would drift.
 """

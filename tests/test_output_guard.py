@@ -227,6 +227,11 @@ CASES: dict[str, Case] = {
         "--json",
         w.predictions,
     ),
+    "eval: --json is the run.json of the run it scores": lambda w: (
+        ["eval", w.dataset, "--predictions", w.predictions, "--json", w.dataset / "run.json"],
+        "--json",
+        w.dataset,
+    ),
     "eval: --csv lies inside the dataset": lambda w: (
         ["eval", w.dataset, "--predictions", w.predictions, "--csv", w.dataset / "scores.csv"],
         "--csv",
