@@ -287,8 +287,12 @@ def evaluate(
     from gen.eval.report import format_result, result_json, scores_table
     from gen.eval.score import evaluate as score
     from gen.hub_dataset import dataset_folder
+    from gen.write_guard import refuse_writing_into
 
-    result = score(dataset_folder(dataset, revision), predictions, k, questions_from)
+    folder = dataset_folder(dataset, revision)
+    read = {"DATASET": folder, "--predictions": predictions, "--questions-from": questions_from}
+    refuse_writing_into({"--json": json_out, "--csv": csv_out}, read)
+    result = score(folder, predictions, k, questions_from)
     typer.echo(format_result(result))
     if json_out is not None:
         from gen.jsonl import write_json

@@ -1,6 +1,6 @@
-"""Writes a run folder without ever losing what is already there.
+"""Writes a folder (a run, an export) without ever losing what is already there.
 
-Layout: <config>/<split>.jsonl per product, README.md (dataset card), run.json, rejects.jsonl, recipe.yaml.
+A run folder holds <config>/<split>.jsonl per product, README.md (the card), run.json, rejects.jsonl, recipe.yaml.
 
 Everything is built in a temporary sibling `.<name>.tmp-<pid>`, then put in place by two renames: the old
 folder to `.<name>.old-<pid>`, the new one to `<name>`. A crash between the two leaves both siblings, and the
@@ -10,9 +10,11 @@ the name before anything else.
 What gen wrote is recognised by its marker, `.gen-files.json`: put in a folder the moment gen creates it (so a
 crash leaves a folder gen may sweep) and completed, last, with the list of every file gen wrote there. gen
 replaces or removes a folder only when it carries the marker and holds nothing else (a file added by hand, a
-symbolic link: the folder is refused, naming them), never a folder holding one of the recipe's inputs, and
-never follows a symbolic link in place of the folder. Every command that writes a folder (`gen run`,
-`gen push --export-dir`, `gen export`) follows this rule.
+symbolic link: the folder is refused, naming them), and never follows a symbolic link in place of the folder.
+That no folder it replaces holds, or lies inside, something the command reads is checked before anything is
+written, by gen/write_guard.py. Every command that writes a folder (`gen run`,
+`gen push --export-dir`, `gen export`) goes through `NewFolder`, which holds these rules: a second copy of them
+would drift.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import os
 import re
 import shutil
 from pathlib import Path
+from types import TracebackType
+from typing import Literal, Self
 
 from gen.errors import GenError
 
@@ -173,3 +177,74 @@ def swap_into_place(new: Path, target: Path) -> None:
         target.rename(old)
     new.rename(target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+class NewFolder:
+    """`with NewFolder(final, expected) as new:` write into `new.path`; only when the block ends without an
+    exception is the complete folder sealed and put at `final`, so `final` is replaced whole or not at all.
+
+    `new.path` is the sibling `.<name>.tmp-<pid>`, claimed with the marker before the first file: a SIGKILL at
+    any instant leaves either the previous `final` untouched beside a dead sibling, or both siblings between
+    the two renames; the next `NewFolder` in that parent (any command) sweeps or restores them first. An
+    exception removes the sibling; an OSError (a full disk) becomes one message saying `final` is unchanged.
+    `what` names the folder in messages; `expected` says what may stand at `final` (in the refusal of
+    anything else)."""
+
+    def __init__(self, final: Path, what: str, expected: str) -> None:
+        self.final = Path(final)
+        self.what = what
+        self.expected = expected
+        self.path = self.final.parent / f".{self.final.name}.tmp-{os.getpid()}"
+
+    def refuse(self, target: Path) -> None:
+        """Raise unless `target` may be replaced (called before writing and again just before the swap)."""
+        refuse_foreign(target, self.expected)
+
+    def __enter__(self) -> Self:
+        try:
+            recover_and_clean(self.final.parent)  # first: a crash may have left `final` in a sibling
+        except OSError as exc:
+            raise GenError(f"cannot tidy the folder it goes in: {exc.strerror or exc}", file=self.final) from None
+        self.refuse(self.final)
+        try:
+            self.final.parent.mkdir(parents=True, exist_ok=True)
+            if claimed(self.path):  # an earlier process with this pid left it
+                shutil.rmtree(self.path)
+            claim(self.path)
+        except OSError as exc:
+            raise GenError(f"cannot create {self.what}: {exc.strerror or exc}", file=self.final) from None
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> Literal[False]:
+        if kind is None:
+            try:
+                self.replace(self.final)
+            except OSError as exc:
+                self.discard()
+                raise self.failed(exc) from None
+            except BaseException:
+                self.discard()
+                raise
+            return False
+        self.discard()
+        if isinstance(error, OSError):
+            raise self.failed(error) from None
+        return False
+
+    def replace(self, target: Path) -> None:
+        seal(self.path)
+        self.refuse(target)  # again: something may have appeared there meanwhile
+        swap_into_place(self.path, target)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def failed(self, error: OSError) -> GenError:
+        """A write that failed (a full disk, a folder that vanished): what stood at `final` is unchanged."""
+        return GenError(
+            f"writing {self.what} failed ({error.strerror or error}); nothing was replaced: what was there is "
+            "unchanged",
+            file=self.final,
+        )

@@ -453,14 +453,15 @@ def test_what_gen_did_not_write_is_never_replaced(quickstart, tmp_path, capsys):
     code, _, err = run_cli(["export", quickstart, "--format", "longmemeval", "--output", a_file], capsys)
     assert code == 2 and "a file gen did not write is in the way" in err and a_file.read_text() == "[]"
     code, _, err = run_cli(["export", quickstart, "--format", "beir", "--output", quickstart / "beir"], capsys)
-    assert code == 2 and "outside the dataset folder" in err and not (quickstart / "beir").exists()
+    assert code == 2 and "lies inside the input DATASET" in err and not (quickstart / "beir").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
 
 
 def test_bad_input_is_one_message(tmp_path, capsys):
-    code, _, err = run_cli(["export", tmp_path, "--format", "locomo", "--output", tmp_path / "out"], capsys)
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(["export", tmp_path / "empty", "--format", "locomo", "--output", tmp_path / "out"], capsys)
     assert code == 2 and "run.json is missing" in err and len(err.strip().splitlines()) == 1
-    code, _, err = run_cli(["export", tmp_path, "--format", "parquet", "--output", tmp_path / "out"], capsys)
+    code, _, err = run_cli(["export", tmp_path / "empty", "--format", "parquet", "--output", tmp_path / "out"], capsys)
     assert code == 2 and "parquet" in err
 
 

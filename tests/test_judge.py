@@ -362,4 +362,4 @@ def test_an_empty_answers_file_scores_every_question_incorrect_without_a_call(ju
     }
     assert server.count == 0  # not even the probe
     code, _, err = run_cli(["judge", folder, "--answers", empty, "--output", empty], capsys)
-    assert code == 2 and "would overwrite the answers" in err and empty.read_text() == "\n"
+    assert code == 2 and "--output: this is the input --answers" in err and empty.read_text() == "\n"

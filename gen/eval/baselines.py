@@ -27,6 +27,7 @@ from gen.embedding import Embedder, MiniLM, default_store, model_folder, require
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Located, Question, open_dataset
 from gen.jsonl import encode_lines, replace_file
+from gen.write_guard import refuse_writing_into
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ def write_baseline(
     whole_dialogue: bool = False,
 ) -> int:
     """Rank every question of every question config and write one predictions line per question."""
+    refuse_writing_into({"--output": output}, {"DATASET": dataset_path})
     ranker = make_ranker(name)  # checks the optional packages before any reading
     dataset = open_dataset(dataset_path)
     if not dataset.question_configs:
@@ -65,6 +67,7 @@ def write_turn_baseline(name: str, dataset_path: Path, output: Path, k: int) -> 
     """For every response of the log that follows a turn of its own session, what the reference system retrieves
     from the conversation's earlier sessions when queried with that turn: one line {conversation_id,
     response_index, retrieved} per response (the memories quality_labels' retrieval gate can be given)."""
+    refuse_writing_into({"--output": output}, {"DATASET": dataset_path})
     ranker = make_ranker(name)
     dataset = open_dataset(dataset_path)
     lines = []

@@ -27,7 +27,7 @@ import yaml
 
 from gen.errors import GenError
 from gen.export.files import human_size
-from gen.export.hub_folder import Export, build_export
+from gen.export.hub_folder import Export, building_export
 from gen.export.spec import ExportSpec, HubTarget
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def push(
     """Build the export of `run_dir` and publish it to `target` as one commit (or only describe it)."""
     with tempfile.TemporaryDirectory(prefix="gen-push-") as scratch:
         folder = Path(export_dir) if export_dir else Path(scratch) / "export"
-        export = build_export(
+        built = building_export(
             run_dir,
             folder,
             target.max_shard_size,
@@ -162,11 +162,12 @@ def push(
             repo_id=target.repo_id,
             overrides=target.card,
         )
-        message = message or target.commit_message or default_message(export.report)
-        if dry_run:
-            out(describe_plan(export, target, message))
-            return None
-        return publish(export, target, message, out)
+        with built as export:  # --export-dir is replaced only once the card is final and the push went through
+            message = message or target.commit_message or default_message(export.report)
+            if dry_run:
+                out(describe_plan(export, target, message))
+                return None
+            return publish(export, target, message, out)
 
 
 def publish(export: Export, target: HubTarget, message: str, out: Say) -> PushResult:

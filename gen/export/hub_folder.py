@@ -15,6 +15,7 @@ import copy
 import json
 import shutil
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,9 +25,10 @@ from gen.errors import GenError
 from gen.export.files import ExportFile
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
 from gen.export.typed_records import to_table
-from gen.folders import claim, refuse_foreign, seal
+from gen.folders import NewFolder
 from gen.products.schema import Schema
 from gen.provenance import public_llm_report, public_origin, public_recipe
+from gen.write_guard import refuse_writing_into
 
 BATCH_ROWS = 10_000  # records converted at a time: memory holds one batch (a multiple of ROW_GROUP_ROWS)
 ROW_GROUP_ROWS = 1000  # small row groups let the Hub's viewer and streaming readers fetch a page cheaply
@@ -236,6 +238,9 @@ def write_config(source: Path, folder: Path, stem: str, declared: Schema, max_by
 # --- the export -----------------------------------------------------------------------------------
 
 
+EXPECTED = "a new or empty folder, or an earlier export gen wrote"
+
+
 def build_export(
     run_dir: Path,
     dest: Path,
@@ -245,20 +250,49 @@ def build_export(
     existing: Iterable[dict] = (),
     overrides: dict | None = None,
 ) -> Export:
-    """Write the export of `run_dir` into `dest` (which must not exist, or be empty, or be an earlier export)."""
-    run_dir, dest = Path(run_dir).resolve(), Path(dest).absolute()  # dest unresolved: a link there is refused
+    """Write the export of `run_dir` at `dest` (new, empty, or an earlier export, which is replaced whole)."""
+    with building_export(run_dir, dest, max_shard_size, templates_dir, repo_id, existing, overrides) as export:
+        pass
+    return export
+
+
+@contextmanager
+def building_export(
+    run_dir: Path,
+    dest: Path,
+    max_shard_size: str | int = DEFAULT_MAX_SHARD_SIZE,
+    templates_dir: str | None = None,
+    repo_id: str | None = None,
+    existing: Iterable[dict] = (),
+    overrides: dict | None = None,
+) -> Iterator[Export]:
+    """The export of `run_dir`, written in a sibling of `dest` and yielded; it replaces `dest` (and its `folder`
+    becomes `dest`) only when the block ends without an exception, so `gen push` can finish the card with what
+    the Hub holds first. Interrupted or failed at any point, it leaves `dest` as it was (gen/folders.py)."""
+    run_dir = Path(run_dir).resolve()
+    read = {"OUTPUT_DIR (the run folder)": run_dir, "templates_dir": templates_dir}
+    refuse_writing_into({"--export-dir": dest}, read)
     report = read_run(run_dir)
     try:
         max_bytes = parse_size(max_shard_size)
     except ValueError as exc:
         raise GenError(str(exc), field="max_shard_size") from None
-    prepare_dest(dest, run_dir)
-    split = report["split"]
-    export = Export(dest, run_dir, report, data_files={}, dataset_info=[], templates_dir=templates_dir)
-    for name, info in report["configs"].items():
-        source = run_dir / info["path"]
+    with NewFolder(Path(dest).absolute(), "the export", EXPECTED) as new:  # unresolved: a link there is refused
+        export = Export(new.path, run_dir, report, data_files={}, dataset_info=[], templates_dir=templates_dir)
+        write_configs(export, max_bytes)
+        copy_extras(run_dir, new.path, export)
+        export.write_card(repo_id, existing, overrides)
+        yield export
+    export.folder = Path(dest)
+
+
+def write_configs(export: Export, max_bytes: int) -> None:
+    """Each config's records as parquet under data/<config>/, counted against run.json."""
+    split = export.report["split"]
+    for name, info in export.report["configs"].items():
+        source = export.run_dir / info["path"]
         declared = product_features(name, source)
-        written = write_config(source, dest / "data" / name, split, declared, max_bytes)
+        written = write_config(source, export.folder / "data" / name, split, declared, max_bytes)
         if written.rows != info["records"]:
             raise GenError(
                 f"run.json counts {info['records']} records for {name}, the file holds {written.rows}",
@@ -266,7 +300,7 @@ def build_export(
                 expected="the run folder as `gen run` wrote it",
             )
         for file in written.files:
-            file.path = Path(file.path).relative_to(dest).as_posix()
+            file.path = Path(file.path).relative_to(export.folder).as_posix()
         export.files += written.files
         export.data_files[name] = f"data/{name}/{split}-*"
         export.dataset_info.append(
@@ -278,22 +312,6 @@ def build_export(
                 "dataset_size": written.nbytes,
             }
         )
-    copy_extras(run_dir, dest, export)
-    export.write_card(repo_id, existing, overrides)
-    seal(dest)
-    return export
-
-
-def prepare_dest(dest: Path, run_dir: Path) -> None:
-    """`dest` emptied for a new export: only a folder gen wrote and nobody added to is ever removed."""
-    resolved = dest.resolve()
-    if resolved == run_dir or run_dir.is_relative_to(resolved) or resolved.is_relative_to(run_dir):
-        raise GenError("the export folder must be outside the run folder (and not contain it)", file=dest)
-    refuse_foreign(dest, "a new or empty folder, or an earlier export gen wrote")
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    claim(dest)
 
 
 def copy_extras(run_dir: Path, dest: Path, export: Export) -> None:

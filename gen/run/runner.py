@@ -46,6 +46,7 @@ from gen.recipe import Recipe
 from gen.run.executors import RayConnection, llm_results, local_results, ray_results
 from gen.run.shards import Prepared, ShardResult, prepare, stage_products, uses_llm
 from gen.run.writer import RunFolder, ShardWriter, write_rejects
+from gen.write_guard import refuse_writing_into
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,8 @@ def run(
     """Build, validate and write the run. `llm_settings` are run-only LLM overrides (never in the data). Every
     message is also kept in the run's log file, beside the LLM cache (gen/logs.py)."""
     settings = llm_settings or RunSettings()
-    with run_log(settings.cache_path().parent / "logs" / f"{recipe.name}.log"):
+    refuse_writing_into(run_outputs(recipe, output_dir, settings), recipe_inputs(recipe, settings), adds_to=ADDS_TO)
+    with run_log(log_path(recipe, settings)):
         return build_and_publish(recipe, output_dir, limit, settings, workers, executor, ray_address)
 
 
@@ -198,7 +200,7 @@ def build_and_write(
     final = output_folder(recipe, output_dir)
     products = prepared.products
     tallies = Tallies(products)
-    with RunFolder(final, recipe_inputs(recipe)) as folder:
+    with RunFolder(final) as folder:
         shards = ShardWriter(folder.path, recipe.split)
         try:
             for results in stages(prepared, products, engine, workers, ray, shards):
@@ -295,11 +297,32 @@ def stop_of(exc: BaseException) -> Stopped:
     return Stopped(f"internal error: {type(exc).__name__}: {exc}")
 
 
-def recipe_inputs(recipe: Recipe) -> list[Path]:
-    """Files and folders the recipe reads: a run may never replace them."""
-    paths = [source.path for source in recipe.sources if source.path is not None]
-    paths += [p for p in (recipe.timeline.padding.path, recipe.templates_dir) if p is not None]
-    return [Path(p) for p in paths]
+def log_path(recipe: Recipe, settings: RunSettings) -> Path:
+    return settings.cache_path().parent / "logs" / f"{recipe.name}.log"
+
+
+ADDS_TO = ("--batch-export",)  # a folder the run adds request files to: it may hold the files it imports
+
+
+def run_outputs(recipe: Recipe, output_dir: Path | None, settings: RunSettings) -> dict[str, Path | None]:
+    """Everything a run writes, named as the user sets it: the run folder (replaced whole), the LLM cache and
+    the run's log (files in the cache folder), the batch request folder."""
+    return {
+        "--output-dir": output_folder(recipe, output_dir),
+        "--cache-dir": settings.cache_path(),
+        "--cache-dir (the run's log)": log_path(recipe, settings),
+        "--batch-export": settings.batch_export,
+    }
+
+
+def recipe_inputs(recipe: Recipe, settings: RunSettings | None = None) -> dict[str, Path | None]:
+    """Files and folders the run reads, named as the user sets them: a run never writes over or inside them."""
+    inputs: dict[str, Path | None] = {"RECIPE": recipe.file}
+    inputs |= {f"sources[{i}].path": source.path for i, source in enumerate(recipe.sources)}
+    inputs |= {"timeline.padding.path": recipe.timeline.padding.path, "templates_dir": recipe.templates_dir}
+    imports = settings.batch_import if settings is not None else ()
+    inputs |= {f"--batch-import file {i + 1}": path for i, path in enumerate(imports)}
+    return inputs
 
 
 def write_provenance(folder: Path, final: Path, recipe: Recipe, report: dict) -> None:

@@ -11,8 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Literal
 
-from gen.errors import GenError
-from gen.folders import claim, claimed, recover_and_clean, refuse_foreign, seal, swap_into_place
+from gen.folders import NewFolder
 from gen.jsonl import encode_lines
 from gen.products.registry import Bound
 from gen.run.shards import ShardResult
@@ -22,28 +21,15 @@ if TYPE_CHECKING:
     from gen.llm.engine import Engine
 
 
-def refuse_to_replace(final: Path, inputs: Sequence[Path]) -> None:
-    """Raise unless `final` is free or a folder gen wrote, untouched, that holds none of the recipe's inputs."""
-    resolved = final.resolve()
-    for path in inputs:
-        if path.resolve() == resolved or path.resolve().is_relative_to(resolved):
-            raise GenError(
-                f"the output folder holds the recipe's input {path}; gen never replaces its own inputs",
-                file=final,
-                expected="another recipe name or --output-dir",
-            )
-    refuse_foreign(final, "another recipe name or --output-dir")
+class RunFolder(NewFolder):
+    """`with RunFolder(final) as folder:` write into folder.path; on success it replaces `final` (gen/folders.py
+    holds the rules). On an exception the previous `final` is untouched and the partial folder is removed, or
+    moved to `kept_at` when the runner set it (a stopped run, or one that failed validation, kept for
+    inspection). The runner has checked, before anything was written, that `final` holds none of the recipe's
+    inputs (gen/write_guard.py)."""
 
-
-class RunFolder:
-    """`with RunFolder(final, inputs) as folder:` write into folder.path; on success it replaces `final`.
-    On an exception the previous `final` is untouched and the partial folder is removed, or moved to
-    `kept_at` when the runner set it (a stopped run, or one that failed validation, kept for inspection)."""
-
-    def __init__(self, final: Path, inputs: Sequence[Path] = ()) -> None:
-        self.final = final
-        self.inputs = inputs
-        self.path = final.parent / f".{final.name}.tmp-{os.getpid()}"
+    def __init__(self, final: Path) -> None:
+        super().__init__(final, "the run", "another recipe name or --output-dir")
         self.kept_at: Path | None = None
 
     def keep_at(self, suffix: str) -> Path:
@@ -51,42 +37,13 @@ class RunFolder:
         self.kept_at = self.final.parent / f".{self.final.name}.{suffix}"
         return self.kept_at
 
-    def __enter__(self) -> RunFolder:
-        try:
-            self.final.parent.mkdir(parents=True, exist_ok=True)
-            recover_and_clean(self.final.parent)
-        except OSError as exc:
-            raise GenError(f"cannot prepare the output folder: {exc.strerror}", file=self.final.parent) from None
-        refuse_to_replace(self.final, self.inputs)
-        try:
-            if claimed(self.path):  # an earlier process with this pid left it
-                shutil.rmtree(self.path)
-            claim(self.path)
-        except OSError as exc:
-            raise GenError(f"cannot create the output folder: {exc.strerror}", file=self.final.parent) from None
-        return self
-
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> Literal[False]:
-        if kind is None:
-            self.replace(self.final)
-            return False
-        if self.kept_at is not None and not isinstance(error, OSError):
+        if kind is not None and self.kept_at is not None and not isinstance(error, OSError):
             self.replace(self.kept_at)
             return False
-        shutil.rmtree(self.path, ignore_errors=True)
-        if isinstance(error, OSError):  # e.g. a full disk: say so plainly, the old output is intact
-            raise GenError(
-                f"writing the run failed ({error.strerror or error}); the previous output is unchanged",
-                file=self.final,
-            ) from None
-        return False
-
-    def replace(self, target: Path) -> None:
-        seal(self.path)
-        refuse_foreign(target, "another recipe name or --output-dir")  # again: it may have appeared meanwhile
-        swap_into_place(self.path, target)
+        return super().__exit__(kind, error, trace)
 
 
 class ShardWriter:

@@ -59,19 +59,19 @@ def judge(
 
     Example: gen judge outputs/teabag-cc --answers mine.jsonl --endpoint judge
     """
-    from gen.errors import GenError
     from gen.eval.dataset import open_dataset
     from gen.hub_dataset import dataset_folder
     from gen.jsonl import write_json
     from gen.teabag_judge.endpoint import choose_endpoint
     from gen.teabag_judge.items import read_answers, read_questions
     from gen.teabag_judge.report import format_result, result_json
+    from gen.write_guard import refuse_writing_into
 
     output = output if output is not None else answers.with_name(f"{answers.stem}.verdicts.json")
-    if output.resolve() == answers.resolve():
-        raise GenError("the verdicts would overwrite the answers", file=output, field="--output")
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
     dataset = dataset_folder(dataset, revision)
+    read = {"DATASET": dataset, "--answers": answers, "--recipe": recipe}
+    refuse_writing_into({"--output": output, "--cache-dir": settings.cache_path()}, read)
     questions = read_questions(open_dataset(dataset))
     answer_map = read_answers(answers, {q.question_id for q in questions})
     judge_endpoint = choose_endpoint(dataset, recipe, endpoint)

@@ -74,9 +74,11 @@ def import_predictions(
     from gen.errors import GenError
     from gen.export.harness.results import import_results
     from gen.jsonl import encode_lines, replace_file
+    from gen.write_guard import refuse_writing_into
 
     if export_folder is None and format_name != HarnessFormat.beir:
         raise GenError(f"--format {format_name.value} needs the export folder it was run on", field="--export")
+    refuse_writing_into({"--output": output}, {"RESULTS": results, "--export": export_folder})
     lines = import_results(results, format_name.value, export_folder or Path("."), prediction_key)
     replace_file(output, encode_lines(lines), "predictions")
     typer.echo(f"wrote {len(lines):,} predictions to {output}", err=True)

@@ -14,6 +14,7 @@ from gen.export.harness.names import safe_names
 from gen.export.harness.questions import one_per_group, read_questions
 from gen.export.harness.source import Source, open_source
 from gen.export.harness.staging import OutputFolder
+from gen.write_guard import refuse_writing_into
 
 FORMATS = ("locomo", "longmemeval", "beir")
 
@@ -29,11 +30,12 @@ class Written:
 
 
 def export(dataset: Path, format_name: str, output: Path, config: str | None = None) -> list[Written]:
+    refuse_writing_into({"--output": output}, {"DATASET": dataset})
     source = open_source(dataset)
     configs = source.question_configs(config)
     # LongMemEval reads "answer" in an id as evidence: its conversation names must not hold the word
     names = safe_names(list(source.conversations), avoid=longmemeval.EVIDENCE if format_name == "longmemeval" else None)
-    with OutputFolder(output, dataset) as out:
+    with OutputFolder(output) as out:
         written = [write_config(format_name, source, name, out.path, names) for name in configs]
         out.write_manifest(manifest(format_name, source, written, names))
     return written
