@@ -92,13 +92,13 @@ def answer_of(data: Any, *, logprobs: bool = True) -> Answer:
     """The completion in a chat (or /completions) reply body, checked (see the module docstring).
     ``logprobs``: whether the request asked for log-probabilities (if not, any sent are dropped)."""
     if not isinstance(data, Mapping):
-        raise Malformed(f"the reply is a JSON {_kind(data)}, not an object")
+        raise Malformed(f"the reply's JSON is {_kind(data)}, not an object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise Malformed(f"the reply has no choices (choices: {_shown(choices)})")
     choice = choices[0]
     if not isinstance(choice, Mapping):
-        raise Malformed(f"the reply's first choice is a {_kind(choice)}, not an object")
+        raise Malformed(f"the reply's first choice is {_kind(choice)}, not an object")
     if "message" not in choice and "text" in choice:  # a /completions reply
         text, refusal, name = choice["text"], None, "text"
     else:
@@ -106,7 +106,7 @@ def answer_of(data: Any, *, logprobs: bool = True) -> Answer:
         if message is None:
             message = {}
         if not isinstance(message, Mapping):
-            raise Malformed(f"the reply's message is a {_kind(message)}, not an object")
+            raise Malformed(f"the reply's message is {_kind(message)}, not an object")
         text, refusal, name = message.get("content"), message.get("refusal"), "content"
     usage, problem = checked_usage(data.get("usage"))
     return Answer(
@@ -123,13 +123,21 @@ def _string_or_none(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise Malformed(f"the reply's {name} is a {_kind(value)}, not a string")
+        raise Malformed(f"the reply's {name} is {_kind(value)}, not a string")
     return well_formed(value)
 
 
 def _kind(value: Any) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
+    """What JSON value `value` is, with its article ("an object", "a number", "null")."""
+    names = {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }
+    return "null" if value is None else names.get(type(value), f"a {type(value).__name__}")
 
 
 def _shown(value: Any) -> str:
@@ -147,7 +155,7 @@ def checked_usage(usage: Any) -> tuple[dict[str, int], str | None]:
     if usage is None:
         return {}, None
     if not isinstance(usage, Mapping):
-        return {}, f"usage is a {_kind(usage)}"
+        return {}, f"usage is {_kind(usage)}"
     counts: dict[str, int] = {}
     for name, value in usage.items():
         if str(name).endswith("_details") and isinstance(value, Mapping):
@@ -168,7 +176,7 @@ def checked_logprobs(value: Any) -> Any:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise Malformed(f"the reply's logprobs is a {_kind(value)}, not an object")
+        raise Malformed(f"the reply's logprobs is {_kind(value)}, not an object")
     return _walk(value, "logprobs")
 
 
@@ -184,7 +192,7 @@ def _walk(value: Any, path: str) -> Any:
     if isinstance(value, list):
         return [_walk(item, f"{path}[{index}]") for index, item in enumerate(value)]
     if not isinstance(value, Mapping):
-        raise Malformed(f"the reply's {path} is a {_kind(value)}")
+        raise Malformed(f"the reply's {path} is {_kind(value)}")
     checked = {}
     for key, item in value.items():
         name = f"{path}.{key}"

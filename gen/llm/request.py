@@ -152,7 +152,7 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
     except openai.APIStatusError as exc:
         return _status_failure(exc, scrub)
     except openai.APIConnectionError as exc:
-        return Failure("connection_error", scrub(_refused_connection(exc) or str(exc)))
+        return Failure("connection_error", scrub(_refused_connection(exc) or _transport_reason(exc) or str(exc)))
     except (openai.APIResponseValidationError, LookupError, TypeError, AttributeError, ValueError) as exc:
         return Failure("invalid_response", scrub(f"{type(exc).__name__}: {exc}")[:300])
 
@@ -167,6 +167,19 @@ def _refused_connection(exc: BaseException) -> str | None:
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, aiohttp.ClientConnectorError | httpx2.ConnectError):
+            return str(cause)
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _transport_reason(exc: BaseException) -> str | None:
+    """What the transport said went wrong (a reply cut short, or longer than its limit once decoded), which
+    the openai client's own "Connection error." leaves out."""
+    import httpx2
+
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, httpx2.RequestError) and str(cause):
             return str(cause)
         cause = cause.__cause__ or cause.__context__
     return None
