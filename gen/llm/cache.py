@@ -105,7 +105,7 @@ def cache_fault(path: Path, exc: sqlite3.Error, pending: int = 0) -> GenError:
     """The one message for an error SQLite raised on the cache file: locked by another process (it was waited
     for), or damaged. ``pending``: replies received but not yet stored."""
     detail = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and ("locked" in detail or "busy" in detail):
+    if is_lock(exc):
         replies = f"{pending} reply" if pending == 1 else f"{pending} replies"
         unstored = f"; {replies} received in this run could not be stored" if pending else ""
         return GenError(
@@ -118,6 +118,11 @@ def cache_fault(path: Path, exc: sqlite3.Error, pending: int = 0) -> GenError:
     return GenError(
         f"cannot use the LLM cache: {detail}", file=str(path), expected="a writable folder and free disk space"
     )
+
+
+def is_lock(exc: sqlite3.Error) -> bool:
+    """SQLite gave up waiting for another connection's lock (SQLITE_BUSY, SQLITE_LOCKED)."""
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
 
 def storable(value: str | None) -> str | bytes | None:
@@ -393,7 +398,7 @@ class Cache:
                 self._reader.close()
 
     def _raise_write_error(self) -> None:
-        if isinstance(self._error, sqlite3.Error):
+        if isinstance(self._error, sqlite3.OperationalError) and is_lock(self._error):
             raise cache_fault(self.path, self._error, self._pending)
         raise GenError(
             f"cannot write the LLM cache: {self._error}",

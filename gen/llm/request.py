@@ -255,8 +255,8 @@ def stop_error(failure: Failure, where: str, key_env: str | None) -> Stopped | N
             f"{message}: it would send the request (the corpus text, the API key) somewhere the recipe does not name",
             record=where,
             field="base_url",
-            expected="the base_url the endpoint really answers at (if you trust where the redirect points, write that "
-            "address into the recipe)",
+            expected="the base_url the endpoint really answers at; if you trust where the redirect points, write that "
+            "address into the recipe",
             exit_code=2,
         )
     if kind == "quota_exhausted":

@@ -25,7 +25,8 @@ from gen.llm import transport as transport_module
 from gen.llm.cache import Cache, CachedReply
 from gen.llm.clients import RedirectRefused, openai_client
 from gen.llm.request import RetryPolicy
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.conftest import REPO, run_cli, write_recipe
+from tests.fakes.openai_server import FakeOpenAI, Reply, tcq_question
 
 PROMPT = "say hi"  # 7 characters: ceil(7/4) + 4 + 3 = 9 tokens by gen's estimate (4 characters a token, 4 a
 ESTIMATED_INPUT = 9  # message, 3 for the reply); "hi" is 1 output token by the same rule
@@ -396,3 +397,59 @@ def test_a_cache_path_that_is_no_sqlite_file_is_named_as_such(kind, cache_dir):
         "fifo": "the LLM cache path is not a regular file (a FIFO, a socket or a device)",
     }[kind]
     assert (error.value.message, error.value.file) == (expected, str(path))
+
+
+# -- through the CLI -----------------------------------------------------------------------------------------
+def tcq_recipe(path, base_url: str):
+    """log + two time_content_questions over the bundled sample, against `base_url`."""
+    return write_recipe(
+        path,
+        {
+            "name": "hostile",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(REPO / "gen" / "data" / "sample_locomo.json")}],
+            "timeline": {"padding": {"mode": "donor", "target_words": 800}},
+            "llm": {"main": {"model": "m", "base_url": base_url, "api_key_env": None, "structured_output": "off"}},
+            "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 1}],
+        },
+    )
+
+
+def test_gen_run_refuses_a_redirect_with_one_message(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeOpenAI(tcq_question) as elsewhere:
+        moved = {"location": f"{elsewhere.base_url}/chat/completions"}
+        with FakeOpenAI(lambda request: Reply(status=308, headers=moved, raw_body=b"")) as server:
+            recipe = tcq_recipe(tmp_path / "r.yaml", server.base_url)
+            code, _, err = run_cli(["run", recipe, "--output-dir", tmp_path / "out"], capsys)
+        assert elsewhere.count == 0
+    port = elsewhere.base_url.split(":")[2].split("/")[0]
+    assert code == 2 and "Traceback" not in err
+    assert "llm endpoint 'main'" in err and f"HTTP 308, a redirect to http://127.0.0.1:{port};" in err
+
+
+def test_gen_run_names_a_cache_locked_past_the_wait(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("gen.llm.cache.LOCK_WAIT_S", 0.5)
+    path = tmp_path / "cache" / "llm.sqlite"
+    Cache(path).close()
+    other = hold_write_lock(path)
+    try:
+        with FakeOpenAI(tcq_question) as server:
+            recipe = tcq_recipe(tmp_path / "r.yaml", server.base_url)
+            code, _, err = run_cli(["run", recipe, "--output-dir", tmp_path / "out"], capsys)
+    finally:
+        other.close()
+    assert code == 2 and "Traceback" not in err
+    assert f"{path}: the LLM cache file is locked by another process (waited 0.5s" in err
+
+
+def test_gen_run_names_a_cache_path_that_is_a_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "llm.sqlite").mkdir(parents=True)
+    with FakeOpenAI(tcq_question) as server:
+        recipe = tcq_recipe(tmp_path / "r.yaml", server.base_url)
+        code, _, err = run_cli(["run", recipe, "--output-dir", tmp_path / "out"], capsys)
+        assert server.count == 0
+    assert code == 2 and "Traceback" not in err
+    assert f"{tmp_path / 'cache' / 'llm.sqlite'}: the LLM cache path is a folder, not a SQLite file" in err
