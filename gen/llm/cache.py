@@ -398,7 +398,7 @@ class Cache:
                 self._reader.close()
 
     def _raise_write_error(self) -> None:
-        if isinstance(self._error, sqlite3.OperationalError) and is_lock(self._error):
+        if isinstance(self._error, sqlite3.Error) and is_lock(self._error):
             raise cache_fault(self.path, self._error, self._pending)
         raise GenError(
             f"cannot write the LLM cache: {self._error}",
