@@ -30,7 +30,7 @@ from gen.llm.batch_files import LineResult, read_result, request_line, write_req
 from gen.llm.batch_ledger import TERMINAL, BatchRow, Ledger
 from gen.llm.config import RunSettings
 from gen.llm.endpoint import Endpoint, KeyScrubber
-from gen.llm.request import server_message
+from gen.llm.request import Failure, server_message, stop_error
 
 __all__ = ["MAX_POLL_S", "Round", "cancel_batch", "known_batches", "run_round"]
 
@@ -174,7 +174,10 @@ async def _read_file(
 async def _api(ep: Endpoint, keys: KeyScrubber, what: str, call: Any) -> Any:
     """A files/batches call; what it failed with becomes one stop naming the endpoint (every reply already
     taken stays in the cache, every batch created stays in the ledger)."""
+    import httpx2
     import openai
+
+    from gen.llm.clients import RedirectRefused
 
     try:
         return await call
@@ -182,7 +185,11 @@ async def _api(ep: Endpoint, keys: KeyScrubber, what: str, call: Any) -> Any:
         body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
         message = body.get("message") if isinstance(body, dict) else None
         reason = f"HTTP {exc.status_code}: {server_message(keys(str(message or exc)))}"
-    except openai.APIError as exc:
+    except RedirectRefused as exc:
+        stop = stop_error(Failure("redirect", str(exc)), ep.where, ep.config.api_key_env)
+        assert stop is not None
+        raise stop from None
+    except (openai.APIError, httpx2.HTTPError) as exc:  # (httpx2: a file's stream cut off while it is read)
         reason = server_message(keys(str(exc)))
     raise Stopped(
         f"the Batch API could not {what}: {reason}",
@@ -231,8 +238,8 @@ def cancel_batch(cache_dir: Path | None, batch_id: str) -> str:
         keys = KeyScrubber()
         keys.add(key)
         try:
-            batch = openai.OpenAI(api_key=key, base_url=row.base_url, max_retries=API_RETRIES).batches.cancel(batch_id)
-        except openai.APIError as exc:
+            batch = asyncio.run(_cancel(row.base_url, key, batch_id))
+        except openai.OpenAIError as exc:
             raise GenError(
                 f"the Batch API could not cancel it: {server_message(keys(str(exc)))}", record=batch_id
             ) from None
@@ -241,6 +248,14 @@ def cancel_batch(cache_dir: Path | None, batch_id: str) -> str:
         return str(batch.status)
     finally:
         ledger.close()
+
+
+async def _cancel(base_url: str, key: str, batch_id: str) -> Any:
+    """batches.cancel through a client made as every other (gen.llm.clients), with the Batch API's retries."""
+    from gen.llm.clients import openai_client
+
+    async with openai_client(base_url, key, connections=1, timeout=MAX_POLL_S) as client:
+        return await client.with_options(max_retries=API_RETRIES).batches.cancel(batch_id)
 
 
 def _ledger(cache_dir: Path | None) -> Ledger:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.llm.request import Answer, Failure, answer_of, server_message
+from gen.llm.replies import Answer, Malformed, answer_of
+from gen.llm.request import Failure, server_message
 
 __all__ = ["LineResult", "import_outputs", "read_result", "request_line", "write_request_files"]
 
@@ -91,7 +92,7 @@ def read_result(raw: str) -> LineResult | None:
     """The result a line holds; None for a line that names no request (nothing can be done with it)."""
     try:
         line = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # (not JSON; a number of thousands of digits; arrays nested too deep)
         return None
     key = line.get("custom_id") if isinstance(line, dict) else None
     if not isinstance(key, str):
@@ -100,8 +101,8 @@ def read_result(raw: str) -> LineResult | None:
     if isinstance(response, dict) and response.get("status_code") == 200:
         try:
             return LineResult(key, answer_of(response.get("body")), None, raw)
-        except (LookupError, TypeError, AttributeError):
-            return LineResult(key, None, Failure("invalid_response", "the line's body is not a completion"), raw)
+        except Malformed as exc:
+            return LineResult(key, None, Failure("invalid_response", f"the line's body: {exc}"), raw)
     if isinstance(response, dict) and isinstance(response.get("status_code"), int):
         status = response["status_code"]
         message = server_message(_message(response.get("body")))

@@ -8,12 +8,13 @@ kept: never a key. ``gen batches`` lists them and cancels one.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from gen.llm.cache import connect
 
 __all__ = ["TERMINAL", "BatchRow", "Ledger"]
 
@@ -65,8 +66,7 @@ class Ledger:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout=30000")
+        self._conn = connect(path, check_same_thread=False)
         self._conn.executescript(_SCHEMA)
         self._lock = threading.Lock()
 

@@ -13,7 +13,13 @@ with WAL and ``synchronous=NORMAL`` a committed row survives the process being k
 run resumes with every reply it had stored. Reads use their own connection and never wait on the writer.
 A damaged file (a disk fault, a copy cut short) is found when the cache opens (SQLite's quick_check) or when a
 read fails, and stops the run with one message naming the file; ``repair`` copies every readable reply into a
-new file and keeps the damaged one beside it (``gen cache repair``).
+new file and keeps the damaged one beside it (``gen cache repair``). A path that is no SQLite file at all (a
+folder, a FIFO, a text file) is named as such before SQLite opens it (:func:`check_cache_file`), and a file
+another process keeps locked is waited for, LOCK_WAIT_S at most, then named as locked, never as damaged
+(:func:`cache_fault`): `gen cache repair` would move a sound file aside.
+
+Text is stored as received: a string UTF-8 cannot hold (a lone surrogate) goes in as a BLOB of its
+``surrogatepass`` bytes and comes back as the same string (:func:`storable`), so no reply can stop the writer.
 
 Default location: ``$GEN_CACHE_DIR/llm.sqlite`` or ``~/.cache/gen/llm.sqlite``
 (:func:`gen.llm.config.default_cache_path`).
@@ -40,6 +46,8 @@ __all__ = ["KEY_VERSION", "Cache", "CachedReply", "cache_key"]
 
 KEY_VERSION = 1
 GROUP_COMMIT_S = 0.02  # a reply is committed at most this long after it arrived
+LOCK_WAIT_S = 60.0  # how long a read or write waits for another process's lock on the file before giving up
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 RECENT_KEYS = 1 << 16  # the puts whose keys are kept for steps in progress (Recent): about 8 MB
 
 _SCHEMA = """
@@ -60,6 +68,77 @@ def cache_key(base_url: str, body: dict[str, Any], sample: int) -> str:
     """sha256 of canonical JSON of the endpoint URL, the full request body and the sample index."""
     material = {"v": KEY_VERSION, "base_url": base_url.rstrip("/"), "body": body, "sample": sample}
     return hashlib.sha256(canonical_utf8(material)).hexdigest()
+
+
+def connect(path: Path, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A connection to the cache file that waits LOCK_WAIT_S for another process's lock (every connection to the
+    file is made here: the replies, the reader, the writer thread and the Batch API's ledger)."""
+    conn = sqlite3.connect(path, timeout=LOCK_WAIT_S, check_same_thread=check_same_thread, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def check_cache_file(path: Path) -> None:
+    """A GenError when `path` cannot be a cache file: a folder, a FIFO or device, or a file that is not SQLite.
+    (SQLite would call a folder "unable to open", block on a FIFO, and call a text file damaged.)"""
+    if not path.exists() and not path.is_symlink():
+        return  # a new cache
+    if path.is_dir():
+        raise not_a_cache(path, "the LLM cache path is a folder, not a SQLite file")
+    if not path.is_file():
+        raise not_a_cache(path, "the LLM cache path is not a regular file (a FIFO, a socket or a device)")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise GenError(f"cannot read the LLM cache: {exc}", file=str(path), expected="a readable file") from None
+    if head and head != SQLITE_HEADER:
+        raise not_a_cache(path, f"the LLM cache file is not a SQLite file (it begins {head[:8]!r})")
+
+
+def not_a_cache(path: Path, message: str) -> GenError:
+    return GenError(message, file=str(path), expected="an llm.sqlite written by gen, or another --cache-dir")
+
+
+def cache_fault(path: Path, exc: sqlite3.Error, pending: int = 0) -> GenError:
+    """The one message for an error SQLite raised on the cache file: locked by another process (it was waited
+    for), or damaged. ``pending``: replies received but not yet stored."""
+    detail = str(exc)
+    if is_lock(exc):
+        replies = f"{pending} reply" if pending == 1 else f"{pending} replies"
+        unstored = f"; {replies} received in this run could not be stored" if pending else ""
+        return GenError(
+            f"the LLM cache file is locked by another process (waited {LOCK_WAIT_S:g}s; SQLite: {detail}){unstored}",
+            file=str(path),
+            expected="the other gen run (or program) using this file to finish, or another --cache-dir",
+        )
+    if isinstance(exc, sqlite3.DatabaseError):
+        return damaged(path, detail)
+    return GenError(
+        f"cannot use the LLM cache: {detail}", file=str(path), expected="a writable folder and free disk space"
+    )
+
+
+def is_lock(exc: sqlite3.Error) -> bool:
+    """SQLite gave up waiting for another connection's lock (SQLITE_BUSY, SQLITE_LOCKED)."""
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
+
+
+def storable(value: str | None) -> str | bytes | None:
+    """`value` as SQLite can hold it losslessly: itself, or the BLOB of its surrogatepass UTF-8 when UTF-8 cannot
+    hold it (a lone surrogate); :func:`loaded` gives the same string back."""
+    if value is None or value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+def loaded(value: str | bytes | None) -> str | None:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def check_intact(conn: sqlite3.Connection, path: Path) -> None:
@@ -91,6 +170,7 @@ def add_logprobs_column(conn: sqlite3.Connection) -> None:
 def repair(path: Path) -> tuple[int, int, Path]:
     """Copy every readable reply of the damaged cache at `path` into a new file, which takes its place; the
     damaged file is kept beside it. Returns (replies kept, damaged stretches skipped, the damaged file)."""
+    check_cache_file(path)
     fresh = path.with_name(path.name + ".repairing")
     fresh.unlink(missing_ok=True)
     source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -199,8 +279,11 @@ class Recent:
         return self._keys.get(key, self._forgotten) > count
 
 
-def stored(reply: CachedReply) -> str | None:
-    return None if reply.logprobs is None else json.dumps(reply.logprobs, ensure_ascii=False, separators=(",", ":"))
+def stored_row(key: str, reply: CachedReply) -> tuple:
+    """The row INSERT writes for a reply, every text in it storable."""
+    logprobs = None if reply.logprobs is None else json.dumps(reply.logprobs, ensure_ascii=False, separators=(",", ":"))
+    text, finish, model = (storable(value) for value in (reply.text, reply.finish_reason, reply.model))
+    return (key, text, finish, reply.input_tokens, reply.output_tokens, model, time.time(), storable(logprobs))
 
 
 class Cache:
@@ -208,6 +291,7 @@ class Cache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser()
+        check_cache_file(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             init = self._connect()
@@ -218,9 +302,9 @@ class Cache:
             init.commit()
             init.close()
             self._reader = self._connect(check_same_thread=False)
-        except sqlite3.DatabaseError as exc:
-            raise damaged(self.path, str(exc)) from None
-        except (OSError, sqlite3.Error) as exc:
+        except sqlite3.Error as exc:
+            raise cache_fault(self.path, exc) from None
+        except OSError as exc:
             raise GenError(
                 f"cannot open the LLM cache: {exc}",
                 file=str(self.path),
@@ -239,10 +323,7 @@ class Cache:
         self._closed = False
 
     def _connect(self, check_same_thread: bool = True) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=check_same_thread, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        return conn
+        return connect(self.path, check_same_thread)
 
     # -- reads ---------------------------------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, CachedReply]:
@@ -264,11 +345,12 @@ class Cache:
                         f"WHERE key IN ({marks})",
                         chunk,
                     ).fetchall()
-                except sqlite3.DatabaseError as exc:  # a page damaged after the check on open
-                    raise damaged(self.path, str(exc)) from None
+                except sqlite3.Error as exc:  # a page damaged after the check on open; a lock held too long
+                    raise cache_fault(self.path, exc) from None
                 for key, text, finish, tin, tout, model, logprobs in rows:
-                    kept = json.loads(logprobs) if logprobs is not None else None
-                    found[key] = CachedReply(text, finish, tin or 0, tout or 0, model, kept)
+                    kept = json.loads(loaded(logprobs) or "null")
+                    reply = CachedReply(loaded(text) or "", loaded(finish), tin or 0, tout or 0, loaded(model), kept)
+                    found[key] = reply
         return found
 
     def get(self, key: str) -> CachedReply | None:
@@ -316,6 +398,8 @@ class Cache:
                 self._reader.close()
 
     def _raise_write_error(self) -> None:
+        if isinstance(self._error, sqlite3.Error) and is_lock(self._error):
+            raise cache_fault(self.path, self._error, self._pending)
         raise GenError(
             f"cannot write the LLM cache: {self._error}",
             file=str(self.path),
@@ -336,12 +420,7 @@ class Cache:
                         batch.append(self._queue.get_nowait())
                     except queue.Empty:
                         break
-                rows = [
-                    (key, r.text, r.finish_reason, r.input_tokens, r.output_tokens, r.model, time.time(), stored(r))
-                    for entry in batch
-                    if entry is not _STOP
-                    for key, r in [entry]
-                ]
+                rows = [stored_row(*entry) for entry in batch if entry is not _STOP]
                 if rows:
                     conn.execute("BEGIN")
                     conn.executemany(INSERT, rows)

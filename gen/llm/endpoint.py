@@ -33,7 +33,7 @@ from gen.llm.giveup import (
 )
 from gen.llm.limiter import FlowControl
 from gen.llm.probe import ModeChoice
-from gen.llm.request import Failure, http_stack, stop_error
+from gen.llm.request import Failure, stop_error
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -118,18 +118,11 @@ class Endpoint:
     def client(self, keys: KeyScrubber) -> AsyncOpenAI:
         """The openai client, made on first use with the key read from the environment now."""
         if self._client is None:
-            from openai import AsyncOpenAI
+            from gen.llm.clients import openai_client  # (openai is loaded only when a request is sent)
 
-            http, default_client = http_stack()
-            limit, timeout = self.config.max_concurrency, self.config.timeout_s
-            self._client = AsyncOpenAI(
-                api_key=self._api_key(keys),
-                base_url=self.config.base_url,
-                max_retries=0,  # the engine retries, with backoff and rate limits shared by all workers
-                timeout=timeout,
-                http_client=default_client(
-                    limits=http.Limits(max_connections=limit, max_keepalive_connections=limit), timeout=timeout
-                ),
+            config = self.config
+            self._client = openai_client(
+                config.base_url, self._api_key(keys), connections=config.max_concurrency, timeout=config.timeout_s
             )
         return self._client
 

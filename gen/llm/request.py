@@ -8,7 +8,7 @@ kind                cause                                                what ha
 ==================  ===================================================  ====================================
 timeout             no reply within the endpoint's ``timeout_s``          retried after a backoff
 connection_error    the server could not be reached                      retried after a backoff
-invalid_response    the reply is not a chat completion                   retried after a backoff
+invalid_response    the reply is not a completion (gen/llm/replies.py)    retried after a backoff
 rate_limited        429                                                  retried after ``Retry-After``; the
                                                                          whole endpoint pauses
 http_503            503                                                  same as 429 (the server is busy)
@@ -19,6 +19,7 @@ http_408, http_409  request timeout, conflict                            retried
 http_400... (4xx)   the request itself is wrong                          not retried: the item is rejected
 http_401, http_403  the key is refused                                   stops the run
 http_404            unknown model or URL                                 stops the run
+redirect            any 3xx (never followed: gen/llm/clients.py)         stops the run
 quota_exhausted     429 ``insufficient_quota``                           stops the run
 ==================  ===================================================  ====================================
 
@@ -32,8 +33,6 @@ little jitter so paused workers do not return all at once), else exponential bac
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 import random
 import re
 from collections.abc import Callable, Mapping
@@ -44,7 +43,8 @@ from typing import Any
 from gen.errors import Stopped
 from gen.llm.config import EndpointConfig
 from gen.llm.limiter import backoff_delay, retry_after_seconds
-from gen.llm.task import Task, estimate_input_tokens
+from gen.llm.replies import Answer, Malformed, answer_of, reply_json
+from gen.llm.task import Task
 
 __all__ = [
     "Answer",
@@ -61,7 +61,7 @@ __all__ = [
 
 Scrub = Callable[[str], str]  # removes API keys from a text that leaves the engine
 
-FATAL_KINDS = {"http_401", "http_403", "http_404", "quota_exhausted"}
+FATAL_KINDS = {"http_401", "http_403", "http_404", "quota_exhausted", "redirect"}
 PAUSING_KINDS = {"rate_limited", "http_503"}  # the server is overloaded: every worker of the endpoint waits
 RETRIED_4XX = {"http_408", "http_409"}
 
@@ -104,31 +104,14 @@ def http_stack() -> tuple[ModuleType, Any]:
 
     The client is openai's aiohttp client (the `aiohttp` extra: at a few hundred requests in flight the default
     one's connection pool costs three times its CPU per request, bench/bench_llm.py) with gen's own transport
-    for direct connections (gen/llm/transport.py). Imported on first use: plans and fully cached runs never
-    load openai.
+    for direct connections (gen/llm/transport.py); every client is made by :func:`gen.llm.clients.openai_client`.
+    Imported on first use: plans and fully cached runs never load openai.
     """
     import httpx2
 
-    from gen.llm.transport import LeanClient
+    from gen.llm.clients import LeanClient
 
     return httpx2, LeanClient
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A completion came back (its text may still be missing or truncated)."""
-
-    text: str | None
-    finish_reason: str | None
-    usage: Mapping[str, Any]
-    refusal: Any = None
-    logprobs: Any = None  # the choice's logprobs object, as the server sent it
-
-    def tokens(self, messages: list[dict]) -> tuple[int, int, bool]:
-        """(input tokens, output tokens, estimated?): the server's usage, or an estimate when it gives none."""
-        if isinstance(self.usage.get("prompt_tokens"), int):
-            return self.usage["prompt_tokens"], int(self.usage.get("completion_tokens") or 0), False
-        return estimate_input_tokens(messages), math.ceil(len(self.text or "") / 4), True
 
 
 @dataclass(frozen=True)
@@ -146,6 +129,8 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
     failed request."""
     import openai
 
+    from gen.llm.clients import RedirectRefused
+
     http, _ = http_stack()
     try:
         async with asyncio.timeout(timeout_s):
@@ -154,8 +139,12 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
             # than everything else per call.
             path = "/chat/completions" if "messages" in body else "/completions"
             response = await client.post(path, body=body, cast_to=http.Response)
-            data = json.loads(response.content)
-        return answer_of(data)
+            data = reply_json(response.content)
+        return answer_of(data, logprobs=bool(body.get("logprobs")))
+    except Malformed as exc:
+        return Failure("invalid_response", scrub(str(exc))[:300], answered=True)
+    except RedirectRefused as exc:
+        return Failure("redirect", scrub(str(exc)), answered=True)
     except (TimeoutError, openai.APITimeoutError) as exc:
         if refused := _refused_connection(exc):
             return Failure("connection_error", scrub(refused))
@@ -163,7 +152,7 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
     except openai.APIStatusError as exc:
         return _status_failure(exc, scrub)
     except openai.APIConnectionError as exc:
-        return Failure("connection_error", scrub(_refused_connection(exc) or str(exc)))
+        return Failure("connection_error", scrub(_refused_connection(exc) or _transport_reason(exc) or str(exc)))
     except (openai.APIResponseValidationError, LookupError, TypeError, AttributeError, ValueError) as exc:
         return Failure("invalid_response", scrub(f"{type(exc).__name__}: {exc}")[:300])
 
@@ -183,18 +172,17 @@ def _refused_connection(exc: BaseException) -> str | None:
     return None
 
 
-def answer_of(data: Any) -> Answer:
-    """The completion in a chat (or /completions) reply body; raises LookupError/TypeError when it holds none."""
-    choice = data["choices"][0]
-    usage = data.get("usage") or {}
-    if not isinstance(usage, Mapping):
-        usage = {}
-    if "message" not in choice and "text" in choice:  # a /completions reply
-        return Answer(choice["text"], choice.get("finish_reason"), usage, None, choice.get("logprobs"))
-    message = choice.get("message") or {}
-    return Answer(
-        message.get("content"), choice.get("finish_reason"), usage, message.get("refusal"), choice.get("logprobs")
-    )
+def _transport_reason(exc: BaseException) -> str | None:
+    """What the transport said went wrong (a reply cut short, or longer than its limit once decoded), which
+    the openai client's own "Connection error." leaves out."""
+    import httpx2
+
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, httpx2.RequestError) and str(cause):
+            return str(cause)
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _status_failure(exc: Any, scrub: Scrub) -> Failure:
@@ -260,6 +248,15 @@ def stop_error(failure: Failure, where: str, key_env: str | None) -> Stopped | N
             record=where,
             field="model",
             expected="a model the server at base_url serves, and a base_url ending in the API root (e.g. /v1)",
+            exit_code=2,
+        )
+    if kind == "redirect":
+        return Stopped(
+            f"{message}: it would send the request (the corpus text, the API key) somewhere the recipe does not name",
+            record=where,
+            field="base_url",
+            expected="the base_url the endpoint really answers at; if you trust where the redirect points, write that "
+            "address into the recipe",
             exit_code=2,
         )
     if kind == "quota_exhausted":

@@ -189,11 +189,9 @@ class _Worker:
 
 async def serve() -> None:
     """Answer requests from stdin until it closes (then every request still in flight is cancelled)."""
-    from openai import AsyncOpenAI  # loaded before the first request comes (the process starts early)
+    from gen.llm.clients import openai_client  # loaded before the first request comes (the process starts early)
+    from gen.llm.request import send_once
 
-    from gen.llm.request import http_stack, send_once
-
-    http, default_client = http_stack()
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
@@ -204,15 +202,7 @@ async def serve() -> None:
     def client(spec: ClientSpec) -> Any:
         if spec not in clients:
             base_url, key, limit, timeout = spec
-            clients[spec] = AsyncOpenAI(
-                api_key=key,
-                base_url=base_url,
-                max_retries=0,
-                timeout=timeout,
-                http_client=default_client(
-                    limits=http.Limits(max_connections=limit, max_keepalive_connections=limit), timeout=timeout
-                ),
-            )
+            clients[spec] = openai_client(base_url, key, connections=limit, timeout=timeout)
         return clients[spec]
 
     outbox = Outbox(writer.write)

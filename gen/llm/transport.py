@@ -6,8 +6,9 @@ aiohttp request out of each httpx2 request and an httpx2 response out of each ai
 loop at 256 in flight spent 1.53–1.56 ms of CPU per request, with this one 1.13–1.21 (README, target 3). This
 one writes the request's bytes as httpx2 prepared them (headers and body unchanged) and hands the reply's
 bytes to httptools (llhttp, the parser under Node.js and uvicorn) for its status, headers and body (by
-Content-Length, chunked, or up to the close), which become an httpx2 response; httpx2 decodes any
-Content-Encoding itself. A reply over MAX_REPLY_BYTES is refused.
+Content-Length, chunked, or up to the close), which become an httpx2 response. A reply over MAX_REPLY_BYTES is
+refused while it arrives; :class:`DecodedLimit`, around this transport and every other one, decodes any
+Content-Encoding as the body is read and refuses it once it decodes past the same limit.
 
 It sends the completion requests (their bodies are bytes and their replies small); every other request (the
 Batch API's files, which are streamed both ways) goes through openai's aiohttp transport, as do all requests
@@ -22,15 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any
+from collections.abc import AsyncIterator
 
 import httptools
 import httpx2
-from openai import DefaultAioHttpClient
 
-__all__ = ["LeanClient", "LeanTransport"]
+__all__ = ["MAX_FILE_BYTES", "MAX_REPLY_BYTES", "DecodedLimit", "LeanTransport", "ReplyTooLong"]
 
 MAX_REPLY_BYTES = 1 << 26  # a completion's reply is kilobytes; a longer one is refused, not held (64 MB)
+MAX_FILE_BYTES = 1 << 34  # a Batch API file, read line by line as it streams (16 GB)
 Reply = tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]  # (status, reason, headers, body, reusable)
 COMPLETIONS = "/completions"  # (and /chat/completions): the requests this transport sends
 
@@ -205,23 +206,51 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         await self.other.aclose()
 
 
-class LeanClient(DefaultAioHttpClient):
-    """openai's aiohttp client (its defaults, and its transport for proxies) with :class:`LeanTransport` for
-    direct connections."""
+class ReplyTooLong(httpx2.ReadError):
+    """A reply's body decoded past its limit (an httpx2 read error: the openai client reports it as a connection
+    error, and the engine retries it as one)."""
 
-    def _init_transport(
-        self,
-        verify: ssl.SSLContext | str | bool = True,
-        cert: Any = None,
-        trust_env: bool = True,
-        http1: bool = True,
-        http2: bool = False,
-        limits: httpx2.Limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20),
-        transport: httpx2.AsyncBaseTransport | None = None,
-    ) -> httpx2.AsyncBaseTransport:
-        if transport is not None:
-            return transport
-        keep = limits.max_keepalive_connections or limits.max_connections or 100
-        context = httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env)
-        other = super()._init_transport(verify, cert, trust_env, http1, http2, limits)
-        return LeanTransport(context, keep, other)
+
+class DecodedLimit(httpx2.AsyncBaseTransport):
+    """Wraps a transport so that no reply's body is held past a limit once decoded.
+
+    httpx2 decodes gzip and deflate in pieces of at most 1 MiB, but joins every piece of a body it reads whole:
+    a few kilobytes of gzip can hold gigabytes of zeros. Here the body is decoded (by httpx2's own decoders) as
+    it is read, counted piece by piece, and cut off with :class:`ReplyTooLong` once it passes MAX_REPLY_BYTES
+    (MAX_FILE_BYTES for a Batch API file's content, which is read line by line). The reply handed on carries
+    the decoded bytes, so its Content-Encoding and Content-Length headers are dropped.
+    """
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        raw = await self.inner.handle_async_request(request)
+        limit = MAX_FILE_BYTES if request.url.path.endswith("/content") else MAX_REPLY_BYTES
+        dropped = (b"content-encoding", b"content-length")
+        headers = [(name, value) for name, value in raw.headers.raw if name.lower() not in dropped]
+        return httpx2.Response(
+            raw.status_code, headers=headers, stream=_Decoded(raw, limit), request=request, extensions=raw.extensions
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _Decoded(httpx2.AsyncByteStream):
+    def __init__(self, raw: httpx2.Response, limit: int) -> None:
+        self.raw, self.limit = raw, limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for piece in self.raw.aiter_bytes():
+            size += len(piece)
+            if size > self.limit:
+                await self.raw.aclose()
+                encoding = self.raw.headers.get("content-encoding")
+                decoded = f" once decoded ({encoding})" if encoding else ""
+                raise ReplyTooLong(f"the reply is longer than {self.limit:,} bytes{decoded}")
+            yield piece
+
+    async def aclose(self) -> None:
+        await self.raw.aclose()

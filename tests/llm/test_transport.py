@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from gen.llm import transport
-from gen.llm.transport import LeanClient
+from gen.llm.clients import LeanClient
 
 BODY = json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}).encode()
 
@@ -205,7 +205,7 @@ def test_requests_other_than_completions_go_through_openais_transport():
 
     async def go():
         async with RawServer([length_reply()]) as url, client(url) as api:
-            api._client._transport.other = httpx2.MockTransport(other)  # (openai's aiohttp transport otherwise)
+            api._client._transport.inner.other = httpx2.MockTransport(other)  # (openai's aiohttp transport otherwise)
             listed = await api.get("/files", cast_to=httpx2.Response)
             completed = await post(api)
         return listed, completed
