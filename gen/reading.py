@@ -19,6 +19,7 @@ JSON's own rules (nesting, repeated keys, NaN, lone surrogates) stay in gen/stri
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from typing import IO, Any
 
 import yaml
 
+from gen import strict_json
 from gen.errors import GenError
 
 MAX_TEXT_BYTES = 1 << 20  # a recipe, a YAML file, a template: real ones are a few kilobytes
@@ -179,6 +181,51 @@ def lines_of(handle: IO[bytes], path: Path, expected: str, limit: int, first: in
             yield number, decode(raw, path, expected, number)
 
 
+# JSON (its rules are gen/strict_json.py's; here, only where a broken text is named)
+
+
+def json_problem(error: Exception) -> tuple[str, int | None]:
+    """What is wrong with a JSON text, and its offset in the text (None where it is not known)."""
+    if isinstance(error, strict_json.Broken):
+        return error.reason, error.offset
+    assert isinstance(error, json.JSONDecodeError)
+    return f"not valid JSON ({error.msg})", error.pos
+
+
+def json_error(path: Path, text: str, error: Exception, expected: str | None, record: str | None = None) -> GenError:
+    """One message for a JSON text that is not accepted: what is wrong and where (record, line and column)."""
+    reason, offset = json_problem(error)
+    place = ", ".join(
+        part for part in (record, strict_json.line_and_column(text, offset) if offset is not None else None) if part
+    )
+    return GenError(reason, file=path, record=place or None, expected=expected)
+
+
+def read_json(path: Path, expected: str) -> Any:
+    """A file that holds one JSON document, read whole (at most max_record_bytes())."""
+    text = read_text(path, expected, max_record_bytes())
+    try:
+        return strict_json.loads(text)
+    except (strict_json.Broken, json.JSONDecodeError) as exc:
+        raise json_error(path, text, exc, expected) from None
+
+
+def json_line(path: Path, text: str, number: int, expected: str | None) -> Any:
+    """Line `number` of a JSON lines file, parsed; an error names the line and the column."""
+    try:
+        return strict_json.loads(text)
+    except (strict_json.Broken, json.JSONDecodeError) as exc:
+        reason, offset = json_problem(exc)
+        where = f"line {number}" + (f", column {offset + 1}" if offset is not None else "")
+        raise GenError(reason, file=path, record=where, expected=expected) from None
+
+
+def json_lines(path: Path, expected: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every non-blank line of a JSON lines file."""
+    for number, text in text_lines(path, expected):
+        yield number, json_line(path, text, number, expected)
+
+
 # YAML
 
 
@@ -290,7 +337,7 @@ def load_yaml(text: str, path: Path, expected: str | None = None) -> Any:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise GenError(
-            f"not valid YAML: {problem}" if not isinstance(exc, YamlRefused) else f"refused YAML: {problem}",
+            problem if isinstance(exc, YamlRefused) else f"not valid YAML: {problem}",
             file=path,
             record=f"line {mark.line + 1}, column {mark.column + 1}" if mark else None,
             expected=expected,
