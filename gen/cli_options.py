@@ -35,6 +35,7 @@ REQUEST_PROCESSES = typer.Option(
     0,
     "--request-processes",
     min=0,
+    max=64,  # gen.llm.config.MAX_REQUEST_PROCESSES (not imported here: the CLI's options load before the engine)
     help="Send the LLM requests from N worker processes (the openai client's work per request leaves this process; "
     "limits, retries and the cache stay in it; same output). Default 0: from this process.",
 )

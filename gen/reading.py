@@ -84,7 +84,7 @@ def open_input(path: Path, expected: str) -> IO[bytes]:
     try:
         kind = not_a_file(os.stat(path).st_mode)
     except FileNotFoundError:
-        raise GenError("file not found", file=path, expected=expected) from None
+        raise GenError("no such file", file=path, expected=expected) from None
     except OSError as exc:
         raise GenError(f"cannot read the file ({exc.strerror or exc})", file=path, expected=expected) from None
     if kind is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ MAX_DEPTH = 64
 CONSTANTS = ("NaN", "Infinity", "-Infinity")
 # A string (skipped whole), a bracket, or a bare NaN / Infinity outside a string
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?Infinity|NaN')
+LONG_NUMBER = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # In a string: an escape (a pair of surrogate escapes taken together, so that a whole pair is never refused)
 ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.")
@@ -96,6 +98,11 @@ def decode(text: str, start: int = 0) -> tuple[Any, int]:
         if broken.key is None:  # NaN or Infinity: find it
             broken.offset = locate(text, start)
         raise
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # Python reads no whole number of more than sys.get_int_max_str_digits() digits
+        long_number = LONG_NUMBER.search(text, start)
+        raise Broken("a number too long to read", long_number.start() if long_number else None) from None
     if depth(value) > MAX_DEPTH:
         raise Broken(f"nested more than {MAX_DEPTH} levels deep", locate(text, start))
     if SURROGATE_ESCAPE.search(text, start, end) and has_lone_surrogate(value):

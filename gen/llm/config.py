@@ -60,6 +60,9 @@ __all__ = [
 ]
 
 
+MAX_REQUEST_PROCESSES = 64
+
+
 class Price(InputModel):
     """US dollars per million tokens."""
 
@@ -237,7 +240,8 @@ class RunSettings(InputModel):
     offline: bool = False
     progress: Literal["auto", "live", "plain", "off"] = "auto"
     progress_interval_s: float = Field(default=10.0, gt=0)
-    request_processes: int = Field(default=0, ge=0)  # send requests from this many processes (gen.llm.senders)
+    # send requests from this many processes (gen.llm.senders); each is a process started, hence the bound
+    request_processes: int = Field(default=0, ge=0, le=MAX_REQUEST_PROCESSES)
     # offline batch files (gen.llm.batch_files): write the next round's requests here and stop; read these
     # output files into the cache first
     batch_export: Path | None = None
