@@ -278,7 +278,8 @@ def check_nesting(text: str) -> None:
             depth += 1
             if depth > MAX_YAML_DEPTH:
                 raise YamlRefused(
-                    problem=f"nested deeper than {MAX_YAML_DEPTH} lists or mappings", problem_mark=event.start_mark
+                    problem=f"nested deeper than {MAX_YAML_DEPTH} lists or mappings",
+                    problem_mark=event.start_mark,  # type: ignore[arg-type]  # libyaml's Mark has the same fields
                 )
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
