@@ -22,7 +22,7 @@ MAX_DEPTH = 64
 CONSTANTS = ("NaN", "Infinity", "-Infinity")
 # A string (skipped whole), a bracket, or a bare NaN / Infinity outside a string
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?Infinity|NaN')
-LONG_NUMBER = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
+LONG_NUMBER = re.compile(rf"\d{{{sys.get_int_max_str_digits() + 1},}}")
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # In a string: an escape (a pair of surrogate escapes taken together, so that a whole pair is never refused)
 ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.")
