@@ -15,12 +15,12 @@ raises `gen.errors.GenError` with the file, record and field of a problem, as th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gen import reading
 from gen.errors import GenError
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ def summary(run_folder: str | Path) -> pd.DataFrame:
 def read_report(folder: Path) -> dict:
     path = folder / "run.json"
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
+        report = reading.read_json(path, "run.json written by gen run")
         report["configs"].items()
     except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
         raise GenError(

@@ -35,7 +35,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "--index": (0, 1_000_000_000),
     "--k": (1, 100_000),
     "--workers": (1, 256),
-    "--request-processes": (0, 64),
+    "--request-processes": (0, 64),  # gen.llm.config.MAX_REQUEST_PROCESSES
     "--max-concurrency": (1, 1024),
     "--requests-per-minute": (0.001, 1e9),
     "--tokens-per-minute": (1, 1e12),

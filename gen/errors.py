@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# A URL: its credentials (user:password@) and its query string or fragment may hold a secret
+# A URL: its credentials (user:password@) and its query string or fragment may hold a secret. The scheme is at
+# most 32 characters: unbounded, each place in a long word would be tried against the whole rest of the word
+# (quadratic time: a megabyte of letters took the better part of an hour); bounded, the search is linear.
 URL = re.compile(
-    r"(?P<scheme>[A-Za-z][\w+.-]*://)(?P<userinfo>[^/\s@\"']*@)?(?P<rest>[^\s?#\"']*)(?P<query>[?#][^\s\"']*)?"
+    r"(?P<scheme>[A-Za-z][\w+.-]{0,31}://)(?P<userinfo>[^/\s@\"']*@)?(?P<rest>[^\s?#\"']*)(?P<query>[?#][^\s\"']*)?"
 )
 
 
@@ -24,11 +26,25 @@ def redact_urls(text: str) -> str:
     )
 
 
+MAX_PART_CHARS = 300  # of each part of a message (file, record, field, message, expected)
+
+
+def shorten(text: str, limit: int = MAX_PART_CHARS) -> str:
+    """`text` cut to about `limit` characters, its start and its end kept around "… (N characters) …"."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[len(text) - limit // 6 :]
+    return f"{head}… ({len(text):,} characters) …{tail}"
+
+
 @dataclass
 class GenError(Exception):
     """A user-facing error (bad input, bad recipe, refused key...). The CLI prints it without a traceback.
 
-    `file`, `record` and `field` locate the problem; `expected` says what would have been accepted.
+    `file`, `record` and `field` locate the problem; `expected` says what would have been accepted. Every
+    message is built here, in time linear in its parts, and each part is cut to MAX_PART_CHARS (after URLs are
+    redacted, so a cut never hides the end of a secret from the redaction): a message may quote a value from a
+    file, and that value may be megabytes long.
     """
 
     message: str
@@ -42,11 +58,13 @@ class GenError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = ": ".join(str(part) for part in (self.file, self.record, self.field) if part not in (None, ""))
-        text = f"{where}: {self.message}" if where else self.message
+        parts = [
+            shorten(redact_urls(str(part))) for part in (self.file, self.record, self.field) if part not in (None, "")
+        ]
+        text = ": ".join([*parts, shorten(redact_urls(self.message))])
         if self.expected:
-            text += f" (expected {self.expected})"
-        return redact_urls(text)
+            text += f" (expected {shorten(redact_urls(self.expected))})"
+        return text
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from gen import strict_json
+from gen import reading
 from gen.errors import GenError
 
 
@@ -44,16 +44,7 @@ def replace_file(output: Path, data: bytes, what: str) -> None:
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """The records of a JSONL file gen wrote; a bad line is an error naming the file and line."""
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = strict_json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
-            except strict_json.Broken as exc:
-                raise GenError(exc.reason, file=path, record=f"line {number}") from None
-            if not isinstance(row, dict):
-                raise GenError("a record is not a JSON object", file=path, record=f"line {number}")
-            yield row
+    for number, row in reading.json_lines(Path(path), "JSON lines gen wrote"):
+        if not isinstance(row, dict):
+            raise GenError("a record is not a JSON object", file=path, record=f"line {number}")
+        yield row

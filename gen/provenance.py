@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from gen import reading
 from gen.recipe import Recipe, file_sha256
 
 LOCAL_ENDPOINT = "a local endpoint"
@@ -26,7 +27,7 @@ PUBLIC_HEADER = "# The recipe of this dataset; input paths are reduced to their 
 
 
 def recipe_data(recipe: Recipe) -> dict[str, Any]:
-    return yaml.safe_load(recipe.file.read_text(encoding="utf-8"))
+    return reading.read_yaml(recipe.file, "the recipe this run was made from")
 
 
 def rewrite_paths(data: dict[str, Any], recipe: Recipe, rewrite: Any) -> dict[str, Any]:
@@ -61,7 +62,7 @@ def portable_recipe(recipe: Recipe, final: Path) -> str:
 
 def public_recipe(text: str) -> str:
     """A run folder's recipe.yaml as published: input paths reduced to file names, local endpoints hidden."""
-    data = yaml.safe_load(text)
+    data = reading.load_yaml(text, Path("recipe.yaml"))
     if not isinstance(data, dict):
         return text
     for source in data.get("sources") or []:

@@ -14,7 +14,6 @@ from datetime import datetime
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -26,12 +25,13 @@ from pydantic import (
     model_validator,
 )
 
+from gen import reading
 from gen.conversation import MIN_YEAR
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
 from gen.hashing import canonical_json
 from gen.llm.config import EndpointConfig, data_params
-from gen.validation import dotted, validate_model
+from gen.validation import InputModel, dotted, validate_model
 
 if TYPE_CHECKING:
     pass
@@ -45,8 +45,9 @@ FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so finger
 SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc", "chat_logs"]
 
 
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StrictModel(InputModel):
+    """Every part of a recipe: unknown keys, infinite floats and out-of-range whole numbers refused
+    (gen/validation.py's InputModel)."""
 
 
 class SourceSpec(StrictModel):
@@ -223,44 +224,14 @@ class Recipe(StrictModel):
 RUN_ONLY_KEYS = {"output_dir", "export"}
 
 
-MAX_RECIPE_DEPTH = 64  # lists and mappings inside each other; a real recipe nests 4 or 5 deep
-
-
-def check_recipe_depth(text: str, path: Path) -> None:
-    """Refuse YAML nested past MAX_RECIPE_DEPTH, naming the line and column, before pyyaml's recursive composer
-    builds it (it fails with RecursionError); the event parser walked here does not recurse."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_RECIPE_DEPTH:
-                mark = event.start_mark
-                raise GenError(
-                    f"nested deeper than {MAX_RECIPE_DEPTH} lists or mappings",
-                    file=path,
-                    record=f"line {mark.line + 1}, column {mark.column + 1}" if mark else None,
-                    expected=f"at most {MAX_RECIPE_DEPTH} levels of nesting",
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+RECIPE_FILE = "a YAML recipe file (UTF-8 text)"
 
 
 def load_recipe(path: str | Path, source_dir: Path | None = None) -> Recipe:
     """The recipe at `path`, its input paths resolved (see resolve_paths; `source_dir` is where inputs named by
     their file name alone are looked for first)."""
     path = Path(path)
-    try:
-        text = read_recipe_text(path)
-        check_recipe_depth(text, path)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise GenError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}",
-            file=path,
-            record=f"line {mark.line + 1}" if mark else None,
-        ) from None
-    return recipe_from_data(data, path, source_dir)
+    return recipe_from_data(reading.read_yaml(path, RECIPE_FILE), path, source_dir)
 
 
 def recipe_from_data(data: Any, path: Path, source_dir: Path | None = None) -> Recipe:
@@ -274,35 +245,6 @@ def recipe_from_data(data: Any, path: Path, source_dir: Path | None = None) -> R
     recipe._fingerprint = fingerprint(data_affecting(recipe))
     resolve_paths(recipe, path.parent, source_dir)
     return recipe
-
-
-RECIPE_FILE = "a YAML recipe file (UTF-8 text)"
-
-
-def read_recipe_text(path: Path) -> str:
-    """The recipe's text, or one error saying what the path is instead of a UTF-8 text file."""
-    if path.is_dir():
-        raise GenError("this is a folder, not a recipe file", file=path, expected=RECIPE_FILE)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise GenError("recipe file not found", file=path, expected=RECIPE_FILE) from None
-    except OSError as exc:
-        raise GenError(f"cannot read the recipe: {exc.strerror or exc}", file=path, expected=RECIPE_FILE) from None
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise GenError("the recipe is UTF-16 text; save it as UTF-8", file=path, expected=RECIPE_FILE)
-    if b"\0" in raw:
-        raise GenError("this is a binary file, not a recipe", file=path, expected=RECIPE_FILE)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise GenError(
-            f"the recipe is not UTF-8 text (byte 0x{raw[exc.start]:02x} cannot be read); save it as UTF-8",
-            file=path,
-            record=f"line {line}",
-            expected=RECIPE_FILE,
-        ) from None
 
 
 def check_endpoints(recipe: Recipe) -> None:

@@ -4,12 +4,17 @@ object, no NaN or Infinity (they are not JSON, and Python's parser takes them si
 The standard library's C parser does the work; it stops by itself a little under 1,000 levels deep, so memory
 stays flat however deep a hostile file nests. A record is then walked once for its depth (cheaper than parsing
 it). Where a file breaks a rule, `locate` scans its text once more to give the line and column.
+
+A string escape of half a surrogate pair ("\\ud800" alone) is refused too: Python's parser keeps it, but the
+string it makes cannot be written as UTF-8, so it would fail later, far from the file, when a record is written.
+Only a text holding such an escape at all is searched for one.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +22,11 @@ MAX_DEPTH = 64
 CONSTANTS = ("NaN", "Infinity", "-Infinity")
 # A string (skipped whole), a bracket, or a bare NaN / Infinity outside a string
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?Infinity|NaN')
+LONG_NUMBER = re.compile(rf"\d{{{sys.get_int_max_str_digits() + 1},}}")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# In a string: an escape (a pair of surrogate escapes taken together, so that a whole pair is never refused)
+ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.")
+LONE = "holds half a surrogate pair (\\ud800 to \\udfff alone), which is not a character"
 
 
 @dataclass
@@ -88,9 +98,46 @@ def decode(text: str, start: int = 0) -> tuple[Any, int]:
         if broken.key is None:  # NaN or Infinity: find it
             broken.offset = locate(text, start)
         raise
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # Python reads no whole number of more than sys.get_int_max_str_digits() digits
+        long_number = LONG_NUMBER.search(text, start)
+        raise Broken("a number too long to read", long_number.start() if long_number else None) from None
     if depth(value) > MAX_DEPTH:
         raise Broken(f"nested more than {MAX_DEPTH} levels deep", locate(text, start))
+    if SURROGATE_ESCAPE.search(text, start, end) and has_lone_surrogate(value):
+        raise Broken(f"a string {LONE}", locate_lone_surrogate(text, start, end))
     return value, end
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a string or a key anywhere in a parsed value cannot be encoded as UTF-8 (walked without
+    recursion; the value's depth is already known to be at most MAX_DEPTH)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if type(item) is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif type(item) is dict:
+            pending.extend(item)
+            pending.extend(item.values())
+        elif type(item) is list:
+            pending.extend(item)
+    return False
+
+
+def locate_lone_surrogate(text: str, start: int, end: int) -> int | None:
+    """The offset of the first lone surrogate escape in the strings of text[start:end]."""
+    for token in TOKEN.finditer(text, start, end):
+        if token.group()[0] == '"':
+            for escape in ESCAPE.finditer(text, token.start(), token.end()):
+                if len(escape.group()) == 6 and SURROGATE_ESCAPE.fullmatch(escape.group()):
+                    return escape.start()
+    return None
 
 
 def loads(text: str) -> Any:

@@ -6,6 +6,14 @@ MAX_OUTPUT_CHARS, and on the main thread a timer stops a render after TIME_LIMIT
 nothing is caught there). The timer is set for every render of a run whose recipe brings templates, and for no
 other: gen's and plugins' installed templates are code, not input, and setting it costs more than rendering a
 short prompt. Whatever goes wrong is one error naming the template file and its line.
+
+Compiling is bounded too. A template file is read through gen/reading.py (at most MAX_TEMPLATE_BYTES of UTF-8
+text); its blocks nest at most MAX_BLOCK_DEPTH deep and its brackets MAX_BRACKET_DEPTH deep, checked on the
+token stream before jinja2's recursive parser runs; and nothing of it is evaluated at compile time. jinja2
+folds constant expressions while compiling (`{{ 10**100000000000 }}` or `{{ "a" * 10**10 }}` would be
+computed there, before any render limit applies): the environment is built without its optimizer, and the code
+generator never turns an output expression into a constant. Arithmetic that could build a huge value at
+render time (`**`, `*` on text or lists, `%` formatting) goes through `bounded_binop`.
 """
 
 from __future__ import annotations
@@ -23,8 +31,11 @@ from types import TracebackType
 from typing import Any
 
 import jinja2
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import SandboxedEnvironment
 
+from gen import reading
 from gen.errors import GenError
 
 
@@ -47,8 +58,98 @@ def bounded_range(*args: int) -> range:
     return items
 
 
+MAX_TEMPLATE_BYTES = 1 << 20
+MAX_BLOCK_DEPTH = 16  # {% if %}, {% for %}... inside each other; Python compiles at most 20 nested loops
+MAX_BRACKET_DEPTH = 32  # ( [ { inside each other in one expression
+MAX_NUMBER_BITS = 100_000  # a number a template computes with ** (about 30,000 digits)
+TEMPLATE_FILE = "a Jinja template: UTF-8 text"
+BLOCK_TAGS = {"if", "for", "macro", "call", "filter", "block", "with", "autoescape", "trans"}
+LARGE_WIDTH = re.compile(r"%[-#0 +]*(?:\*|\d{7,})|%[-#0 +]*\d*\.(?:\*|\d{7,})")
+
+
 class RenderTooLong(Exception):
     pass
+
+
+def bounded_binop(operator: str, left: Any, right: Any) -> None:
+    """Refuse, before computing it, an operation whose result would be huge: a power past MAX_NUMBER_BITS, text
+    or a list repeated past MAX_OUTPUT_CHARS, a % format with a width or precision of a million or more."""
+    if operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+        if abs(left) > 1 and right * abs(left).bit_length() > MAX_NUMBER_BITS:
+            raise OverflowError(f"a power of more than {MAX_NUMBER_BITS:,} bits")
+    elif operator == "*":
+        for sequence, times in ((left, right), (right, left)):
+            if (
+                isinstance(sequence, str | list | tuple)
+                and isinstance(times, int)
+                and len(sequence) * times > MAX_OUTPUT_CHARS
+            ):
+                raise OverflowError(f"a repetition of more than {MAX_OUTPUT_CHARS:,} items")
+    elif operator == "%" and isinstance(left, str) and LARGE_WIDTH.search(left):
+        raise OverflowError("a % format with a width or precision of a million or more, or given by *")
+
+
+class NoFoldingGenerator(CodeGenerator):
+    """jinja2's code generator, except that an output expression is never computed while compiling (only the
+    template's literal text is)."""
+
+    def _output_child_to_const(self, node: nodes.Expr, frame: Any, finalize: Any) -> str:
+        if not isinstance(node, nodes.TemplateData):
+            raise nodes.Impossible()
+        return super()._output_child_to_const(node, frame, finalize)
+
+
+class BoundedEnvironment(SandboxedEnvironment):
+    """The sandbox with nothing folded at compile time, and the operators bounded_binop checks intercepted
+    (an intercepted operator is never folded either)."""
+
+    code_generator_class = NoFoldingGenerator
+    intercepted_binops = frozenset({"**", "*", "%"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        bounded_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> Any:
+        check_nesting(self, source, name, filename)
+        return super()._parse(source, name, filename)
+
+
+class BoundedLoader(jinja2.FileSystemLoader):
+    """FileSystemLoader reading each file through gen/reading.py: a regular file, UTF-8, MAX_TEMPLATE_BYTES at
+    most."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Any]:
+        pieces = jinja2.loaders.split_template_path(template)
+        for folder in self.searchpath:
+            path = Path(folder, *pieces)
+            if path.exists():
+                mtime = path.stat().st_mtime
+                text = reading.read_text(path, TEMPLATE_FILE, MAX_TEMPLATE_BYTES)
+                return text, str(path), lambda path=path, mtime=mtime: path.is_file() and path.stat().st_mtime == mtime
+        raise jinja2.TemplateNotFound(template)
+
+
+def check_nesting(env: jinja2.Environment, source: str, name: str | None, filename: str | None) -> None:
+    """Refuse blocks nested past MAX_BLOCK_DEPTH and brackets past MAX_BRACKET_DEPTH, naming the line, from the
+    token stream (jinja2's lexer does not recurse; its parser and Python's compiler would fail on deep nesting
+    with RecursionError or SyntaxError, far from the template's own line)."""
+    blocks = brackets = 0
+    after_block_begin = False
+    for token in env._tokenize(source, name, filename):
+        if after_block_begin and token.type == "name":
+            if token.value in BLOCK_TAGS:
+                blocks += 1
+            elif token.value.startswith("end") and token.value[3:] in BLOCK_TAGS:
+                blocks -= 1
+        after_block_begin = token.type == "block_begin"
+        if token.type in ("lparen", "lbracket", "lbrace"):
+            brackets += 1
+        elif token.type in ("rparen", "rbracket", "rbrace"):
+            brackets -= 1
+        if blocks > MAX_BLOCK_DEPTH or brackets > MAX_BRACKET_DEPTH:
+            what = f"{MAX_BLOCK_DEPTH} blocks" if blocks > MAX_BLOCK_DEPTH else f"{MAX_BRACKET_DEPTH} brackets"
+            raise jinja2.TemplateSyntaxError(f"nested deeper than {what}", token.lineno, name, filename)
 
 
 def installed_templates_dirs() -> list[str]:
@@ -74,8 +175,9 @@ def environment(extra_dir: str | None = None) -> SandboxedEnvironment:
     """Templates in `extra_dir` (a recipe's own folder of templates) shadow gen's, which shadow plugins'."""
     search = [extra_dir] if extra_dir else []
     search.extend(installed_templates_dirs())
-    env = SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(search),
+    env = BoundedEnvironment(
+        loader=BoundedLoader(search),
+        optimized=False,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -119,35 +221,64 @@ def loaded(name: str, extra_dir: str | None = None) -> jinja2.Template:
     found = _loaded.get((name, extra_dir))
     if found is not None and now - found[1] < RECHECK_S:
         return found[0]
-    template = environment(extra_dir).get_template(name)
+    template = compiled(name, extra_dir)
     _loaded[name, extra_dir] = (template, now)
     return template
+
+
+COMPILE_ERRORS = (RecursionError, MemoryError, SyntaxError, ValueError, OverflowError)
+
+
+def compiled(name: str, extra_dir: str | None) -> jinja2.Template:
+    """The template compiled, or one GenError naming its file and line."""
+    try:
+        return environment(extra_dir).get_template(name)
+    except jinja2.TemplateSyntaxError as exc:
+        raise GenError(
+            f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}"
+        ) from None
+    except jinja2.TemplateNotFound:
+        raise GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}") from None
+    except COMPILE_ERRORS as exc:  # past what the nesting check catches: Python's own limits on the code
+        raise GenError(
+            f"the template cannot be compiled: {exc.__class__.__name__}: {exc}",
+            file=template_source(name, extra_dir)[1],
+            expected=f"a template within the limits ({MAX_BLOCK_DEPTH} nested blocks, {MAX_BRACKET_DEPTH} nested "
+            "brackets, expressions of a few hundred operators)",
+        ) from None
 
 
 def render(name: str, extra_dir: str | None = None, **variables) -> str:
     """Render one template file; a missing variable, a syntax error or a render that breaks a limit or fails names
     the template and line."""
+    template = loaded(name, extra_dir)
     try:
-        template = loaded(name, extra_dir)
         if extra_dir is None:  # only installed templates can be found
             return bounded(template.generate(**variables))
         with TimeLimit(TIME_LIMIT_S):
             return bounded(template.generate(**variables))
-    except jinja2.TemplateSyntaxError as exc:
-        raise GenError(
-            f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}"
-        ) from None
     except jinja2.UndefinedError as exc:
         raise GenError(
             f"template uses an undefined variable: {exc.message}",
             file=name,
             expected=f"only the variables given: {', '.join(sorted(variables)) or 'none'}",
         ) from None
-    except jinja2.TemplateNotFound:
+    except jinja2.TemplateNotFound:  # an {% include %} of a file that is not there
         raise GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}") from None
-    except (RenderTooLong, jinja2.TemplateError, ArithmeticError, MemoryError, RecursionError, TypeError) as exc:
-        filename = template.filename or name
-        line = template_line(exc.__traceback__, filename)
+    except jinja2.TemplateSyntaxError as exc:  # in a template it includes, compiled as the render reaches it
+        raise GenError(
+            f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}"
+        ) from None
+    except (
+        RenderTooLong,
+        jinja2.TemplateError,
+        ArithmeticError,
+        MemoryError,
+        RecursionError,
+        TypeError,
+        ValueError,
+    ) as exc:
+        filename, line = template_place(exc.__traceback__, template.filename or name)
         raise GenError(
             f"the template could not be rendered: {exc.__class__.__name__}: {exc}"[:300],
             file=filename,
@@ -196,11 +327,14 @@ class TimeLimit:
         raise RenderTooLong(f"it ran past {self.seconds:g} s")
 
 
-def template_line(trace: TracebackType | None, filename: str) -> int | None:
-    """The line of the template being rendered when it failed (jinja maps its frames back to the file)."""
-    line = None
+def template_place(trace: TracebackType | None, filename: str) -> tuple[str, int | None]:
+    """The file and line of the template being rendered when it failed: the innermost frame that is a template's
+    (jinja rewrites its frames so that each names a template file and line; an included template's frame is
+    inside its includer's). `filename` is the template rendered, named when no frame is found."""
+    place: tuple[str, int | None] = (filename, None)
     while trace is not None:
-        if trace.tb_frame.f_code.co_filename == filename:
-            line = trace.tb_lineno
+        code = trace.tb_frame.f_code
+        if code.co_filename == filename or "__jinja_exception__" in trace.tb_frame.f_globals:
+            place = (code.co_filename, trace.tb_lineno)
         trace = trace.tb_next
-    return line
+    return place

@@ -1,5 +1,13 @@
 """Pydantic errors as gen's one-line errors: the first error of a model, with the dotted path of its field in
-the file, the nearest valid key for an unknown or missing one, and the value given (shortened)."""
+the file, the nearest valid key for an unknown or missing one, and the value given (shortened).
+
+InputModel is the base of every model a user's file is read into (the recipe, its products' options, its
+endpoints, its export): one place that says what a number in a recipe may be. A float must be finite (YAML's
+`.inf` and `.nan`, and text like "-1e999" that reads as infinity, are refused) and a whole number must lie
+within ±MAX_WHOLE_NUMBER, the largest a JSON reader keeps exactly (run.json and the cards quote these values,
+and a number past it overflows dates and durations). Fields whose number decides how much is allocated or
+started carry their own, smaller upper bound beside it.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +18,47 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from gen.errors import GenError
+from gen.errors import GenError, shorten
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
+
+
+MAX_WHOLE_NUMBER = 2**53 - 1
+
+
+def out_of_range(value: Any) -> str | None:
+    """Where in `value` (a field's validated value) a whole number lies out of range: "" for the value itself,
+    "[2]" or ".key" inside it; None when every whole number is in range. Walked without recursion."""
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        place, item = pending.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_WHOLE_NUMBER:
+            return place
+        if isinstance(item, list | tuple):
+            pending.extend((f"{place}[{index}]", each) for index, each in enumerate(item))
+        elif isinstance(item, dict):
+            pending.extend((f"{place}.{key}", each) for key, each in item.items())
+    return None
+
+
+class InputModel(BaseModel):
+    """The base of every model read from a user's file: unknown keys refused, floats finite, whole numbers in
+    range (see the module's docstring)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def whole_numbers_in_range(cls, value: Any) -> Any:
+        place = out_of_range(value)
+        if place is not None:
+            raise ValueError(
+                f"a whole number{f' (at {place})' if place else ''} outside ±{MAX_WHOLE_NUMBER:,} (2**53 - 1)"
+            )
+        return value
 
 
 def validate_model(model: type[BaseModel], data: Any, file: Path, prefix: tuple) -> Any:
@@ -52,8 +95,20 @@ def describe(model: type[BaseModel], error: ErrorDetails, loc: tuple) -> str:
         near = difflib.get_close_matches(key, valid_keys(model, loc[:-1]), n=1)
         return f"unknown key {key!r}" + (f"; did you mean {near[0]!r}?" if near else "")
     given = error.get("input")
-    shown = json.dumps(given, default=str)[:80] if not isinstance(given, dict) else "a mapping"
-    return f"{error['msg']}, got {shown}"
+    return f"{error['msg']}, got {shown_value(given)}"
+
+
+def shown_value(given: Any) -> str:
+    """The value a field was given, as JSON cut to a short length (a whole number of more digits than Python
+    writes out is named by its size)."""
+    if isinstance(given, dict):
+        return "a mapping"
+    if isinstance(given, int) and abs(given).bit_length() > 10_000:
+        return f"a whole number of about {int(abs(given).bit_length() * 0.30103):,} digits"
+    try:
+        return shorten(json.dumps(given, default=str), 80)
+    except ValueError:  # a whole number too long to write, inside a list
+        return type(given).__name__
 
 
 def valid_keys(model: type[BaseModel], loc: tuple) -> list[str]:

@@ -144,7 +144,7 @@ def test_an_empty_predictions_file_scores_every_config_as_empty(hand_dataset, tm
 
 
 BAD_LINES = [
-    ('{"question_id": "q1", "retrieved": [0]\n', "line 2: not valid JSON"),
+    ('{"question_id": "q1", "retrieved": [0]\n', "line 2, column 40: not valid JSON"),
     ("[1, 2]\n", "line 2: the line is not a JSON object"),
     ('{"retrieved": [0]}\n', "line 2: question_id: question_id is missing or not a string"),
     ('{"question_id": "nope", "retrieved": [0]}\n', "line 2: question_id: unknown question id 'nope'"),

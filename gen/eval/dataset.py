@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from gen import reading
 from gen.errors import GenError
 
 DATASET_EXPECTED = "a run folder (run.json and <config>/<split>.jsonl) or an export folder (data/<config>/*.parquet)"
@@ -106,6 +107,9 @@ class Dataset:
         }
 
 
+RUN_REPORT = "run.json as gen run writes it"
+
+
 def finished_report(folder: Path, use: str) -> dict[str, Any]:
     """run.json (both layouts carry it), refusing a run that stopped early or failed validation: its records are
     incomplete or unchecked. `use` says what is refused ("exported", "scored")."""
@@ -114,10 +118,7 @@ def finished_report(folder: Path, use: str) -> dict[str, Any]:
         raise GenError("no such folder", file=folder, expected="a folder gen run wrote (outputs/<name>)")
     if not path.is_file():
         raise GenError("not a dataset folder: run.json is missing", file=folder, expected="a folder gen run wrote")
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise GenError(f"run.json is not valid JSON ({exc.msg})", file=path) from None
+    report = reading.read_json(path, RUN_REPORT)
     if not isinstance(report, dict):
         raise GenError("run.json is not a gen run report", file=path, expected="a JSON object")
     if report.get("stopped"):
@@ -156,9 +157,9 @@ def declared_questions(folder: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:
-        configs = json.loads(path.read_text(encoding="utf-8"))["configs"]
+        configs = reading.read_json(path, RUN_REPORT)["configs"]
         declared = {name: info["questions"] for name, info in configs.items() if "questions" in info}
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:
         raise GenError(f"run.json is not a gen run report ({exc})", file=path) from None
     for name, questions in declared.items():
         if not isinstance(questions, dict) or not isinstance(questions.get("group_field"), str):
@@ -184,9 +185,9 @@ def run_files(folder: Path) -> dict[str, list[Path]]:
     if not report_path.is_file():
         raise GenError("not a dataset folder: no run.json and no data/ folder", file=folder, expected=DATASET_EXPECTED)
     try:
-        configs = json.loads(report_path.read_text(encoding="utf-8"))["configs"]
+        configs = reading.read_json(report_path, RUN_REPORT)["configs"]
         files = {name: [folder / info["path"]] for name, info in configs.items()}
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise GenError(f"run.json is not a gen run report ({exc})", file=report_path) from None
     for name, paths in files.items():
         if not paths[0].is_file():
@@ -194,19 +195,24 @@ def run_files(folder: Path) -> dict[str, list[Path]]:
     return files
 
 
-def numbered_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The objects of a JSONL file with their line numbers; blank lines are skipped."""
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                yield number, json_object(line, path, number)
+def numbered_jsonl(
+    path: Path, expected: str = "JSON lines", strict: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of a JSONL file with their line numbers; blank lines are skipped. `strict` for a file a user
+    wrote (predictions, answers): gen/strict_json.py's rules, a repeated key refused; gen's own files are read
+    with orjson, which is faster."""
+    for number, line in reading.text_lines(path, expected):
+        yield number, json_object(line, path, number, strict)
 
 
-def json_object(line: str, path: Path, number: int) -> dict[str, Any]:
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
+def json_object(line: str, path: Path, number: int, strict: bool = False) -> dict[str, Any]:
+    if strict:
+        value = reading.json_line(path, line, number, None)
+    else:
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise GenError(f"not valid JSON: {exc.msg}", file=path, record=f"line {number}") from None
     if not isinstance(value, dict):
         raise GenError("the line is not a JSON object", file=path, record=f"line {number}", expected="{...}")
     return value

@@ -28,11 +28,9 @@ class Target:
 def read_predictions(path: Path, targets: Mapping[str, Target]) -> dict[str, list[int]]:
     """question_id → retrieved indices in rank order, for every line of the file."""
     path = Path(path)
-    if not path.is_file():
-        raise GenError("no such file", file=path, expected=f"a JSONL file of lines {EXPECTED_LINE}")
     predictions: dict[str, list[int]] = {}
     first_line: dict[str, int] = {}
-    for number, record in numbered_jsonl(path):
+    for number, record in numbered_jsonl(path, f"a JSONL file of lines {EXPECTED_LINE}", strict=True):
         where = Where(path, number)
         question_id = record.get("question_id")
         if not isinstance(question_id, str):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gen import reading
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Question, finished_report, open_dataset
 from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, pooled, question_score
@@ -69,7 +69,7 @@ def only_exported(questions: dict[str, list[Question]], export: Path) -> dict[st
     LongMemEval export keeps one wording per base question, and the other wordings are not missing answers."""
     path = export / "gen-export.json" if export.is_dir() else export
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = reading.read_json(path, "the gen-export.json of a folder `gen export` wrote")
         kept = {config: set(info["tests"]) for config, info in manifest["configs"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise GenError(

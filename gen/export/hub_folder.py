@@ -21,6 +21,7 @@ from pathlib import Path
 
 import orjson
 
+from gen import reading
 from gen.errors import GenError
 from gen.export.files import ExportFile
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
@@ -88,9 +89,9 @@ def read_run(run_dir: Path) -> dict:
             expected="a folder written by `gen run` (outputs/<name>)",
         )
     try:
-        report = json.loads(report_path.read_text(encoding="utf-8"))
+        report = reading.read_json(report_path, "run.json written by gen run")
         configs, split = report["configs"], report["split"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise GenError(f"run.json is not a gen run report ({exc})", file=report_path) from None
     if report.get("stopped"):
         raise GenError(

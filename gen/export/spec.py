@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from gen.validation import InputModel
 
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
 DEFAULT_MAX_SHARD_SIZE = "500MB"  # the same default as datasets' push_to_hub
@@ -32,10 +34,8 @@ def parse_size(value: str | int) -> int:
     return size
 
 
-class HubTarget(BaseModel):
+class HubTarget(InputModel):
     """Where and how `gen push` (or `gen run` with this section) publishes. The token is never part of it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     repo_id: str = Field(pattern=REPO_ID, description="owner/name of the dataset repo on the Hub")
     private: bool = Field(
@@ -70,7 +70,5 @@ class HubTarget(BaseModel):
         return value
 
 
-class ExportSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ExportSpec(InputModel):
     hub: HubTarget | None = None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gen import reading
 from gen.errors import GenError
 from gen.llm.replies import Answer, Malformed, answer_of
 from gen.llm.request import Failure, server_message
@@ -125,10 +126,8 @@ def _message(body: Any) -> str:
 
 
 def read_lines(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8") as handle:
-        for raw in handle:
-            if raw.strip():
-                yield raw.rstrip("\n")
+    for _, text in reading.text_lines(path, "a batch output file (JSON lines)"):
+        yield text.rstrip("\r\n")
 
 
 def import_outputs(paths: Iterable[Path], take: Callable[[LineResult], None]) -> int:

@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from gen.hashing import canonical_json
+from gen.validation import InputModel
 
 __all__ = [
     "EndpointConfig",
@@ -59,10 +60,11 @@ __all__ = [
 ]
 
 
-class Price(BaseModel):
-    """US dollars per million tokens."""
+MAX_REQUEST_PROCESSES = 64
 
-    model_config = ConfigDict(extra="forbid")
+
+class Price(InputModel):
+    """US dollars per million tokens."""
 
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(ge=0)
@@ -71,10 +73,8 @@ class Price(BaseModel):
         return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1_000_000
 
 
-class EndpointConfig(BaseModel):
+class EndpointConfig(InputModel):
     """One named endpoint of the recipe's ``llm:`` section."""
-
-    model_config = ConfigDict(extra="forbid")
 
     # --- data: enters the cache key -------------------------------------------------------------
     model: str = Field(min_length=1)
@@ -216,11 +216,9 @@ def default_cache_path() -> Path:
     return base / "gen" / "llm.sqlite"
 
 
-class RateLimits(BaseModel):
+class RateLimits(InputModel):
     """Limits given for one run (on the command line) that replace those of every endpoint. They change how fast
     calls go, never the data, so none enters any hash."""
-
-    model_config = ConfigDict(extra="forbid")
 
     max_concurrency: int | None = Field(default=None, ge=1, le=1024)
     requests_per_minute: float | None = Field(default=None, gt=0)
@@ -230,21 +228,20 @@ class RateLimits(BaseModel):
     max_wait_s: float | None = Field(default=None, gt=0)
 
 
-class RunSettings(BaseModel):
+class RunSettings(InputModel):
     """Where and how one run calls its endpoints: its rate-limit overrides, the cache folder (``cache_dir`` holds
     ``llm.sqlite``; default: :func:`default_cache_path`), ``offline`` (the first cache miss is an error, for a
     reproducible CI) and the progress display (``auto``: live on a terminal, plain lines otherwise; ``live``,
     ``plain`` or ``off``). None of them changes the data.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     limits: RateLimits = Field(default_factory=RateLimits)
     cache_dir: Path | None = None
     offline: bool = False
     progress: Literal["auto", "live", "plain", "off"] = "auto"
     progress_interval_s: float = Field(default=10.0, gt=0)
-    request_processes: int = Field(default=0, ge=0)  # send requests from this many processes (gen.llm.senders)
+    # send requests from this many processes (gen.llm.senders); each is a process started, hence the bound
+    request_processes: int = Field(default=0, ge=0, le=MAX_REQUEST_PROCESSES)
     # offline batch files (gen.llm.batch_files): write the next round's requests here and stop; read these
     # output files into the cache first
     batch_export: Path | None = None

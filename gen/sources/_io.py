@@ -1,4 +1,5 @@
-"""Reading source files: JSON documents and JSON lines, with errors that name the file and line."""
+"""Reading source files: JSON documents and JSON lines, with errors that name the file and line. Files are
+opened, decoded and bounded by gen/reading.py; JSON's rules are gen/strict_json.py's."""
 
 from __future__ import annotations
 
@@ -9,40 +10,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gen import strict_json
+from gen import reading, strict_json
 from gen.errors import GenError
-from gen.strict_json import Broken, line_and_column
+from gen.strict_json import Broken
 
 
 def read_text(path: Path, expected: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GenError("file not found", file=path, expected=expected) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
+    """A data file read whole: at most reading.max_record_bytes()."""
+    return reading.read_text(path, expected, reading.max_record_bytes())
 
 
-def reason_and_offset(error: Exception) -> tuple[str, int | None]:
-    if isinstance(error, Broken):
-        return error.reason, error.offset
-    assert isinstance(error, json.JSONDecodeError)
-    return f"not valid JSON ({error.msg})", error.pos
-
-
-def broken(path: Path, text: str, error: Exception, expected: str, record: str | None = None) -> GenError:
-    """One message for a text that is not accepted: what is wrong and where (record, line and column)."""
-    reason, offset = reason_and_offset(error)
-    place = ", ".join(part for part in (record, line_and_column(text, offset) if offset is not None else None) if part)
-    return GenError(reason, file=path, record=place or None, expected=expected)
-
-
-def read_json(path: Path, expected: str) -> Any:
-    text = read_text(path, expected)
-    try:
-        return strict_json.loads(text)
-    except (Broken, json.JSONDecodeError) as exc:
-        raise broken(path, text, exc, expected) from None
+reason_and_offset = reading.json_problem
+broken = reading.json_error
+read_json = reading.read_json
 
 
 def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
@@ -67,61 +47,46 @@ def read_json_or_jsonl(path: Path, expected: str) -> list[dict]:
 
 
 def line_record(path: Path, line: str, line_number: int, expected: str) -> Any:
-    text = line.rstrip("\r\n")
-    try:
-        return strict_json.loads(text)
-    except (Broken, json.JSONDecodeError) as exc:
-        reason, offset = reason_and_offset(exc)
-        where = f"line {line_number}" + (f", column {offset + 1}" if offset is not None else "")
-        raise GenError(reason, file=path, record=where, expected=expected) from None
+    return reading.json_line(path, line.rstrip("\r\n"), line_number, expected)
 
 
 def stream_records(path: Path, expected: str) -> Iterator[Any]:
     """The records of a JSON list (item by item), of JSON lines (line by line) or of one JSON document. Only
-    a single document is read whole: a corpus in the other two layouts reads in the memory of its largest record."""
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise GenError("file not found", file=path, expected=expected) from None
-    except OSError as exc:
-        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
-    with handle:
+    a single document is read whole: a corpus in the other two layouts reads in the memory of its largest record
+    (each at most reading.max_record_bytes())."""
+    limit = reading.max_record_bytes()
+    with reading.open_input(path, expected) as handle:
+        start = handle.tell()  # after a byte-order mark
+        reading.refuse_other_encodings(handle.read(4), path, expected)
+        handle.seek(start)
         if handle.read(64).lstrip()[:1] == b"[":
-            handle.seek(0)
-            yield from _list_items(handle, path, expected)
+            handle.seek(start)
+            yield from _list_items(handle, path, expected, limit)
             return
-        handle.seek(0)
-        if _first_line_is_json(handle):
-            handle.seek(0)
-            yield from _json_lines(handle, path, expected)
+        handle.seek(start)
+        if _first_line_is_json(handle, limit):
+            handle.seek(start)
+            yield from _json_lines(handle, path, expected, limit)
             return
     yield from read_json_or_jsonl(path, expected)  # one document, maybe pretty-printed; or a broken file
 
 
-def _first_line_is_json(handle: Any) -> bool:
-    for line in handle:
+def _first_line_is_json(handle: Any, limit: int) -> bool:
+    while line := handle.readline(limit + 1):
         if line.strip():
             try:
                 strict_json.loads(line.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
-                return False
+                return len(line) > limit  # a line past the limit: _json_lines names it
             except Broken:
                 return True  # JSON lines, one of them broken: _json_lines says where
             return True
     return False
 
 
-def _json_lines(handle: Any, path: Path, expected: str) -> Iterator[Any]:
+def _json_lines(handle: Any, path: Path, expected: str, limit: int) -> Iterator[Any]:
     found = False
-    for line_number, line in enumerate(handle, start=1):
-        if not line.strip():
-            continue
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise GenError(
-                f"cannot read file: {exc}", file=path, record=f"line {line_number}", expected=expected
-            ) from None
+    for line_number, text in reading.lines_of(handle, path, expected, limit):
         yield line_record(path, text, line_number, expected)
         found = True
     if not found:
@@ -132,9 +97,9 @@ BLANKS = re.compile(r"\s*")
 CHUNK = 1 << 20  # characters read at a time from a JSON list; an item larger than this is read in growing pieces
 
 
-def _list_items(handle: Any, path: Path, expected: str) -> Iterator[Any]:
-    """The items of a JSON list, one at a time, in the memory of the largest item."""
-    reader = ListReader(io.TextIOWrapper(handle, encoding="utf-8"))
+def _list_items(handle: Any, path: Path, expected: str, limit: int) -> Iterator[Any]:
+    """The items of a JSON list, one at a time, in the memory of the largest item (at most `limit` characters)."""
+    reader = ListReader(io.TextIOWrapper(handle, encoding="utf-8"), limit)
     number = 0
     try:
         reader.expect("[")
@@ -152,16 +117,33 @@ def _list_items(handle: Any, path: Path, expected: str) -> Iterator[Any]:
         reason, offset = reason_and_offset(exc)
         where = ", ".join([f"item {number}", *([reader.place(offset)] if offset is not None else [])])
         raise GenError(reason, file=path, record=where, expected=expected) from None
+    except ItemTooLarge:
+        raise GenError(
+            f"the item is larger than {reading.size_text(limit)}",
+            file=path,
+            record=f"item {number}, {reader.place(0)}",
+            expected=f"{expected}; a larger item needs {reading.RECORD_LIMIT_VARIABLE} set higher",
+        ) from None
     except UnicodeDecodeError as exc:
-        raise GenError(f"cannot read file: {exc}", file=path, expected=expected) from None
+        raise GenError(
+            f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} cannot be read; save it as UTF-8",
+            file=path,
+            record=f"item {number}, {reader.place(len(reader.buffer))}",
+            expected=expected,
+        ) from None
+
+
+class ItemTooLarge(Exception):
+    pass
 
 
 class ListReader:
     """A window on a JSON list's text: items decoded where they start, more text read when one runs past the
     window's end; the text before the current item is dropped (its lines counted, for error positions)."""
 
-    def __init__(self, reader: Any) -> None:
+    def __init__(self, reader: Any, limit: int) -> None:
         self.reader = reader
+        self.limit = limit
         self.buffer = ""
         self.position = 0
         self.lines_dropped = 0
@@ -196,7 +178,9 @@ class ListReader:
             try:
                 value, end = strict_json.decode(self.buffer, self.position)
             except json.JSONDecodeError:
-                if not self.ended and self.more(max(CHUNK, len(self.buffer))):  # maybe cut short: read on
+                if len(self.buffer) > self.limit:
+                    raise ItemTooLarge from None
+                if not self.ended and self.more(min(max(CHUNK, len(self.buffer)), self.limit)):  # maybe cut short
                     continue
                 raise
             self.position = end

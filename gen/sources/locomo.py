@@ -14,6 +14,7 @@ from gen.errors import GenError
 from gen.sources._io import require_list, require_str
 
 SESSION_KEY = re.compile(r"^session_(\d+)$")
+MAX_SESSION_NUMBER = 10_000  # the N of session_N: LoCoMo's conversations have at most 35 sessions
 DATE_EXAMPLE = 'a date like "1:56 pm on 8 May, 2023"'
 YEAR_AT_END = re.compile(r"(\d+)\s*$")
 EXPECTED_FILE = "a LoCoMo JSON file: a list of samples, one sample, or a bare conversation dict"
@@ -127,7 +128,9 @@ def conversation_speakers(conversation: dict, sample_id: str, origin) -> tuple[s
 def session_numbers(conversation: dict, sample_id: str, origin) -> list[int]:
     """The N of every session_N key, in order; numbers skipped on the way are named in a warning (the sessions
     are numbered by their order, so the output's session numbers then differ from the source's)."""
-    numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.match(key)))
+    numbers = sorted(
+        session_number(m.group(1), sample_id, origin) for key in conversation if (m := SESSION_KEY.match(key))
+    )
     if not numbers:
         raise GenError(
             "no sessions",
@@ -136,7 +139,7 @@ def session_numbers(conversation: dict, sample_id: str, origin) -> list[int]:
             field="session_1",
             expected="keys session_N with a list of turns",
         )
-    if skipped := sorted(set(range(1, numbers[-1])) - set(numbers)):
+    if skipped := sorted(set(range(1, numbers[-1])) - set(numbers)):  # numbers[-1] <= MAX_SESSION_NUMBER
         renumbered = [f"session_{n} is session {index}" for index, n in enumerate(numbers, start=1) if n != index]
         warnings.warn(
             DataWarning(
@@ -146,6 +149,20 @@ def session_numbers(conversation: dict, sample_id: str, origin) -> list[int]:
             stacklevel=2,
         )
     return numbers
+
+
+def session_number(digits: str, sample_id: str, origin) -> int:
+    """The N of a session_N key, refused past MAX_SESSION_NUMBER before it is read as a number: the sessions
+    skipped are listed, and a key like session_99999999 would stand for a hundred million of them."""
+    if len(digits) > len(str(MAX_SESSION_NUMBER)) or int(digits) > MAX_SESSION_NUMBER:
+        raise GenError(
+            f"session number {digits[:20]}{'…' if len(digits) > 20 else ''} is too large",
+            file=origin,
+            record=sample_id,
+            field=f"session_{digits[:20]}",
+            expected=f"keys session_1 to session_{MAX_SESSION_NUMBER:,}",
+        )
+    return int(digits)
 
 
 def refuse_repeated_turn_ids(sessions: list[Session], sample_id: str, origin) -> None:

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gen import reading
 from gen.errors import GenError
 from gen.llm.config import EndpointConfig
 from gen.provenance import LOCAL_ENDPOINT
@@ -54,10 +53,7 @@ def read_yaml(file: Path, *, given: bool) -> dict[str, Any]:
         if given:
             raise GenError("no such file", file=file, expected="a YAML file with an llm: section")
         raise GenError("no recipe.yaml here to take the judge's endpoint from", file=file, expected=WANTED)
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise GenError(f"not readable YAML ({exc})".replace("\n", " "), file=file) from None
+    data = reading.read_yaml(file, "a YAML file with an llm: section")
     if not isinstance(data, dict):
         raise GenError("the file is not a YAML mapping", file=file, expected="a mapping with an llm: section")
     return data

@@ -65,11 +65,9 @@ def read_question(item: Located) -> Question:
 def read_answers(path: Path, known: set[str]) -> dict[str, str]:
     """question_id → answer for every line of the file, in file order."""
     path = Path(path)
-    if not path.is_file():
-        raise GenError("no such file", file=path, expected=f"a JSONL file of lines {EXPECTED_LINE}")
     answers: dict[str, str] = {}
     first_line: dict[str, int] = {}
-    for number, line in numbered_jsonl(path):
+    for number, line in numbered_jsonl(path, f"a JSONL file of lines {EXPECTED_LINE}", strict=True):
         question_id, answer = line.get("question_id"), line.get("answer")
         if not isinstance(question_id, str):
             raise line_error(path, number, "question_id is missing or not a string", "question_id", EXPECTED_LINE)

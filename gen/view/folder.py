@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gen import reading
 from gen.errors import GenError
 from gen.folders import MARKER, SIBLING
 
@@ -79,8 +78,8 @@ def read_report(path: Path) -> dict[str, Any] | None:
     if not report_path.is_file():
         return None
     try:
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        report = reading.read_json(report_path, "the report gen run writes")
+    except OSError as exc:
         raise GenError(
             f"run.json cannot be read: {exc}", file=report_path, expected="the report gen run writes"
         ) from None
@@ -100,14 +99,14 @@ def gen_marker(path: Path) -> dict[str, Any] | None:
 def card_features(path: Path) -> dict[str, list[dict[str, Any]]]:
     """config name → features, from the dataset card's YAML header (absent or unreadable: nothing)."""
     try:
-        text = (path / "README.md").read_text(encoding="utf-8")
-    except OSError:
+        text = reading.read_text(path / "README.md", "a dataset card", reading.max_record_bytes())
+    except GenError:
         return {}
     if not text.startswith("---\n") or "\n---" not in text[4:]:
         return {}
     try:
-        header = yaml.safe_load(text[4 : text.index("\n---", 4)])
-    except yaml.YAMLError:
+        header = reading.load_yaml(text[4 : text.index("\n---", 4)], path / "README.md")
+    except GenError:
         return {}
     infos = header.get("dataset_info") if isinstance(header, dict) else None
     found = {}

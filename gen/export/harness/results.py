@@ -9,13 +9,13 @@ LoCoMo summary's `S<n>`) stands for every response of that session, in order.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gen import reading
 from gen.errors import GenError
 from gen.export.harness.staging import MANIFEST
 
@@ -44,7 +44,7 @@ class Layout:
 def read_layouts(export: Path) -> dict[str, Layout]:
     path = export / MANIFEST
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = reading.read_json(path, "the gen-export.json `gen export` wrote")
         return {
             name: Layout(list(info["session_starts"]), int(info["responses"]))
             for name, info in manifest["conversations"].items()
@@ -161,7 +161,7 @@ def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
     """A BEIR run: the JSON dict a retriever returns ({query id: {document id: score}}), or a TREC run file
     (`query Q0 document rank score tag`). Document ids are response indices; higher scores rank first, ties as
     trec_eval orders them (the larger id, compared as text, first)."""
-    text = results.read_text(encoding="utf-8")
+    text = reading.read_text(results, "a BEIR run: a JSON dict or a TREC run file", reading.max_record_bytes())
     scored: dict[str, dict[str, float]] = {}
     if text.lstrip().startswith("{"):
         data = read_json(results)
@@ -189,30 +189,18 @@ def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
 
 
 def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise GenError(f"not valid JSON ({exc})", file=path, record=f"line {number}") from None
-            if not isinstance(record, dict):
-                raise GenError("the line is not a JSON object", file=path, record=f"line {number}")
-            yield number, record
+    for number, record in reading.json_lines(path, "JSON lines, one object per line"):
+        if not isinstance(record, dict):
+            raise GenError("the line is not a JSON object", file=path, record=f"line {number}")
+        yield number, record
 
 
 def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise GenError(f"not valid JSON ({exc})", file=path) from None
+    return reading.read_json(path, "a JSON file the harness wrote")
 
 
 def import_results(results: Path, format_name: str, export: Path, key: str | None = None) -> list[dict[str, Any]]:
     """gen's prediction lines ({question_id, retrieved}) from one harness result file."""
-    if not results.is_file():
-        raise GenError("no such file", file=results, expected="the result file the harness wrote")
     if format_name == "beir":
         pairs = beir(results)
     else:

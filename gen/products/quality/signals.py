@@ -7,10 +7,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
-import yaml
-
-from gen import templating
+from gen import reading, templating
 from gen.errors import GenError
 
 WORDS_TEMPLATE = "quality/feedback_words.yaml"
@@ -43,7 +42,7 @@ class FeedbackWords:
     @classmethod
     def load(cls, templates_dir: str | None) -> FeedbackWords:
         text, filename = templating.template_source(WORDS_TEMPLATE, templates_dir)
-        data = yaml.safe_load(text)
+        data = reading.load_yaml(text, Path(filename))
         lists = {key: data.get(key) if isinstance(data, dict) else None for key in ("negative", "positive")}
         if not all(
             isinstance(v, list) and v and all(isinstance(w, str) and words(w) for w in v) for v in lists.values()
