@@ -109,14 +109,15 @@ def test_a_number_outside_its_range_is_a_usage_error_naming_the_option(tmp_path,
     assert not any(tmp_path.iterdir())
 
 
-def test_max_concurrency_on_the_command_line_has_the_endpoints_own_range():
+def test_the_command_line_has_the_recipes_own_ranges_for_concurrency_and_request_processes():
     from gen.cli_options import RANGES
-    from gen.llm.config import EndpointConfig
+    from gen.llm.config import MAX_REQUEST_PROCESSES, EndpointConfig
 
     metadata = EndpointConfig.model_fields["max_concurrency"].metadata
     low = next(m.ge for m in metadata if hasattr(m, "ge"))
     high = next(m.le for m in metadata if hasattr(m, "le"))
     assert RANGES["--max-concurrency"] == (low, high)
+    assert RANGES["--request-processes"] == (0, MAX_REQUEST_PROCESSES)
 
 
 def test_version_prints_the_installed_version():
