@@ -21,6 +21,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -252,6 +253,29 @@ class BoundedLoader(yaml.SafeLoader):
 
 
 BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
+
+
+def yaml_12_resolvers() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
+    """PyYAML reads plain words the YAML 1.1 way: `off`, `no`, `on`, `yes` become booleans (so
+    `structured_output: off` arrived as False) and `1:30` becomes 90. A recipe is read the YAML 1.2 way instead:
+    only true and false are booleans (a boolean option still takes yes/no/on/off, which its model reads), and
+    a word with a colon is never a number."""
+    resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+    for first, entries in yaml.SafeLoader.yaml_implicit_resolvers.items():
+        for tag, pattern in entries:
+            if tag == BOOL_TAG:
+                continue
+            if tag in NUMBER_TAGS:
+                pattern = re.compile("^(?!.*:)" + pattern.pattern[1:], pattern.flags)
+            resolvers.setdefault(first, []).append((tag, pattern))
+    for first in "tTfF":
+        resolvers.setdefault(first, []).append((BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")))
+    return resolvers
+
+
+BOOL_TAG = "tag:yaml.org,2002:bool"
+NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+BoundedLoader.yaml_implicit_resolvers = yaml_12_resolvers()
 
 
 def refuse_repeated_keys(loader: BoundedLoader, node: yaml.MappingNode) -> None:

@@ -221,3 +221,30 @@ def test_a_megabyte_value_makes_a_short_message():
     message = str(GenError(f"unknown id {value!r}", file="p.jsonl", record="line 1", field=value, expected=value))
     assert len(message) < 1024
     assert "(1,000,000 characters)" in message and message.startswith("p.jsonl: line 1: :@:@")
+
+
+# YAML 1.1's words: a recipe is read the YAML 1.2 way
+
+
+def test_structured_output_off_unquoted_is_the_word_off_and_a_yes_still_sets_a_boolean(tmp_path):
+    from gen.api import load_recipe
+    from gen.products.registry import bind
+
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        f"name: words\nsources: [{{format: locomo, path: {SAMPLE_LOCOMO}}}]\n"
+        "llm: {main: {model: m, base_url: 'http://127.0.0.1:9/v1', structured_output: off}}\n"
+        "products: [{type: time_content_questions, verify: yes}]\n",
+        encoding="utf-8",
+    )
+    recipe = load_recipe(path)
+    assert recipe.llm["main"].structured_output == "off"
+    options = next(b.product.options for b in bind(recipe) if b.name == "time_content_questions")
+    assert options.verify is True
+
+
+def test_a_word_with_a_colon_is_never_a_sexagesimal_number(tmp_path):
+    from gen.reading import load_yaml
+
+    data = load_yaml("a: 1:30\nb: 190\nc: on\nd: TRUE\ne: no\n", tmp_path / "x.yaml")
+    assert data == {"a": "1:30", "b": 190, "c": "on", "d": True, "e": "no"}
