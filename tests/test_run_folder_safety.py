@@ -285,6 +285,11 @@ def test_ctrl_c_exits_130_keeps_the_partial_run_and_says_how_to_resume(tmp_path,
     assert not (out / "big").exists() and not list(out.glob(".big.tmp-*"))
     assert sorted(p.name for p in kept.iterdir() if p.name.startswith(".")) == [".gen-files.json"]  # no spool
 
+    # run again (a short run here) and succeed: what the stop kept is superseded, and removed
+    again = gen_subprocess("run", recipe, "--output-dir", out, "--limit", "1", "--workers", str(workers))
+    assert again.returncode == 0, again.stderr
+    assert (out / "big").is_dir() and not kept.exists()
+
 
 # --- 11 and 12. the run folder names nothing of this machine and rebuilds from anywhere ---------------
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Literal
 
-from gen.folders import NewFolder
+from gen.folders import NewFolder, written_by_gen
 from gen.jsonl import encode_lines
 from gen.products.registry import Bound
 from gen.run.shards import ShardResult
@@ -43,7 +43,17 @@ class RunFolder(NewFolder):
         if kind is not None and self.kept_at is not None and not isinstance(error, OSError):
             self.replace(self.kept_at)
             return False
-        return super().__exit__(kind, error, trace)
+        super().__exit__(kind, error, trace)
+        if kind is None:
+            self.remove_stopped()
+        return False
+
+    def remove_stopped(self) -> None:
+        """A run that ended whole supersedes what an earlier stop kept (`.<name>.stopped`, resumed now): removed,
+        if gen wrote it and nobody added to it."""
+        stopped = self.final.parent / f".{self.final.name}.stopped"
+        if written_by_gen(stopped):
+            shutil.rmtree(stopped, ignore_errors=True)
 
 
 class ShardWriter:
