@@ -42,9 +42,9 @@ __all__ = [
     "StepStats",
     "error_summary",
     "is_reject",
+    "items_by_product",
     "past_limit",
     "reject_limit",
-    "rejected_by_product",
     "too_many_rejects",
 ]
 
@@ -182,6 +182,16 @@ class Accounts:
         else:
             self.add_records(new)
 
+    def withdraw_given_up(self, steps: set[str], item_ids: set[str], lane: Lane | None = None) -> set[str]:
+        """Take back the `given_up` lines of these items of these steps (from the `lane`'s rejects, or the
+        engine's), for a caller that writes fuller ones; the ids taken back. Their count stays: the item is
+        still rejected, and still once."""
+        with self._lock:
+            rejects = lane.rejects if lane is not None else self.rejects
+            taken = [r for r in rejects if r["kind"] == "given_up" and r["step"] in steps and r["item_id"] in item_ids]
+            rejects[:] = [r for r in rejects if not any(r is t for t in taken)]
+        return {r["item_id"] for r in taken}
+
     def add_records(self, rejects: list[dict[str, Any]]) -> None:
         with self._lock:
             self.rejects.extend(rejects)
@@ -208,6 +218,7 @@ class Accounts:
             "steps": steps,
             "totals": totals,
             "errors": dict(sorted(errors.items())),
+            "products": items_by_product(steps),
             "endpoints": dict(endpoints),
             "cache": dict(cache),
         }
@@ -223,7 +234,7 @@ def _fates(tally: Tally | None) -> dict[str, Any]:
     return {"items": tally.items, "ok": tally.ok, "rejected": tally.rejected}
 
 
-def rejected_by_product(steps: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+def items_by_product(steps: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """run.json's `llm.steps` summed per product (a step is named after its product, or "product/part"):
     product -> {items, ok, rejected}, for the products that had items."""
     products: dict[str, dict[str, int]] = {}

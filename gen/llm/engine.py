@@ -248,6 +248,11 @@ class Engine:
             return ""
         return f"[llm] {step}: {total.rejected} of {total.items} items rejected so far (see rejects.jsonl)"
 
+    def withdraw_given_up(self, steps: set[str], item_ids: set[str]) -> set[str]:
+        """Take back the engine's `given_up` lines of these items (gen.llm.step writes fuller ones, with the
+        attempts they had); the ids taken back. They stay counted as rejected, once."""
+        return self._accounts.withdraw_given_up(steps, item_ids, self._lanes.current())
+
     @staticmethod
     def _too_many(step: str, fates: Tally, rate: float | None, option: str | None) -> Stopped:
         assert rate is not None  # there is no limit to pass without one

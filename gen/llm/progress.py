@@ -54,11 +54,12 @@ class StepCounters:
         self.cached += cached
 
     def items(self) -> str:
-        """The step's items rejected so far, as the line shows them ("" when they are not known)."""
+        """The step's items decided so far, as the line shows them ("" when they are not known): those still
+        being written (regenerated, verified) are neither ok nor rejected yet."""
         if self.fates is None:
             return ""
         tally = self.fates()
-        return f"{tally.rejected} of {tally.items} items rejected"
+        return f"items: {tally.ok} ok, {tally.rejected} rejected of {tally.items}"
 
     def note_request(self, tokens: int) -> None:
         self.requests += 1

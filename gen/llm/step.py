@@ -176,9 +176,7 @@ class _Run(Generic[ItemT]):
         try:
             self._rounds()
         except Stopped as stop:  # the failed calls of the round it stopped in are in the engine's rejects
-            given_up = self._given_up()
-            self.engine.decide(self.step.name, rejected=[self._kind(i) for i in given_up])
-            stop.rejects = [*stop.rejects, *self._records(given_up, stopped=stop.message)]
+            stop.rejects = [*stop.rejects, *self._records(self._given_up(), stopped=stop.message)]
             raise
         result = self._result()
         if result.rejects or result.failed:
@@ -206,12 +204,17 @@ class _Run(Generic[ItemT]):
         return [i for i in ids if i in self.history and i not in self.accepted and i not in self.ended]
 
     def _given_up(self) -> list[str]:
-        """At a stop: every item that failed a check and was neither accepted nor ended in the engine, except
-        those whose call of the round it stopped in the engine has already rejected (and counted): one line,
-        and one count, per item."""
+        """At a stop: every item that failed a check and was neither accepted nor ended in the engine, each
+        counted and written once. An item whose call of the round it stopped in failed is the engine's line
+        (and count); one the engine gave up on keeps its checked attempts in the step's line instead of the
+        engine's (already counted); any other is counted rejected here."""
         names = {self.step.name} | ({self.step.verify.name} if self.step.verify is not None else set())
-        in_engine = {r.get("item_id") for r in self.engine.rejects if r.get("step") in names}
-        return [i for i in self._unfinished() if i not in in_engine]
+        unfinished = self._unfinished()
+        taken = self.engine.withdraw_given_up(names, set(unfinished))
+        failed = {r.get("item_id") for r in self.engine.rejects if r.get("step") in names} - taken
+        given_up = [i for i in unfinished if i not in failed]
+        self.engine.decide(self.step.name, rejected=[self._kind(i) for i in given_up if i not in taken])
+        return given_up
 
     def _kind(self, item_id: str) -> str:
         """What a reject counts under: the code of its last attempt's first problem."""
