@@ -82,7 +82,7 @@ from gen.llm.lanes import Lane, Lanes, Tally
 from gen.llm.plan import PlanBuilder, StepPlan
 from gen.llm.probe import PROBE_STEP, ModeChoice
 from gen.llm.probing import Modes, find_mode
-from gen.llm.progress import Reporter, make_reporter, showing
+from gen.llm.progress import Reporter, items_line, make_reporter, showing
 from gen.llm.request import Answer, RetryPolicy, body_messages, build_request, http_stack
 from gen.llm.senders import senders
 from gen.llm.step_run import NotCached, Prepared, Reply, StepRun, TooManyRejects, prepare, preview
@@ -241,12 +241,10 @@ class Engine:
             raise self._too_many(step, before.plus(tally), max_reject_rate, reject_option)
 
     def summary(self, step: str) -> str:
-        """The step's items rejected so far, as a line for the user ("" when none was)."""
-        fates = self._lanes.tallies(step, self._lanes.current())
-        total = fates[1].plus(fates[0])
-        if not total.rejected:
-            return ""
-        return f"[llm] {step}: {total.rejected} of {total.items} items rejected so far (see rejects.jsonl)"
+        """The step's items so far, in the live line's words, to close a checked step (whose last rejects are
+        decided after its last round's line)."""
+        tally, before = self._lanes.tallies(step, self._lanes.current())
+        return f"[llm] {step}: {items_line(before.plus(tally))} (reasons and raw replies go to rejects.jsonl)"
 
     def withdraw_given_up(self, steps: set[str], item_ids: set[str]) -> set[str]:
         """Take back the engine's `given_up` lines of these items (gen.llm.step writes fuller ones, with the

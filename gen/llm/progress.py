@@ -28,6 +28,7 @@ __all__ = [
     "Reporter",
     "StepCounters",
     "announce",
+    "items_line",
     "make_reporter",
     "showing",
 ]
@@ -56,10 +57,7 @@ class StepCounters:
     def items(self) -> str:
         """The step's items decided so far, as the line shows them ("" when they are not known): those still
         being written (regenerated, verified) are neither ok nor rejected yet."""
-        if self.fates is None:
-            return ""
-        tally = self.fates()
-        return f"items: {tally.ok} ok, {tally.rejected} rejected of {tally.items}"
+        return "" if self.fates is None else items_line(self.fates())
 
     def note_request(self, tokens: int) -> None:
         self.requests += 1
@@ -85,6 +83,11 @@ class StepCounters:
             f"[llm] {self.step}: {self.done}/{self.total} calls done, {self.cached} cached, {items}"
             f"{rpm:.0f} req/min, {tpm:.0f} tok/min, {elapsed:.0f}s"
         )
+
+
+def items_line(tally: Tally) -> str:
+    """A step's items as every progress line words them."""
+    return f"items: {tally.ok} ok, {tally.rejected} rejected of {tally.items}"
 
 
 class Reporter(Protocol):
