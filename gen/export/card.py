@@ -289,6 +289,7 @@ def reject_stats(folder: Path | None, configs: dict, items: dict | None = None) 
     by_product = []
     for product, count in counts.most_common():
         fates = (items or {}).get(product)
+        of: int | None
         if isinstance(fates, dict) and fates.get("items"):
             count, of = int(fates["rejected"]), int(fates["items"])
         else:

@@ -167,7 +167,7 @@ def llm_accounting(report: dict[str, Any]) -> dict[str, Any] | None:
     columns = []
     for row in rows:
         columns += [k for k, v in row.items() if k != "step" and not isinstance(v, dict | list) and k not in columns]
-    products = llm.get("products") if isinstance(llm.get("products"), dict) else {}
+    products: dict[str, Any] = llm["products"] if isinstance(llm.get("products"), dict) else {}
     return {
         "columns": columns,
         "rows": rows,
