@@ -97,7 +97,7 @@ class Lane:
 
     @property
     def items(self) -> int:
-        """Items given to the engine in this lane, over every step and round."""
+        """The items of every step in this lane (each once, whatever its rounds; none once the lane is merged)."""
         return sum(tally.items for tally in self.tallies.values())
 
     def track(self, future: Future) -> None:
