@@ -3,7 +3,6 @@ the cache is and how fast calls may go. They change no data and enter no hash.""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 

@@ -333,7 +333,7 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
     assert "| date | 2 | 2 |" in card and "| session | 1 | 1 |" in card and "| **total** | **3** | **3** |" in card
     assert "`gpt-x` (2 records)" in card and "`gpt-y` (1 records)" in card and "`p111`" in card and "`p222`" in card
     assert "model `gpt-x` at `https://llm.example.org/v1` (temperature 0.2)" in card
-    assert "2 items were given up on" in card and "40.0% of attempted items" in card  # 2 of 2 + 3
+    assert "2 items were given up on" in card and "2 of 5 items (40.0%)" in card  # no LLM counts: 2 of 2 + 3
     assert "copies the anchor (2)" in card
     assert "per `reference_kind`" in card  # how to score a time+content config
 

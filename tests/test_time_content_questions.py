@@ -67,6 +67,7 @@ def make_recipe(tmp_path, base_url="http://127.0.0.1:9/v1", **options):
                 "max_retries": 1,
                 "timeout_s": 10,
                 "structured_output": "json_schema",
+                "max_reject_rate": 0.5,  # the scripts below reject 2 of 6 items; the limit has tests of its own
             }
         },
         "products": [product],
@@ -693,11 +694,11 @@ def build_with(tmp_path, script, endpoint=None, **options):
 
 
 def test_the_endpoints_max_reject_rate_stops_the_step_with_every_rejected_item(tmp_path):
-    # 6 items x 3 rounds = 18 generation calls; 0.2 allows floor(3.6) = 3 rejects; all 6 fail
+    # 6 items; 0.2 allows floor(1.2) = 1 reject; all 6 fail, each after 3 attempts (18 calls, which are not items)
     with pytest.raises(Stopped) as info:
-        build_with(tmp_path, nameless)
+        build_with(tmp_path, nameless, endpoint={"max_reject_rate": 0.2})
     stop = info.value
-    assert "6 of 18 items rejected, more than max_reject_rate 20%" in str(stop)
+    assert "6 of 6 items rejected, more than max_reject_rate 20%" in str(stop)
     assert (
         "a higher max_reject_rate (in the time_content_questions product entry, or for every step on llm "
         "endpoint 'main')" in str(stop)
@@ -713,10 +714,10 @@ def test_the_endpoints_max_reject_rate_stops_the_step_with_every_rejected_item(t
 def test_the_products_max_reject_rate_wins_over_the_endpoints(tmp_path):
     ctx, rows, _ = build_with(tmp_path / "a", nameless, max_reject_rate=1.0)
     assert rows == [] and len(ctx.rejects) == 6
-    ctx, rows, _ = build_with(tmp_path / "b", nameless, endpoint={"max_reject_rate": 0.5})  # 9 of 18 allowed
+    ctx, rows, _ = build_with(tmp_path / "b", nameless, endpoint={"max_reject_rate": 1.0})  # 6 of 6 allowed
     assert len(ctx.rejects) == 6
-    with pytest.raises(Stopped) as info:  # floor(0.1 x 18) = 1
-        build_with(tmp_path / "c", nameless, endpoint={"max_reject_rate": 0.5}, max_reject_rate=0.1)
+    with pytest.raises(Stopped) as info:  # floor(0.1 x 6) = 0
+        build_with(tmp_path / "c", nameless, endpoint={"max_reject_rate": 1.0}, max_reject_rate=0.1)
     assert "max_reject_rate 10%" in str(info.value)
     assert "a higher max_reject_rate in the time_content_questions product entry" in str(info.value)
 

@@ -273,20 +273,31 @@ def endpoints(recipe: dict) -> list[dict]:
     return out
 
 
-def reject_stats(folder: Path | None, configs: dict) -> dict:
+def reject_stats(folder: Path | None, configs: dict, items: dict | None = None) -> dict:
+    """Rejected items per product, with their reasons from rejects.jsonl. `items`: run.json's `llm.products`
+    (product -> items, ok, rejected), the run's one count of an LLM product's items; a product without it
+    (its rejects made without the LLM) is measured against its records."""
     counts: Counter[str] = Counter()
     reasons: dict[str, Counter[str]] = {}
     path = Path(folder) / "rejects.jsonl" if folder else None
     for row in read_jsonl(path) if path is not None and path.is_file() else ():
-        product = str(row.get("product") or row.get("config") or row.get("step") or "?")
+        # an engine reject names its step, "product" or "product/part"
+        product = str(row.get("product") or row.get("config") or row.get("step") or "?").split("/")[0]
         reason = str(row.get("reason") or "?").split(":")[0].strip()[:100]
         counts[product] += 1
         reasons.setdefault(product, Counter())[reason] += 1
     by_product = []
     for product, count in counts.most_common():
-        kept = configs.get(product, {}).get("records")
-        rate = count / (count + kept) if isinstance(kept, int) and count + kept else None
-        by_product.append({"product": product, "count": count, "rate": rate, "reasons": reasons[product].most_common()})
+        fates = (items or {}).get(product)
+        of: int | None
+        if isinstance(fates, dict) and fates.get("items"):
+            count, of = int(fates["rejected"]), int(fates["items"])
+        else:
+            kept = configs.get(product, {}).get("records")
+            of = count + kept if isinstance(kept, int) else None
+        rate = count / of if of else None
+        entry = {"product": product, "count": count, "of": of, "rate": rate, "reasons": reasons[product].most_common()}
+        by_product.append(entry)
     return {"total": sum(counts.values()), "by_product": by_product}
 
 
@@ -344,7 +355,7 @@ def card_data(
         "recipe_text": public_recipe(recipe_text) if recipe_text else None,
         "endpoints": endpoints(recipe),
         "provenance": provenance(configs),
-        "rejects": reject_stats(folder, configs),
+        "rejects": reject_stats(folder, configs, (report.get("llm") or {}).get("products")),
         "files": published.files if published else [],
         "timings": report.get("timings_s", {}),
         "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),

@@ -1,12 +1,24 @@
 """What the engine counts, and the reject-rate rule.
 
-:class:`StepStats` — per step name, over every ``run_step`` call with that name: items, outcomes, calls
-made / cached / failed, requests, tokens, estimated cost, errors by kind. :class:`Accounts` holds them with
-the rejected items and the plans, and turns them into the report that goes into run.json.
+Two kinds of count, never mixed:
+
+items (:class:`gen.llm.lanes.Tally`, per step name)
+    An item is one thing a step wants in the output (one question, one label). It ends ``ok`` (in the output)
+    or ``rejected`` (not, whatever the reason: a failed request, a reply that never parsed, a value that
+    failed its checks after every regeneration, a refusal, given up at a stop). Each item is counted once,
+    where its fate is decided: by the engine for a plain ``run_step`` (each task is an item), by
+    :mod:`gen.llm.step` for a checked step (the engine reports only the calls that failed, which end their
+    item there and then). run.json's ``items``/``ok``/``rejected``, the live line, the final line, the card
+    and gen view all read these tallies; rejects.jsonl holds one line per rejected item.
+calls (:class:`StepStats`, per step name)
+    Every call a step asked of the engine (each round's, each verify call): ``calls``, ``calls_ok``,
+    ``calls_rejected``, then ``calls_made`` / ``calls_cached`` / ``calls_failed``, requests, tokens,
+    estimated cost, errors by kind. :class:`Accounts` holds them with the engine's rejects and the plans,
+    and turns them and the tallies into the report that goes into run.json.
 
 A step may reject at most ``floor(max_reject_rate × items)`` of its items, items counted over every call of
-the step so that a small regeneration round is judged together with the round it repeats;
-:func:`too_many_rejects` is the error that stops it (also used by :mod:`gen.llm.step`).
+the step name (:func:`past_limit`, the one place the rule is applied); :func:`too_many_rejects` is the error
+that stops it.
 """
 
 from __future__ import annotations
@@ -21,16 +33,28 @@ from typing import Any
 from gen.errors import Stopped, redact_urls
 from gen.llm.cache import CachedReply
 from gen.llm.config import Price
-from gen.llm.lanes import Lane, covered_seconds
+from gen.llm.lanes import Lane, Tally, covered_seconds
 from gen.llm.plan import StepPlan
 from gen.llm.task import Outcome
 
-__all__ = ["Accounts", "StepStats", "error_summary", "is_reject", "reject_limit", "too_many_rejects"]
+__all__ = [
+    "Accounts",
+    "StepStats",
+    "error_summary",
+    "is_reject",
+    "items_by_product",
+    "past_limit",
+    "reject_limit",
+    "too_many_rejects",
+]
 
 SUMMED = (
     "items",
     "ok",
     "rejected",
+    "calls",
+    "calls_ok",
+    "calls_rejected",
     "corrected",
     "calls_made",
     "calls_cached",
@@ -53,9 +77,11 @@ def is_reject(outcome: Outcome) -> bool:
 
 @dataclass
 class StepStats:
-    items: int = 0
-    ok: int = 0
-    rejected: int = 0
+    """A step's calls (not its items: see the module docstring)."""
+
+    calls: int = 0  # every call asked of the engine, each round's and each correction's first request
+    calls_ok: int = 0  # calls whose reply arrived and parsed
+    calls_rejected: int = 0  # calls that failed (request, parse, truncation, refusal, given up)
     corrected: int = 0
     calls_made: int = 0
     calls_cached: int = 0
@@ -76,10 +102,10 @@ class StepStats:
 
     def add_outcome(self, outcome: Outcome) -> None:
         if outcome.ok:
-            self.ok += 1
+            self.calls_ok += 1
             self.corrected += outcome.corrected
         elif is_reject(outcome):
-            self.rejected += 1
+            self.calls_rejected += 1
 
     def add_call(self, input_tokens: int, output_tokens: int, price: Price | None, *, estimated: bool) -> None:
         """A request the endpoint answered (whether or not its reply is usable)."""
@@ -104,9 +130,9 @@ class StepStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "items": self.items,
-            "ok": self.ok,
-            "rejected": self.rejected,
+            "calls": self.calls,
+            "calls_ok": self.calls_ok,
+            "calls_rejected": self.calls_rejected,
             "corrected": self.corrected,
             "calls_made": self.calls_made,
             "calls_cached": self.calls_cached,
@@ -136,11 +162,11 @@ class Accounts:
         self.plans: dict[str, StepPlan] = {}
         self._lock = threading.Lock()
 
-    def step(self, name: str, items: int = 0) -> StepStats:
-        """The step's stats, `items` more items counted (the steps of two batches in flight count together)."""
+    def step(self, name: str, calls: int = 0) -> StepStats:
+        """The step's stats, `calls` more calls counted (the steps of two batches in flight count together)."""
         with self._lock:
             stats = self.steps.setdefault(name, StepStats())
-            stats.items += items
+            stats.calls += calls
         return stats
 
     def ran(self, stats: StepStats, start: float, end: float, endpoints: set[str]) -> None:
@@ -156,6 +182,16 @@ class Accounts:
         else:
             self.add_records(new)
 
+    def withdraw_given_up(self, steps: set[str], item_ids: set[str], lane: Lane | None = None) -> set[str]:
+        """Take back the `given_up` lines of these items of these steps (from the `lane`'s rejects, or the
+        engine's), for a caller that writes fuller ones; the ids taken back. Their count stays: the item is
+        still rejected, and still once."""
+        with self._lock:
+            rejects = lane.rejects if lane is not None else self.rejects
+            taken = [r for r in rejects if r["kind"] == "given_up" and r["step"] in steps and r["item_id"] in item_ids]
+            rejects[:] = [r for r in rejects if not any(r is t for t in taken)]
+        return {r["item_id"] for r in taken}
+
     def add_records(self, rejects: list[dict[str, Any]]) -> None:
         with self._lock:
             self.rejects.extend(rejects)
@@ -164,8 +200,13 @@ class Accounts:
         existing = self.plans.get(plan.step)
         self.plans[plan.step] = existing.merge(plan) if existing else plan
 
-    def report(self, *, mode: str, endpoints: Mapping[str, Any], cache: Mapping[str, Any]) -> dict[str, Any]:
-        steps = {name: stats.to_dict() for name, stats in self.steps.items()}
+    def report(
+        self, *, mode: str, endpoints: Mapping[str, Any], cache: Mapping[str, Any], fates: Mapping[str, Tally]
+    ) -> dict[str, Any]:
+        """run.json's `llm`: per step its items' fates (`fates`: the merged lanes' tallies, which match the
+        rejects kept) then its calls; totals; errors by type; endpoints; cache; plans."""
+        names = [*self.steps, *(name for name in fates if name not in self.steps)]
+        steps = {name: {**_fates(fates.get(name)), **self.steps.get(name, StepStats()).to_dict()} for name in names}
         totals: dict[str, Any] = {key: sum(step[key] for step in steps.values()) for key in SUMMED}
         costs = [step["cost_usd"] for step in steps.values()]
         totals["cost_usd"] = round(sum(costs), 6) if costs and None not in costs else (0.0 if not costs else None)
@@ -177,13 +218,33 @@ class Accounts:
             "steps": steps,
             "totals": totals,
             "errors": dict(sorted(errors.items())),
-            "rejects": len(self.rejects),
+            "products": items_by_product(steps),
             "endpoints": dict(endpoints),
             "cache": dict(cache),
         }
         if self.plans:
             report["plan"] = {name: plan.to_dict() for name, plan in self.plans.items()}
         return report
+
+
+def _fates(tally: Tally | None) -> dict[str, Any]:
+    """A step's items as run.json shows them (a step whose calls serve another step's items, such as a verify
+    step, has none of its own)."""
+    tally = tally or Tally()
+    return {"items": tally.items, "ok": tally.ok, "rejected": tally.rejected}
+
+
+def items_by_product(steps: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """run.json's `llm.steps` summed per product (a step is named after its product, or "product/part"):
+    product -> {items, ok, rejected}, for the products that had items."""
+    products: dict[str, dict[str, int]] = {}
+    for name, stats in steps.items():
+        if not isinstance(stats, Mapping) or not stats.get("items"):
+            continue
+        total = products.setdefault(name.split("/")[0], {"items": 0, "ok": 0, "rejected": 0})
+        for key in total:
+            total[key] += int(stats.get(key) or 0)
+    return products
 
 
 def reject_record(step: str, outcome: Outcome) -> dict[str, Any]:
@@ -198,6 +259,13 @@ def reject_record(step: str, outcome: Outcome) -> dict[str, Any]:
         "reason": redact_urls(outcome.reason) if outcome.reason else outcome.reason,  # may quote a signed URL
         "raw_text": outcome.text,
     }
+
+
+def past_limit(rate: float | None, tally: Tally) -> bool:
+    """Has the step rejected more of its items than ``rate`` allows? The one test of max_reject_rate, for the
+    engine's items and a checked step's alike."""
+    limit = reject_limit(rate, tally.items)
+    return limit is not None and tally.rejected > limit
 
 
 def reject_limit(rate: float | None, items: int) -> int | None:

@@ -24,7 +24,7 @@ A product author writes a prompt template and a parser; the engine does the rest
     processes: :mod:`gen.llm.senders`);
     ``cache``: a :class:`Cache` (default: opened at ``settings.cache_path()``);
     ``plan_only``: make no calls; ``run_step`` returns what the cache holds and records a plan.
-``engine.run_step(step, tasks, *, max_reject_rate=0.2, reject_option=None) -> list[Outcome]``
+``engine.run_step(step, tasks, *, max_reject_rate=0.2, reject_option=None, items_of=None) -> list[Outcome]``
     Runs the tasks concurrently (asyncio on a background thread; the call blocks). Items whose reply
     does not parse get one correction round; items that still fail (or whose requests failed within their
     budget, or were refused, or whose reply was truncated) come back ``ok=False`` and are appended to
@@ -32,7 +32,9 @@ A product author writes a prompt template and a parser; the engine does the rest
     name) are rejected, or an endpoint is given up on (:mod:`gen.llm.giveup`), the step stops with
     :class:`gen.errors.Stopped`: every item not finished is then in ``engine.rejects`` as ``given_up``, every
     completed call is in the cache, and ``engine.report()`` still works. ``reject_option``: where the user
-    sets the rate (for the message).
+    sets the rate (for the message). ``items_of``: the tasks are calls for the items of a checked step
+    (:mod:`gen.llm.step`), which registers them (``engine.add_items``) and reports their fates
+    (``engine.decide``); the items' counts and the reject limit are then that step's (gen.llm.accounting).
 ``engine.plan(step, tasks) -> StepPlan``: calls needed, calls cached, projected tokens and cost; no network.
 ``engine.preview(tasks) -> str``: the prompts exactly as they would be sent, with their cache status.
 ``engine.rejects``: list of dicts ``{step, item_id, sample, endpoint, kind, reason, raw_text}``.
@@ -69,17 +71,18 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, cast
 
-from gen.llm.accounting import Accounts, StepStats, error_summary, is_reject, reject_limit, too_many_rejects
+from gen.errors import Stopped
+from gen.llm.accounting import Accounts, StepStats, error_summary, past_limit, too_many_rejects
 from gen.llm.attempts import Attempts, CallFailed, GiveUp
 from gen.llm.batching import Batching
 from gen.llm.cache import Cache, CachedReply
 from gen.llm.config import EndpointConfig, RunSettings
 from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
-from gen.llm.lanes import Lane, Lanes
+from gen.llm.lanes import Lane, Lanes, Tally
 from gen.llm.plan import PlanBuilder, StepPlan
 from gen.llm.probe import PROBE_STEP, ModeChoice
 from gen.llm.probing import Modes, find_mode
-from gen.llm.progress import Reporter, make_reporter, showing
+from gen.llm.progress import Reporter, items_line, make_reporter, showing
 from gen.llm.request import Answer, RetryPolicy, body_messages, build_request, http_stack
 from gen.llm.senders import senders
 from gen.llm.step_run import NotCached, Prepared, Reply, StepRun, TooManyRejects, prepare, preview
@@ -160,40 +163,45 @@ class Engine:
         *,
         max_reject_rate: float | None = 0.2,
         reject_option: str | None = None,
+        items_of: str | None = None,
     ) -> list[Outcome]:
-        """Run the tasks; outcomes in task order. See the module docstring."""
+        """Run the tasks; outcomes in task order. See the module docstring.
+
+        ``items_of``: the tasks are calls for items of that step, registered with :meth:`add_items` and
+        decided with :meth:`decide` by the caller (gen.llm.step); a call that fails ends its item here, as
+        rejected. Without it each task is an item of `step`, its outcome its fate."""
         if self._closed:
             raise RuntimeError("the engine is closed")
         lane = self._lanes.current()  # (LaneCancelled if it was)
+        fates_step = items_of or step
         started = time.monotonic()
         try:
             self._resolve_modes(tasks)
         except GiveUp as exc:
-            self._give_up_all(step, tasks, exc, lane)
+            self._give_up_all(step, tasks, exc, lane, items_of)
         prepared = prepare(tasks, self._endpoints)
         mark = self.cache.recent.count  # (before the keys are read: StepRun.lookup)
         prefetched = self.cache.get_many(p.key for p in prepared)
-        stats = self._accounts.step(step, items=len(prepared))
-        tally, before = self._lanes.tallies(step, lane)
-        tally.items += len(prepared)
+        stats = self._accounts.step(step, calls=len(prepared))
+        tally, before = self._lanes.tallies(fates_step, lane)
+        if items_of is None:
+            tally.items += len(prepared)
         if self.offline and not self.plan_only:  # the first miss is the error
             for p in (p for p in prepared if p.key not in prefetched):
                 raise p.offline_error(step, self.cache.path)
         if not self.plan_only and any(self._batches.batched(p.endpoint) for p in prepared):
             self._batches.settle(step, prepared, stats, self._loop().run, self._run_async)
             prefetched = self.cache.get_many(p.key for p in prepared)
-        limit = None if self.plan_only else reject_limit(max_reject_rate, before.items + tally.items)
-        run = StepRun(step, prepared, stats, prefetched, PlanBuilder(step) if self.plan_only else None, limit, tally)
-        run.rejected_before, run.mark = before.rejected, mark
+        rate = None if self.plan_only else max_reject_rate
+        run = StepRun(step, prepared, stats, prefetched, PlanBuilder(step) if self.plan_only else None, rate, tally)
+        run.before, run.caller_decides, run.mark = before, items_of is not None, mark
         if not prepared:
             return []
         try:
             self._loop().run(self._run_async(run, self._reporter_for(run)), lane)
         except TooManyRejects:
             self._accounts.add_rejects(step, run.outcomes, lane)
-            assert max_reject_rate is not None  # there is no limit to pass without one
-            rejected, items = before.rejected + tally.rejected, before.items + tally.items
-            stop = too_many_rejects(step, rejected, items, max_reject_rate, run.reject_kinds, reject_option)
+            stop = self._too_many(fates_step, run.fates(), max_reject_rate, reject_option)
             refusal = next((o.reason for o in run.outcomes if o is not None and o.kind == "refused"), None)
             if refusal is not None:  # what the server said is the first thing to know
                 stop.message += f"; first refusal: {refusal}"
@@ -208,6 +216,45 @@ class Engine:
         if run.plan is not None:
             self._accounts.add_plan(run.plan.finish(self.endpoints, items=len(prepared)))
         return cast(list[Outcome], run.outcomes)  # the pool has filled every slot
+
+    def add_items(self, step: str, count: int) -> None:
+        """`count` more items of `step`, whose fates the caller reports with :meth:`decide` (gen.llm.step)."""
+        self._lanes.tallies(step, self._lanes.current())[0].items += count
+
+    def decide(
+        self,
+        step: str,
+        *,
+        ok: int = 0,
+        rejected: Sequence[str] = (),
+        max_reject_rate: float | None = None,
+        reject_option: str | None = None,
+    ) -> None:
+        """Items of `step` decided by the caller: `ok` of them in the output, one rejected per kind in
+        `rejected`. Raises the reject limit's Stopped when the step's rejects now pass `max_reject_rate` (the
+        caller adds the rejects it holds to it)."""
+        tally, before = self._lanes.tallies(step, self._lanes.current())
+        tally.ok += ok
+        for kind in rejected:
+            tally.reject(kind)
+        if not self.plan_only and past_limit(max_reject_rate, before.plus(tally)):
+            raise self._too_many(step, before.plus(tally), max_reject_rate, reject_option)
+
+    def summary(self, step: str) -> str:
+        """The step's items so far, in the live line's words, to close a checked step (whose last rejects are
+        decided after its last round's line)."""
+        tally, before = self._lanes.tallies(step, self._lanes.current())
+        return f"[llm] {step}: {items_line(before.plus(tally))} (reasons and raw replies go to rejects.jsonl)"
+
+    def withdraw_given_up(self, steps: set[str], item_ids: set[str]) -> set[str]:
+        """Take back the engine's `given_up` lines of these items (gen.llm.step writes fuller ones, with the
+        attempts they had); the ids taken back. They stay counted as rejected, once."""
+        return self._accounts.withdraw_given_up(steps, item_ids, self._lanes.current())
+
+    @staticmethod
+    def _too_many(step: str, fates: Tally, rate: float | None, option: str | None) -> Stopped:
+        assert rate is not None  # there is no limit to pass without one
+        return too_many_rejects(step, fates.rejected, fates.items, rate, fates.kinds, option)
 
     def plan(self, step: str, tasks: Sequence[Task]) -> StepPlan:
         """Calls needed, calls cached, projected tokens and cost for these tasks; no network, no key needed.
@@ -234,6 +281,7 @@ class Engine:
             mode="plan" if self.plan_only else ("offline" if self.offline else "run"),
             endpoints=endpoints,
             cache={"path": str(self.cache.path), "written": self.cache.writes},
+            fates=self._lanes.merged,
         )
 
     def close(self) -> None:
@@ -271,11 +319,15 @@ class Engine:
             modes.resolve(tasks, plan_only=self.plan_only, offline=self.offline, exporting=exporting)
 
     # -- giving up ------------------------------------------------------------------------------------
-    def _give_up_all(self, step: str, tasks: Sequence[Task], exc: GiveUp, lane: Lane | None) -> NoReturn:
+    def _give_up_all(
+        self, step: str, tasks: Sequence[Task], exc: GiveUp, lane: Lane | None, items_of: str | None
+    ) -> NoReturn:
         """The endpoint was given up on before any item started: every item is given up."""
-        tally = self._lanes.tallies(step, lane)[0]
-        run = StepRun(step, [], self._accounts.step(step, items=len(tasks)), {}, tally=tally)
-        tally.items += len(tasks)
+        tally = self._lanes.tallies(items_of or step, lane)[0]
+        run = StepRun(step, [], self._accounts.step(step, calls=len(tasks)), {}, tally=tally)
+        run.caller_decides = items_of is not None
+        if items_of is None:
+            tally.items += len(tasks)
         outcomes = [Outcome.failed(task, "given_up", _given_up(exc), None) for task in tasks]
         for outcome in outcomes:
             run.add_outcome(outcome)
@@ -322,8 +374,7 @@ class Engine:
     async def _do_item(self, run: StepRun, p: Prepared) -> None:
         outcome = await self._item_outcome(run, p)
         run.outcomes[p.index] = outcome
-        rejected = is_reject(outcome)
-        run.counters.add(cached=outcome.cached, rejected=rejected)
+        run.counters.add(cached=outcome.cached)
         if run.add_outcome(outcome):
             raise TooManyRejects()
 

@@ -8,9 +8,11 @@ sequential run would have it, and the runner merges the lanes into the engine in
 rejects
     A lane's rejected items join ``engine.rejects`` when it is merged, so rejects.jsonl lists them in the
     order a run with one batch at a time gives.
-the reject limit
-    A step is judged over the items and rejects of its name in the lanes already merged, plus its own lane's
-    (:class:`Tally`). The oldest lane in flight, the one a sequential run would be in, is therefore judged
+the items' fates and the reject limit
+    A step's items, and how many ended in the output (ok) or not (rejected), are counted per lane
+    (:class:`Tally`) and merged in batch order, so run.json's item counts match the rejects.jsonl the merged
+    lanes leave. A step is judged over the tallies of its name in the lanes already merged, plus its own
+    lane's. The oldest lane in flight, the one a sequential run would be in, is therefore judged
     exactly as there; a later lane does not see the lane still running before it, so it may stop a little
     earlier or later than a sequential run would have in that batch.
 a stop
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -51,10 +54,31 @@ class LaneCancelled(BaseException):
 
 @dataclass
 class Tally:
-    """What a step's reject limit is judged over: its items, and how many of them were rejected."""
+    """A step's items and their fates: ok (in the output) or rejected (not, whatever the reason), with the
+    reject kinds. The one count of rejects every report reads (gen.llm.accounting.Accounts.report) and the
+    reject limit judges (gen.llm.accounting.past_limit)."""
 
     items: int = 0
+    ok: int = 0
     rejected: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+
+    def reject(self, kind: str) -> None:
+        self.rejected += 1
+        self.kinds[kind] += 1
+
+    def add(self, other: Tally) -> None:
+        self.items += other.items
+        self.ok += other.ok
+        self.rejected += other.rejected
+        self.kinds.update(other.kinds)
+
+    def plus(self, other: Tally) -> Tally:
+        """Both together (a lane's tally and what the lanes merged before it counted)."""
+        total = Tally()
+        total.add(self)
+        total.add(other)
+        return total
 
 
 @dataclass
@@ -73,7 +97,7 @@ class Lane:
 
     @property
     def items(self) -> int:
-        """Items given to the engine in this lane, over every step and round."""
+        """The items of every step in this lane (each once, whatever its rounds; none once the lane is merged)."""
         return sum(tally.items for tally in self.tallies.values())
 
     def track(self, future: Future) -> None:
@@ -135,8 +159,7 @@ class Lanes:
     def merge(self, lane: Lane) -> list[dict[str, Any]]:
         """Add the lane's tallies to the merged ones; its rejects are returned (for the engine's, in order)."""
         for step, tally in lane.tallies.items():
-            merged = self.merged.setdefault(step, Tally())
-            merged.items, merged.rejected = merged.items + tally.items, merged.rejected + tally.rejected
+            self.merged.setdefault(step, Tally()).add(tally)
         rejects, lane.tallies, lane.rejects = lane.rejects, {}, []
         return rejects
 

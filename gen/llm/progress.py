@@ -1,7 +1,8 @@
 """Progress of a step: a rich live display on a terminal, plain periodic lines otherwise (both on stderr).
 
-Shown per step: rows done / total, served from cache, rejected, requests per minute and tokens per minute
-(over the last minute). The engine updates :class:`StepCounters`; a reporter only reads them.
+Shown per step: calls done / total, served from cache, the step's items rejected so far out of its items
+(the one count of gen.llm.accounting, so the live line and run.json agree), requests per minute and tokens per
+minute (over the last minute). The engine updates :class:`StepCounters`; a reporter only reads them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from gen.llm.lanes import Tally
 
 __all__ = [
     "LiveReporter",
@@ -24,6 +28,7 @@ __all__ = [
     "Reporter",
     "StepCounters",
     "announce",
+    "items_line",
     "make_reporter",
     "showing",
 ]
@@ -35,20 +40,24 @@ TICK_S = 0.25  # how often a reporter gets to refresh while a step runs
 @dataclass
 class StepCounters:
     step: str
-    total: int
+    total: int  # calls of this run_step
+    fates: Callable[[], Tally] | None = None  # the step's items so far (their rejects), read at each refresh
     done: int = 0
     cached: int = 0
-    rejected: int = 0
     requests: int = 0
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     _window: deque[tuple[float, int]] = field(default_factory=deque, repr=False)  # (time, tokens)
 
-    def add(self, *, cached: bool, rejected: bool) -> None:
-        """An item finished."""
+    def add(self, *, cached: bool) -> None:
+        """A call finished."""
         self.done += 1
         self.cached += cached
-        self.rejected += rejected
+
+    def items(self) -> str:
+        """The step's items decided so far, as the line shows them ("" when they are not known): those still
+        being written (regenerated, verified) are neither ok nor rejected yet."""
+        return "" if self.fates is None else items_line(self.fates())
 
     def note_request(self, tokens: int) -> None:
         self.requests += 1
@@ -69,10 +78,16 @@ class StepCounters:
     def line(self) -> str:
         rpm, tpm = self.rates()
         elapsed = time.monotonic() - self.started
+        items = f"{self.items()}, " if self.fates is not None else ""
         return (
-            f"[llm] {self.step}: {self.done}/{self.total} done, {self.cached} cached, {self.rejected} rejected, "
+            f"[llm] {self.step}: {self.done}/{self.total} calls done, {self.cached} cached, {items}"
             f"{rpm:.0f} req/min, {tpm:.0f} tok/min, {elapsed:.0f}s"
         )
+
+
+def items_line(tally: Tally) -> str:
+    """A step's items as every progress line words them."""
+    return f"items: {tally.ok} ok, {tally.rejected} rejected of {tally.items}"
 
 
 class Reporter(Protocol):
@@ -108,7 +123,7 @@ class PlainReporter(NullReporter):
     def start(self, counters: StepCounters) -> None:
         self.counters = counters
         self._last = time.monotonic()
-        self._emit(f"[llm] {counters.step}: {counters.total} items")
+        self._emit(f"[llm] {counters.step}: {counters.total} calls")
 
     def tick(self) -> None:
         if self.counters and time.monotonic() - self._last >= self.interval:
@@ -168,7 +183,8 @@ class LiveReporter(NullReporter):
         if counters is None or progress is None:
             return
         rpm, tpm = counters.rates()
-        detail = f"cached {counters.cached} · rejected {counters.rejected} · {rpm:.0f} req/min · {tpm:.0f} tok/min"
+        items = f"{counters.items()} · " if counters.fates is not None else ""
+        detail = f"cached {counters.cached} · {items}{rpm:.0f} req/min · {tpm:.0f} tok/min"
         progress.update(self._task, completed=counters.done, detail=detail)
 
     def stop(self, summary: str = "") -> None:

@@ -30,10 +30,14 @@ stops there: the engine has already recorded it in ``engine.rejects``, so it is 
 ``StepResult.failed`` only. An item still failing after the last round becomes a reject here, its reason
 the first problem of its last attempt, followed by "(after N attempts)".
 
-The reject rate is judged as the engine judges it: ``policy.max_reject_rate`` goes to every engine call,
-and after the last round every item given up on (engine failures and check rejects together) is counted
-against ``floor(max_reject_rate × generation calls)``, the calls of every round, as the engine counts a
-step's items. Going past it stops the run with the engine's error.
+Counting: the items are the step's items, one each, whatever the rounds and verify calls they take. The step
+registers them with the engine (``engine.add_items``) and reports each item's fate where it is decided
+(``engine.decide``): accepted after the round that passed it, rejected after the last round; an item whose
+call failed is counted rejected by the engine there and then (``run_step(..., items_of=step.name)``), since
+its item ends with it. So run.json's ``items``/``ok``/``rejected``, the live line and rejects.jsonl say the
+same. ``policy.max_reject_rate`` is a share of those items: more than ``floor(max_reject_rate × items)``
+rejected (items over every run of the step name) stops the run, in the engine as failed calls come in or here
+after the last round, with the same error. Regenerations never count as rejects.
 
 Every early stop (the reject limit, in the engine or here; an endpoint given up on; a server that keeps
 refusing) is a :class:`gen.errors.Stopped` whose ``rejects`` hold, in the shape of the product's rejects
@@ -44,7 +48,6 @@ round. Items whose call failed are in ``engine.rejects``, as always.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -52,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from gen.errors import Stopped
-from gen.llm.accounting import is_reject, reject_limit, too_many_rejects
+from gen.llm.progress import announce
 from gen.llm.task import Outcome, Task
 
 if TYPE_CHECKING:
@@ -167,16 +170,18 @@ class _Run(Generic[ItemT]):
     history: dict[str, list[_Attempt]] = field(default_factory=dict)
     accepted: dict[str, Accepted] = field(default_factory=dict)
     ended: dict[str, Outcome] = field(default_factory=dict)  # items whose call failed in the engine
-    failure_kinds: Counter[str] = field(default_factory=Counter)
-    calls: int = 0  # generation calls, the denominator of the reject rate
 
     def execute(self) -> StepResult:
+        self.engine.add_items(self.step.name, len(self.items))
         try:
             self._rounds()
         except Stopped as stop:  # the failed calls of the round it stopped in are in the engine's rejects
             stop.rejects = [*stop.rejects, *self._records(self._given_up(), stopped=stop.message)]
             raise
-        return self._result()
+        result = self._result()
+        if result.rejects or result.failed:
+            announce(self.engine.summary(self.step.name), self.engine.settings.progress)
+        return result
 
     def _rounds(self) -> None:
         position = self._positions()
@@ -190,6 +195,7 @@ class _Run(Generic[ItemT]):
                 again += doubted
             for item, attempt in passed:
                 self.accepted[self.step.item_id(item)] = Accepted(attempt.value, sample, attempt.text)
+            self.engine.decide(self.step.name, ok=len(passed))
             pending = sorted(again, key=lambda item: position[self.step.item_id(item)])
 
     def _unfinished(self) -> list[str]:
@@ -198,9 +204,22 @@ class _Run(Generic[ItemT]):
         return [i for i in ids if i in self.history and i not in self.accepted and i not in self.ended]
 
     def _given_up(self) -> list[str]:
-        """At a stop: every item that failed a check and was neither accepted nor ended in the engine (whose
-        failed calls the engine's rejects hold)."""
-        return self._unfinished()
+        """At a stop: every item that failed a check and was neither accepted nor ended in the engine, each
+        counted and written once. An item whose call of the round it stopped in failed is the engine's line
+        (and count); one the engine gave up on keeps its checked attempts in the step's line instead of the
+        engine's (already counted); any other is counted rejected here."""
+        names = {self.step.name} | ({self.step.verify.name} if self.step.verify is not None else set())
+        unfinished = self._unfinished()
+        taken = self.engine.withdraw_given_up(names, set(unfinished))
+        failed = {r.get("item_id") for r in self.engine.rejects if r.get("step") in names} - taken
+        given_up = [i for i in unfinished if i not in failed]
+        self.engine.decide(self.step.name, rejected=[self._kind(i) for i in given_up if i not in taken])
+        return given_up
+
+    def _kind(self, item_id: str) -> str:
+        """What a reject counts under: the code of its last attempt's first problem."""
+        problems = self.history[item_id][-1].problems
+        return problems[0].code if problems else "given_up"
 
     def _records(self, item_ids: list[str], *, stopped: str | None = None) -> list[dict[str, Any]]:
         """These items' rejects as the product writes them."""
@@ -224,12 +243,12 @@ class _Run(Generic[ItemT]):
     def _generate(self, pending: list[ItemT], sample: int) -> tuple[list[tuple[ItemT, _Attempt]], list[ItemT]]:
         """One round: (items whose value passed the checks, items to write again)."""
         step = self.step
-        self.calls += len(pending)
         outcomes = self.engine.run_step(
             step.name,
             [step.task(item, sample) for item in pending],
             max_reject_rate=self.policy.max_reject_rate,
             reject_option=self.policy.reject_option,
+            items_of=step.name,
         )
         passed, again = [], []
         for item, outcome in zip(pending, outcomes):
@@ -255,6 +274,7 @@ class _Run(Generic[ItemT]):
             [verify.task(item, attempt.value) for item, attempt in passed],
             max_reject_rate=self.policy.max_reject_rate,
             reject_option=self.policy.reject_option,
+            items_of=self.step.name,
         )
         confirmed, doubted = [], []
         for (item, attempt), verdict in zip(passed, verdicts):
@@ -270,14 +290,22 @@ class _Run(Generic[ItemT]):
         return confirmed, doubted
 
     def _end(self, item: ItemT, outcome: Outcome) -> None:
+        """The item's call failed: the engine has counted it rejected (or, plan-only, merely not cached)."""
         self.ended[self.step.item_id(item)] = outcome
-        if is_reject(outcome):  # (an item a plan-only engine merely found uncached is no failure)
-            self.failure_kinds[outcome.kind or "unknown"] += 1
 
     def _result(self) -> StepResult:
         ids = [self.step.item_id(item) for item in self.items]
         exhausted = self._unfinished()  # after the last round: every attempt failed its checks
-        self._check_reject_rate(exhausted)
+        try:
+            self.engine.decide(
+                self.step.name,
+                rejected=[self._kind(i) for i in exhausted],
+                max_reject_rate=self.policy.max_reject_rate,
+                reject_option=self.policy.reject_option,
+            )
+        except Stopped as stop:
+            stop.rejects = self._records(exhausted)
+            raise
         return StepResult(
             accepted={i: self.accepted[i] for i in ids if i in self.accepted},
             rejects=[self._reject(i) for i in exhausted],
@@ -319,17 +347,6 @@ class _Run(Generic[ItemT]):
         if self.step.describe is not None:
             return self.step.describe(value)
         return {"value": _plain(value)}
-
-    def _check_reject_rate(self, exhausted: list[str]) -> None:
-        """Engine failures and exhausted items together, against the limit over every generation call."""
-        rate = self.policy.max_reject_rate
-        limit = reject_limit(rate, self.calls)
-        kinds = self.failure_kinds + Counter(self.history[i][-1].problems[0].code for i in exhausted)
-        given_up = sum(kinds.values())
-        if rate is not None and limit is not None and given_up > limit:
-            stop = too_many_rejects(self.step.name, given_up, self.calls, rate, kinds, self.policy.reject_option)
-            stop.rejects = self._records(exhausted)
-            raise stop
 
 
 def _plain(value: Any) -> Any:

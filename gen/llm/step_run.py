@@ -3,14 +3,13 @@ replies, the run's counters and outcomes, and the two signals that end an item o
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.llm.accounting import StepStats, is_reject
+from gen.llm.accounting import StepStats, is_reject, past_limit
 from gen.llm.cache import Cache, CachedReply, cache_key
 from gen.llm.endpoint import Endpoint, find_endpoint
 from gen.llm.lanes import Tally
@@ -86,29 +85,37 @@ class StepRun:
     stats: StepStats
     prefetched: dict[str, CachedReply]
     plan: PlanBuilder | None = None
-    max_rejects: int | None = None  # over the step's items so far: `rejected_before` and this run's `tally`
-    tally: Tally = field(default_factory=Tally)  # this step name's items and rejects (gen.llm.lanes)
-    rejected_before: int = 0
+    max_reject_rate: float | None = None  # over the step's items so far: `before` and this lane's `tally`
+    tally: Tally = field(default_factory=Tally)  # the items' fates, in this lane (gen.llm.lanes)
+    before: Tally = field(default_factory=Tally)  # the same step's items in the lanes merged before
+    caller_decides: bool = False  # the tasks are calls for items a checked step decides (gen.llm.step)
     mark: int | None = None  # the cache's writes when the step read its keys (Cache.recent)
     outcomes: list[Outcome | None] = field(init=False)
     counters: StepCounters = field(init=False)
-    reject_kinds: Counter[str] = field(default_factory=Counter)
     pool: WorkerPool[Prepared] | None = None
     # a batch round's look-ahead: the calls of batched endpoints not answered yet (cache key -> what to send)
     misses: dict[str, tuple[Prepared, dict]] | None = None
 
     def __post_init__(self) -> None:
         self.outcomes = [None] * len(self.prepared)
-        self.counters = StepCounters(self.step, len(self.prepared))
+        self.counters = StepCounters(self.step, len(self.prepared), None if self.plan is not None else self.fates)
+
+    def fates(self) -> Tally:
+        """The step's items so far: the lanes merged before, and this one."""
+        return self.before.plus(self.tally)
 
     def add_outcome(self, outcome: Outcome) -> bool:
-        """Count an item's outcome; True when it takes the step past its reject limit."""
+        """Count a call's outcome, and its item's fate where the outcome decides it: a failed call ends its item
+        (a checked step gives up on an item whose call failed too); a reply that parsed is an item in the
+        output only when each task is an item, otherwise the checked step decides. True when the step's items
+        pass the reject limit."""
         self.stats.add_outcome(outcome)
-        if not is_reject(outcome):
-            return False
-        self.tally.rejected += 1
-        self.reject_kinds[outcome.kind or "unknown"] += 1
-        return self.max_rejects is not None and self.rejected_before + self.tally.rejected > self.max_rejects
+        if is_reject(outcome):
+            self.tally.reject(outcome.kind or "unknown")
+            return past_limit(self.max_reject_rate, self.fates())
+        if outcome.ok and not self.caller_decides:
+            self.tally.ok += 1
+        return False
 
     def lookup(self, cache: Cache, key: str, *, first: bool) -> CachedReply | None:
         """The cached reply for `key`. The keys of the items' first requests were read when the step started: one

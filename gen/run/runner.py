@@ -238,6 +238,8 @@ def build_and_write(
                 log.info(
                     "%s: no question for %s: nothing in these conversations fits %s", name, ", ".join(missing), which
                 )
+        for line in rejected_lines(report):  # last: a passed validation must not hide what was left out
+            log.info("%s", line)
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
             kept = folder.keep_at("failed")
@@ -248,6 +250,17 @@ def build_and_write(
                 exit_code=1,
             )
     return final
+
+
+def rejected_lines(report: dict) -> list[str]:
+    """One line per LLM product that lost items, read from run.json's one count of them (`llm.products`)."""
+    products = (report.get("llm") or {}).get("products") or {}
+    return [
+        f"{product}: {fates['rejected']:,} of {fates['items']:,} items rejected (reasons and raw replies in "
+        "rejects.jsonl)"
+        for product, fates in products.items()
+        if fates.get("rejected")
+    ]
 
 
 @contextmanager

@@ -167,7 +167,15 @@ def llm_accounting(report: dict[str, Any]) -> dict[str, Any] | None:
     columns = []
     for row in rows:
         columns += [k for k, v in row.items() if k != "step" and not isinstance(v, dict | list) and k not in columns]
-    return {"columns": columns, "rows": rows, "errors": llm.get("errors") or {}, "rejects": llm.get("rejects")}
+    products: dict[str, Any] = llm["products"] if isinstance(llm.get("products"), dict) else {}
+    return {
+        "columns": columns,
+        "rows": rows,
+        "errors": llm.get("errors") or {},
+        "items": (totals or {}).get("items"),
+        "rejected": (totals or {}).get("rejected"),
+        "products": {name: entry for name, entry in products.items() if isinstance(entry, dict)},
+    }
 
 
 def overview_charts(viewer: Viewer) -> dict[str, Any]:

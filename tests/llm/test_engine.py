@@ -394,8 +394,8 @@ def test_progress_plain_lines_and_error_summary(api_key, cache_dir):
     with FakeOpenAI(script) as server, make_engine(server, cache_dir, reporter=PlainReporter(stream, 0.0)) as engine:
         engine.run_step("summaries", tasks_for(TEXTS[:4]))
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "[llm] summaries: 4 items"
-    assert "4/4 done, 0 cached, 0 rejected" in lines[-2]
+    assert lines[0] == "[llm] summaries: 4 calls"
+    assert "4/4 calls done, 0 cached, items: 4 ok, 0 rejected of 4" in lines[-2]
     assert lines[-1] == "[llm] summaries: errors by type: http_500 ×1"
     assert isinstance(make_reporter("auto", stream=io.StringIO()), PlainReporter)  # not a terminal
 

@@ -121,8 +121,7 @@ def summary_script_value(text: str):
 
 
 def test_no_more_request_processes_start_than_requests_may_be_in_flight(api_key, tmp_path):
-    with FakeOpenAI(summary_script) as server:
-        with engine_with(server, tmp_path / "cache", 5, max_concurrency=2) as engine:
-            outcomes = engine.run_step("summaries", tasks_for(TEXTS))
-            assert all(outcome.ok for outcome in outcomes)
-            assert request_processes() == 2  # asked for 5; at most 2 requests are ever in flight
+    with FakeOpenAI(summary_script) as server, engine_with(server, tmp_path / "cache", 5, max_concurrency=2) as engine:
+        outcomes = engine.run_step("summaries", tasks_for(TEXTS))
+        assert all(outcome.ok for outcome in outcomes)
+        assert request_processes() == 2  # asked for 5; at most 2 requests are ever in flight

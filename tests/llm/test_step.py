@@ -114,7 +114,8 @@ def test_good_words_are_kept_bad_ones_written_again_with_the_next_sample_and_the
         }
     )
     with FakeOpenAI(model) as server, engine_for(server, cache_dir) as engine:
-        result = run(words_step(), engine, topics("apple", "banana", "cherry", "date"), StepPolicy(retries=2))
+        policy = StepPolicy(retries=2, max_reject_rate=0.25)  # floor(0.25 × 4 items) = 1 reject allowed
+        result = run(words_step(), engine, topics("apple", "banana", "cherry", "date"), policy)
         requests = server.count
         stats = engine.report()["steps"]["words"]
         engine_rejects = list(engine.rejects)
@@ -137,7 +138,9 @@ def test_good_words_are_kept_bad_ones_written_again_with_the_next_sample_and_the
         ("cherry", 2),
         ("date", 2),
     ]
-    assert requests == 9 and stats["items"] == 9 and stats["rejected"] == 0
+    # four items, one rejected (cherry), whatever the nine calls it took; no call failed
+    assert requests == 9 and (stats["items"], stats["ok"], stats["rejected"]) == (4, 3, 1)
+    assert (stats["calls"], stats["calls_ok"], stats["calls_rejected"]) == (9, 9, 0)
     assert result.rejects == [
         {
             "item_id": "t-cherry",
@@ -198,7 +201,7 @@ def test_verify_confirms_or_sends_the_item_round_again(api_key, cache_dir):
     )
     step = words_step(verify=True, describe=lambda word: {"word": word})
     with FakeOpenAI(model) as server, engine_for(server, cache_dir) as engine:
-        result = run(step, engine, topics("apple", "banana", "cherry"), StepPolicy(retries=2))
+        result = run(step, engine, topics("apple", "banana", "cherry"), StepPolicy(retries=2, max_reject_rate=0.5))
         report = engine.report()["steps"]
         requests = server.count
     # every round: the generations, then the verify calls for the words that passed the checks; the next
@@ -218,7 +221,10 @@ def test_verify_confirms_or_sends_the_item_round_again(api_key, cache_dir):
         ("cherry", 2),
         ("verify", "cress"),
     ]
-    assert requests == 13 and (report["words"]["items"], report["words/verify"]["items"]) == (7, 6)
+    assert requests == 13 and (report["words"]["calls"], report["words/verify"]["calls"]) == (7, 6)
+    # the verify calls serve the items of "words": three items, one rejected; the verify step has none
+    assert [report["words"][k] for k in ("items", "ok", "rejected")] == [3, 2, 1]
+    assert [report["words/verify"][k] for k in ("items", "ok", "rejected")] == [0, 0, 0]
     assert {item: (a.value, a.sample) for item, a in result.accepted.items()} == {
         "t-apple": ("avocado", 1),
         "t-banana": ("berry", 1),
@@ -239,7 +245,8 @@ def test_verify_confirms_or_sends_the_item_round_again(api_key, cache_dir):
 
 def test_a_stop_during_verify_keeps_a_reject_for_every_item_it_left_unconfirmed(api_key, cache_dir):
     # every word passes its checks; two of the five verify replies are not JSON, twice (correction included):
-    # 2 of 5 verify calls fail, past the 20% limit, so the engine stops the run inside the verify round
+    # their failed calls end 2 of the 5 items, past floor(0.2 × 5) = 1, so the engine stops the run inside the
+    # verify round (the endpoint takes one request at a time: apple, banana, cherry, date; elder never)
     words = {"apple": ["avocado"], "banana": ["berry"], "cherry": ["cress"], "date": ["dill"], "elder": ["elm"]}
 
     class BrokenVerifier(Model):
@@ -249,14 +256,16 @@ def test_a_stop_during_verify_keeps_a_reject_for_every_item_it_left_unconfirmed(
             return super().__call__(request)
 
     step = words_step(verify=True, describe=lambda word: {"word": word})
-    with (
-        FakeOpenAI(BrokenVerifier(words)) as server,
-        engine_for(server, cache_dir) as engine,
-        pytest.raises(Stopped) as info,
-    ):
-        run(step, engine, topics(*words), StepPolicy(retries=2))
+    with FakeOpenAI(BrokenVerifier(words)) as server, engine_for(server, cache_dir) as engine:
+        with pytest.raises(Stopped) as info:
+            run(step, engine, topics(*words), StepPolicy(retries=2))
+        engine_rejects = [(r["step"], r["item_id"], r["kind"]) for r in engine.rejects]
+        fates = engine.report()["steps"]["words"]
+    # one line per item: the two whose verify call failed are the engine's, the three left unconfirmed the step's
+    assert engine_rejects == [("words/verify", "t-banana", "parse"), ("words/verify", "t-date", "parse")]
     step_rejects = {r["item_id"]: r for r in info.value.rejects if "attempts" in r}
-    assert sorted(step_rejects) == ["t-apple", "t-banana", "t-cherry", "t-date", "t-elder"]
+    assert sorted(step_rejects) == ["t-apple", "t-cherry", "t-elder"]
+    assert [fates[k] for k in ("items", "ok", "rejected")] == [5, 0, 5]
     assert step_rejects["t-apple"]["reason"] == (
         "passed its checks; the run stopped before it was verified (after 1 attempt)"
     )
