@@ -26,7 +26,9 @@ def redact_urls(text: str) -> str:
     )
 
 
-MAX_PART_CHARS = 300  # of each part of a message (file, record, field, message, expected)
+MAX_PART_CHARS = 300  # of each place (file, record, field), of `expected`, and of each word of the message
+MAX_MESSAGE_CHARS = 2000  # of the message as a whole: gen's own sentences, with the values it quotes cut
+LONG_WORD = re.compile(rf"\S{{{MAX_PART_CHARS + 1},}}")
 
 
 def shorten(text: str, limit: int = MAX_PART_CHARS) -> str:
@@ -42,9 +44,10 @@ class GenError(Exception):
     """A user-facing error (bad input, bad recipe, refused key...). The CLI prints it without a traceback.
 
     `file`, `record` and `field` locate the problem; `expected` says what would have been accepted. Every
-    message is built here, in time linear in its parts, and each part is cut to MAX_PART_CHARS (after URLs are
-    redacted, so a cut never hides the end of a secret from the redaction): a message may quote a value from a
-    file, and that value may be megabytes long.
+    message is built here, in time linear in its parts, and each place, each word of the message and what was
+    expected is cut to MAX_PART_CHARS (after URLs are redacted, so a cut never hides the end of a secret from the
+    redaction): a message may quote a value from a file, and that value may be megabytes long. The message's own
+    sentences (a stop says how to resume) are kept up to MAX_MESSAGE_CHARS.
     """
 
     message: str
@@ -61,7 +64,8 @@ class GenError(Exception):
         parts = [
             shorten(redact_urls(str(part))) for part in (self.file, self.record, self.field) if part not in (None, "")
         ]
-        text = ": ".join([*parts, shorten(redact_urls(self.message))])
+        message = LONG_WORD.sub(lambda word: shorten(word.group()), redact_urls(self.message))
+        text = ": ".join([*parts, shorten(message, MAX_MESSAGE_CHARS)])
         if self.expected:
             text += f" (expected {shorten(redact_urls(self.expected))})"
         return text
