@@ -64,6 +64,17 @@ class Round:
     unreadable_lines: int = 0
 
 
+@dataclass(frozen=True)
+class _Link:
+    """What every files/batches call of one endpoint's round needs."""
+
+    client: Any
+    ep: Endpoint
+    step: str
+    ledger: Ledger
+    keys: KeyScrubber
+
+
 async def run_round(
     ep: Endpoint,
     step: str,
@@ -73,6 +84,7 @@ async def run_round(
     take: Callable[[LineResult], None],
 ) -> Round:
     client = ep.client(keys).with_options(max_retries=API_RETRIES, timeout=MAX_POLL_S)
+    link = _Link(client, ep, step, ledger, keys)
     round_ = Round()
     waiting = ledger.open_for(bodies, ep.config.base_url)
     for batch_id in waiting:
@@ -84,14 +96,11 @@ async def run_round(
             by_url["/v1/chat/completions" if "messages" in body else "/v1/completions"].append(key)
     ids = list(waiting)
     for url, url_keys in by_url.items():
-        ids += await _submit(client, ep, step, url, url_keys, bodies, ledger, keys)
+        ids += await _submit(link, url, url_keys, bodies)
         round_.submitted += len(url_keys)
     round_.batches = ids
     ends = await asyncio.gather(
-        *(
-            _finish(client, ep, step, batch_id, ledger, keys, take, round_, sent_now=batch_id not in waiting)
-            for batch_id in ids
-        )
+        *(_finish(link, batch_id, take, round_, sent_now=batch_id not in waiting) for batch_id in ids)
     )
     ended = dict(zip(ids, ends, strict=True))
     round_.cancelled = [batch_id for batch_id, status in ended.items() if status == "cancelled"]
@@ -100,16 +109,9 @@ async def run_round(
     return round_
 
 
-async def _submit(
-    client: Any,
-    ep: Endpoint,
-    step: str,
-    url: str,
-    url_keys: list[str],
-    bodies: Mapping[str, dict],
-    ledger: Ledger,
-    keys: KeyScrubber,
-) -> list[str]:
+async def _submit(link: _Link, url: str, url_keys: list[str], bodies: Mapping[str, dict]) -> list[str]:
+    """Upload the requests as files within the endpoint's limits and create a batch of each; their ids."""
+    client, ep, step, keys = link.client, link.ep, link.step, link.keys
     config, ids = ep.config, []
     with tempfile.TemporaryDirectory(prefix="gen-batch-") as folder:
         files = write_request_files(
@@ -140,105 +142,98 @@ async def _submit(
                     ),
                 )
             except Stopped:
-                await _discard(client, ep, keys, [uploaded.id])  # no batch will ever read it
+                await _discard(link, [uploaded.id])  # no batch will ever read it
                 raise
-            ledger.add(batch.id, ep.name, config.base_url, config.api_key_env, step, file_keys)
+            link.ledger.add(batch.id, ep.name, config.base_url, config.api_key_env, step, file_keys)
             log.info("[llm] %s: batch %s created with %s requests on %s", step, batch.id, f"{count:,}", ep.name)
             ids.append(batch.id)
     return ids
 
 
 async def _finish(
-    client: Any,
-    ep: Endpoint,
-    step: str,
-    batch_id: str,
-    ledger: Ledger,
-    keys: KeyScrubber,
-    take: Callable[[LineResult], None],
-    round_: Round,
-    *,
-    sent_now: bool,
+    link: _Link, batch_id: str, take: Callable[[LineResult], None], round_: Round, *, sent_now: bool
 ) -> str:
     """Poll the batch until it ends, take every line it answered, delete its files; its final status
     (``abandoned`` when the endpoint no longer knows it)."""
+    ledger = link.ledger
     try:
-        batch = await _until_done(client, ep, step, batch_id, ledger, keys, sent_now=sent_now)
+        batch = await _until_done(link, batch_id, sent_now=sent_now)
         if batch.status == "failed":
             ledger.collected(batch_id)
-            await _discard(client, ep, keys, [batch.input_file_id])
-            raise _failed(ep, batch_id, batch)
+            await _discard(link, [batch.input_file_id])
+            raise _failed(link.ep, batch_id, batch)
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                await _read_file(client, ep, keys, file_id, take, round_)
+                await _read_file(link, file_id, take, round_)
     except _Gone as gone:
         ledger.abandon(batch_id)
         log.warning(
             "[llm] %s: %s does not know batch %s (%s): it is marked abandoned, and its requests that have no "
             "reply yet are sent again",
-            step,
-            ep.name,
+            link.step,
+            link.ep.name,
             batch_id,
             gone,
         )
         return ABANDONED
     ledger.collected(batch_id)  # first: a run killed before the files are deleted finds nothing left to read
-    await _discard(client, ep, keys, [batch.input_file_id, batch.output_file_id, batch.error_file_id])
+    await _discard(link, [batch.input_file_id, batch.output_file_id, batch.error_file_id])
     return str(batch.status)
 
 
-async def _until_done(
-    client: Any, ep: Endpoint, step: str, batch_id: str, ledger: Ledger, keys: KeyScrubber, *, sent_now: bool
-) -> Any:
+async def _until_done(link: _Link, batch_id: str, *, sent_now: bool) -> Any:
     """The batch once it has ended. A batch sent now is first polled after ``batch_poll_s``, one an earlier run
     sent at once; then the wait doubles up to MAX_POLL_S."""
-    wait, seen = ep.config.batch_poll_s, None
+    wait, seen = link.ep.config.batch_poll_s, None
     if sent_now:
         await _sleep(wait)
         wait = min(wait * 2, MAX_POLL_S)
     while True:
-        batch = await _api(ep, keys, f"poll batch {batch_id}", client.batches.retrieve(batch_id), gone=True)
+        batch = await _api(
+            link.ep, link.keys, f"poll batch {batch_id}", link.client.batches.retrieve(batch_id), gone=True
+        )
         counts = batch.request_counts
         done, failed, total = (counts.completed, counts.failed, counts.total) if counts else (0, 0, 0)
-        ledger.update(batch_id, batch.status, done, failed)
+        link.ledger.update(batch_id, batch.status, done, failed)
         if (batch.status, done, failed) != seen:
             seen = (batch.status, done, failed)
-            log.info("[llm] %s: batch %s %s, %s/%s done, %s failed", step, batch_id, batch.status, done, total, failed)
+            log.info(
+                "[llm] %s: batch %s %s, %s/%s done, %s failed", link.step, batch_id, batch.status, done, total, failed
+            )
         if batch.status in TERMINAL:
             return batch
         await _sleep(wait)
         wait = min(wait * 2, MAX_POLL_S)
 
 
-async def _discard(client: Any, ep: Endpoint, keys: KeyScrubber, file_ids: list[str | None]) -> None:
+async def _discard(link: _Link, file_ids: list[str | None]) -> None:
     """Delete these files from the provider, unless the endpoint keeps them (``batch_keep_files``). Called only
     once nothing needs them; one that is gone already is fine, and one that cannot be deleted is a warning."""
     import httpx2
     import openai
 
-    if ep.config.batch_keep_files:
+    if link.ep.config.batch_keep_files:
         return
     for file_id in filter(None, file_ids):
         try:
-            await client.files.delete(file_id)
+            await link.client.files.delete(file_id)
         except openai.NotFoundError:
             pass
         except (openai.OpenAIError, httpx2.HTTPError) as exc:
             log.warning(
                 "[llm] could not delete file %s from %s (%s); it stays there until you delete it",
                 file_id,
-                ep.name,
-                server_message(keys(str(exc))),
+                link.ep.name,
+                _reason(exc, link.keys),
             )
 
 
-async def _read_file(
-    client: Any, ep: Endpoint, keys: KeyScrubber, file_id: str, take: Callable[[LineResult], None], round_: Round
-) -> None:
+async def _read_file(link: _Link, file_id: str, take: Callable[[LineResult], None], round_: Round) -> None:
     """Every line of a result file, streamed."""
+    keys = link.keys
 
     async def read() -> None:
-        async with client.files.with_streaming_response.content(file_id) as response:
+        async with link.client.files.with_streaming_response.content(file_id) as response:
             async for raw in response.iter_lines():
                 if not raw.strip():
                     continue
@@ -249,7 +244,7 @@ async def _read_file(
                 else:
                     take(result)
 
-    await _api(ep, keys, f"download file {file_id}", read(), gone=True)
+    await _api(link.ep, keys, f"download file {file_id}", read(), gone=True)
 
 
 async def _api(ep: Endpoint, keys: KeyScrubber, what: str, call: Any, *, gone: bool = False) -> Any:
@@ -264,9 +259,7 @@ async def _api(ep: Endpoint, keys: KeyScrubber, what: str, call: Any, *, gone: b
     try:
         return await call
     except openai.APIStatusError as exc:
-        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
-        message = body.get("message") if isinstance(body, dict) else None
-        reason = f"HTTP {exc.status_code}: {server_message(keys(str(message or exc)))}"
+        reason = _reason(exc, keys)
         if gone and exc.status_code == 404:
             raise _Gone(reason) from None
     except RedirectRefused as exc:
@@ -281,6 +274,17 @@ async def _api(ep: Endpoint, keys: KeyScrubber, what: str, call: Any, *, gone: b
         field="mode",
         expected="an endpoint that offers the Batch API (/v1/files and /v1/batches), or mode: online",
     )
+
+
+def _reason(exc: Exception, keys: KeyScrubber) -> str:
+    """What a files/batches call failed with, in the API's own words when it gave some (``HTTP 404: …``)."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError):
+        return server_message(keys(str(exc)))
+    body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
+    message = body.get("message") if isinstance(body, dict) else None
+    return f"HTTP {exc.status_code}: {server_message(keys(str(message or exc)))}"
 
 
 def _failed(ep: Endpoint, batch_id: str, batch: Any) -> Stopped:

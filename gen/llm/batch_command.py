@@ -69,4 +69,6 @@ def batches_forget(
     row = forget_batch(cache_dir, batch_id)
     err.print(f"batch {batch_id} forgotten: the next run sends its requests that have no reply in the cache again")
     if row.status not in TERMINAL | {ABANDONED}:
-        err.print(f"it was {row.status} when last polled: the endpoint may still run it, and gen can no longer cancel it")
+        err.print(
+            f"it was {row.status} when last polled: the endpoint may still run it, and gen can no longer cancel it"
+        )

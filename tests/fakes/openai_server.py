@@ -204,7 +204,9 @@ class Reply:
         """The model call timed out: online a 408; in a batch, the error line the Batch API writes for it
         (``"response": null, "error": {"code": "request_timeout"}``)."""
         return cls(
-            status=408, error_message="The model did not answer in time (fake)", fault="timeout",
+            status=408,
+            error_message="The model did not answer in time (fake)",
+            fault="timeout",
             batch_error="request_timeout",
         )
 
@@ -806,8 +808,9 @@ class FakeBatchAPI:
             reply = self.server._scripted(request)
             if reply.batch_error is not None:
                 error = {"code": reply.batch_error, "message": reply.error_message or "the request failed (fake)"}
-                errors.append({"id": f"batch_req_{number}", "custom_id": line["custom_id"], "response": None,
-                               "error": error})
+                errors.append(
+                    {"id": f"batch_req_{number}", "custom_id": line["custom_id"], "response": None, "error": error}
+                )
                 continue
             result = {
                 "id": f"batch_req_{number}",

@@ -196,7 +196,10 @@ def test_a_file_that_cannot_be_deleted_is_a_warning_not_a_stop(api_key, tmp_path
     assert all(o.ok for o in outcomes)
     warned = [r.getMessage() for r in caplog.records if "could not delete" in r.getMessage()]
     assert len(warned) == 2  # the request file and the output file
-    assert warned[0].startswith("[llm] could not delete file file-fake-1 from main (")
+    assert warned[0] == (
+        "[llm] could not delete file file-fake-1 from main (HTTP 403: the file could not be deleted (fake)); "
+        "it stays there until you delete it"
+    )
 
 
 def test_the_request_file_of_a_refused_or_failed_batch_is_deleted(api_key, tmp_path):
