@@ -1,5 +1,5 @@
-"""The `gen batches` commands (registered in gen/cli.py): the Batch API batches an LLM cache sent, and cancelling
-one. Heavy imports happen inside the functions."""
+"""The `gen batches` commands (registered in gen/cli.py): the Batch API batches an LLM cache sent, cancelling one
+and forgetting one. Heavy imports happen inside the functions."""
 
 from __future__ import annotations
 
@@ -52,3 +52,23 @@ def batches_cancel(
 
     status = cancel_batch(cache_dir, batch_id)
     err.print(f"batch {batch_id}: {status}")
+
+
+@batches_app.command("forget")
+def batches_forget(
+    batch_id: str = typer.Argument(..., help="A batch id from `gen batches`."), cache_dir: Path | None = CACHE_DIR
+) -> None:
+    """Remove a batch from this cache: no run polls or collects it again, and its requests that have no reply in
+    the cache are sent again by the next run. The endpoint is not told (cancel it first if it is still running).
+
+    Example: gen batches forget batch_abc123
+    """
+    from gen.llm.batch import forget_batch
+    from gen.llm.batch_ledger import ABANDONED, TERMINAL
+
+    row = forget_batch(cache_dir, batch_id)
+    err.print(f"batch {batch_id} forgotten: the next run sends its requests that have no reply in the cache again")
+    if row.status not in TERMINAL | {ABANDONED}:
+        err.print(
+            f"it was {row.status} when last polled: the endpoint may still run it, and gen can no longer cancel it"
+        )

@@ -7,7 +7,9 @@ what an online request would send. :func:`write_request_files` streams lines int
 
 An output (or error) file holds one line per request: ``{"custom_id", "response": {"status_code", "body"},
 "error"}``. :func:`read_result` turns a line into a :class:`LineResult`: the completion (read exactly as an
-online reply is) or what failed, with the line itself kept for the rejects.
+online reply is) or what failed, with the line itself kept for the rejects. A failure the next batch may not
+meet is marked to be retried: an HTTP 408, 409, 429 or 5xx, and an error line whose code is ``request_timeout``
+(the model call timed out), ``batch_expired`` or ``batch_cancelled`` (the request was never run).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from gen.llm.request import Failure, server_message
 __all__ = ["LineResult", "import_outputs", "read_result", "request_line", "write_request_files"]
 
 RETRIED_STATUS = {408, 409, 429}  # and every 5xx: the same request may well succeed in the next batch
+# an error line's code (a failure that is not an HTTP reply), as the Batch API documents them:
 NOT_RUN_CODES = {"batch_expired", "batch_cancelled"}  # the batch ended before the request was run
+RETRIED_CODES = {"request_timeout"}  # the call to the model timed out: a 408 by another name
 
 
 def request_line(key: str, body: dict[str, Any]) -> bytes:
@@ -112,7 +116,7 @@ def read_result(raw: str) -> LineResult | None:
         return LineResult(key, None, Failure(kind, reason, answered=True), raw)
     if isinstance(error, dict):
         code = str(error.get("code") or "error")
-        kind = "not_run" if code in NOT_RUN_CODES else "batch_error"
+        kind = "not_run" if code in NOT_RUN_CODES else "retry" if code in RETRIED_CODES else "batch_error"
         return LineResult(key, None, Failure(kind, server_message(f"{code}: {error.get('message') or ''}")), raw)
     return LineResult(key, None, Failure("invalid_response", "the line holds neither a response nor an error"), raw)
 

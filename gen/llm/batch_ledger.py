@@ -3,7 +3,13 @@
 Kept in the cache's own SQLite file (tables ``batches`` and ``batch_requests``, beside the replies), written and
 committed the moment a batch is created, so a run killed while a batch is in flight finds it again and polls it
 instead of sending its requests a second time. Only ids, counts and the endpoint's URL and key variable name are
-kept: never a key. ``gen batches`` lists them and cancels one.
+kept: never a key. ``gen batches`` lists them, cancels one and forgets one.
+
+A batch leaves the set a run polls in one of three ways: it is collected (its results are in the cache), it is
+abandoned (the endpoint answered 404 for it: another key, or a batch the provider purged; it stays listed with
+the status ``abandoned``), or it is forgotten (``gen batches forget``: its rows are deleted). In the last two
+cases its requests that have no reply in the cache are sent again, so a batch the endpoint no longer knows can
+never leave a cache unable to run.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from pathlib import Path
 
 from gen.llm.cache import connect
 
-__all__ = ["TERMINAL", "BatchRow", "Ledger"]
+__all__ = ["ABANDONED", "TERMINAL", "BatchRow", "Ledger"]
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
+ABANDONED = "abandoned"  # gen's own status: the endpoint no longer knows the batch
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
@@ -62,7 +69,8 @@ class BatchRow:
 
 
 class Ledger:
-    """``Ledger(cache_path)``: ``add``, ``update``, ``collected``, ``open_for(keys, base_url)``, ``all()``, ``get``."""
+    """``Ledger(cache_path)``: ``add``, ``update``, ``collected``, ``abandon``, ``forget``, ``open_for(keys,
+    base_url)``, ``all()``, ``get``."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -97,8 +105,23 @@ class Ledger:
         with self._lock:
             self._conn.execute("UPDATE batches SET collected=1, updated=? WHERE id=?", (time.time(), batch_id))
 
+    def abandon(self, batch_id: str) -> None:
+        """The endpoint no longer knows the batch: it is never polled again (its requests go out anew)."""
+        with self._lock:
+            self._conn.execute("UPDATE batches SET status=?, updated=? WHERE id=?", (ABANDONED, time.time(), batch_id))
+
+    def forget(self, batch_id: str) -> bool:
+        """Delete the batch and the list of its requests; False when the ledger holds no such batch."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            gone = self._conn.execute("DELETE FROM batches WHERE id=?", (batch_id,)).rowcount
+            self._conn.execute("DELETE FROM batch_requests WHERE batch_id=?", (batch_id,))
+            self._conn.execute("COMMIT")
+        return gone > 0
+
     def open_for(self, keys: Iterable[str], base_url: str) -> dict[str, list[str]]:
-        """Batches not yet collected at this URL that hold any of these keys: batch id -> those keys."""
+        """Batches at this URL still to poll (neither collected nor abandoned) that hold any of these keys:
+        batch id -> those keys."""
         found: dict[str, list[str]] = {}
         unique = list(dict.fromkeys(keys))
         with self._lock:
@@ -106,8 +129,9 @@ class Ledger:
                 chunk = unique[start : start + 500]
                 rows = self._conn.execute(
                     "SELECT r.batch_id, r.key FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
-                    f"WHERE b.collected = 0 AND b.base_url = ? AND r.key IN ({','.join('?' * len(chunk))})",
-                    (base_url, *chunk),
+                    f"WHERE b.collected = 0 AND b.status != ? AND b.base_url = ? "
+                    f"AND r.key IN ({','.join('?' * len(chunk))})",
+                    (ABANDONED, base_url, *chunk),
                 ).fetchall()
                 for batch_id, key in rows:
                     found.setdefault(batch_id, []).append(key)

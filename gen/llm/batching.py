@@ -100,7 +100,10 @@ class Batching:
             )
         )
         stats.requests += sum(r.submitted for r in rounds)
-        for key in misses.keys() - taken:  # a request no line answered goes again, as a failed one would
+        # a request no line answered goes again, as a failed one would; one that an earlier run's batch held,
+        # abandoned since, goes again without counting against its retries (it was never tried in this run)
+        resend = {key for r in rounds for key in r.resend}
+        for key in misses.keys() - taken - resend:
             self.take_line(
                 LineResult(key, None, Failure("retry", "no line of the batch answered it"), ""), misses[key], tries
             )

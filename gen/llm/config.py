@@ -140,6 +140,11 @@ class EndpointConfig(InputModel):
     batch_max_bytes: int = Field(
         default=200 * 1024 * 1024, ge=1024, le=200 * 1024 * 1024, description="bytes per batch input file"
     )
+    batch_keep_files: bool = Field(
+        default=False,
+        description="keep a batch's request, output and error files on the provider once its results are in the "
+        "cache (by default gen deletes them: they hold the corpus text)",
+    )
 
     @property
     def batch_price(self) -> Price | None:

@@ -171,6 +171,7 @@ class Reply:
     fault: str | None = None
     error_type: str | None = None  # the error body's "type" (default: by status)
     logprobs: Any = None  # the choice's logprobs object
+    batch_error: str | None = None  # in a batch: an error line with this code instead of a response
 
     @classmethod
     def text(cls, content: str, **kw) -> Reply:
@@ -197,6 +198,17 @@ class Reply:
     @classmethod
     def error(cls, status: int, message: str = "error (fake)") -> Reply:
         return cls(status=status, error_message=message, fault=f"http_{status}")
+
+    @classmethod
+    def request_timeout(cls) -> Reply:
+        """The model call timed out: online a 408; in a batch, the error line the Batch API writes for it
+        (``"response": null, "error": {"code": "request_timeout"}``)."""
+        return cls(
+            status=408,
+            error_message="The model did not answer in time (fake)",
+            fault="timeout",
+            batch_error="request_timeout",
+        )
 
     @classmethod
     def slow(cls, seconds: float, content: str = "ok") -> Reply:
@@ -640,7 +652,14 @@ class FakeBatchAPI:
     other status to the error file), ``expired`` (the first ``finished`` lines run, the others in the error file
     as ``batch_expired``), or ``failed`` (the input file refused by validation, with ``failure`` as the message).
     A cancelled batch (``POST /v1/batches/{id}/cancel``) ends ``cancelled`` on its next retrieve, with the first
-    ``finished`` lines run. ``creates`` counts ``batches.create`` calls; ``files`` holds every file by id.
+    ``finished`` lines run. ``creates`` counts ``batches.create`` calls, ``retrieves`` every ``GET /batches/{id}``;
+    ``files`` holds every file ever made, by id (``DELETE /v1/files/{id}`` adds the id to ``deleted``, after which
+    the file answers 404, as does ``files.content``).
+
+    Faults: a batch is known only to the key that created it (another key's retrieve answers 404, as OpenAI does
+    across projects); ``purge(id)`` makes the server forget a batch; ``retrieve_status``, ``create_status`` and
+    ``delete_status`` make every such call answer that HTTP status instead. A script's
+    ``Reply.request_timeout()`` becomes an error line with the code ``request_timeout``.
     """
 
     def __init__(self, server: FakeOpenAI) -> None:
@@ -653,29 +672,56 @@ class FakeBatchAPI:
         self.end: str | list[str] = "completed"  # a list: one end per batch, in order, then "completed"
         self.finished: int | None = None  # lines run before an expiry or a cancel (default: half)
         self.failure = "line 1: model 'x' is not available for batches"
+        self.retrieves = 0
+        self.deleted: list[str] = []
+        self.retrieve_status: int | None = None
+        self.create_status: int | None = None
+        self.delete_status: int | None = None
         self._polled: dict[str, int] = {}
+        self._owners: dict[str, str] = {}  # batch id -> the key that created it
+
+    def purge(self, batch_id: str) -> None:
+        """The server forgets the batch (as a provider does with old batches): it answers 404 from now on."""
+        del self.batches[batch_id]
 
     def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
         parts = path.strip("/").split("/")[1:]  # after "v1"
+        key = headers.get("authorization", "")
         if parts == ["files"] and method == "POST":
             return self._upload(headers, body)
-        if len(parts) == 3 and parts[0] == "files" and parts[2] == "content" and parts[1] in self.files:
+        if len(parts) >= 2 and parts[0] == "files" and (parts[1] not in self.files or parts[1] in self.deleted):
+            return self._error(404, f"No such File object: {parts[1]}")
+        if len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
             return 200, self.files[parts[1]], "application/octet-stream"
+        if len(parts) == 2 and parts[0] == "files" and method == "DELETE":
+            if self.delete_status is not None:
+                return self._error(self.delete_status, "the file could not be deleted (fake)")
+            self.deleted.append(parts[1])
+            return self._json({"id": parts[1], "object": "file", "deleted": True})
         if parts == ["batches"] and method == "POST":
+            if self.create_status is not None:
+                return self._error(self.create_status, "the batch could not be created (fake)")
+            self._owners[f"batch_fake_{self.creates + 1}"] = key
             return self._create(json.loads(body))
-        if len(parts) >= 2 and parts[0] == "batches" and parts[1] in self.batches:
+        if len(parts) >= 2 and parts[0] == "batches":
+            if parts[1] not in self.batches or self._owners.get(parts[1]) != key:
+                return self._error(404, f"No batch found with id '{parts[1]}'.")
             batch = self.batches[parts[1]]
             if len(parts) == 3 and parts[2] == "cancel" and method == "POST":
                 if batch["status"] not in ("completed", "failed", "expired", "cancelled"):
                     batch["status"] = "cancelling"
                 return self._json(batch)
             if len(parts) == 2 and method == "GET":
+                self.retrieves += 1
+                if self.retrieve_status is not None:
+                    return self._error(self.retrieve_status, "the batch could not be read (fake)")
                 return self._json(self._advance(batch))
-        return (
-            404,
-            json.dumps({"error": {"message": f"no route {method} {path}", "type": "not_found_error"}}).encode(),
-            "application/json",
-        )
+        return self._error(404, f"no route {method} {path}")
+
+    @staticmethod
+    def _error(status: int, message: str) -> tuple[int, bytes, str]:
+        error = {"message": message, "type": _ERROR_TYPES.get(status, "server_error"), "param": None, "code": None}
+        return status, json.dumps({"error": error}).encode(), "application/json"
 
     @staticmethod
     def _json(value: dict) -> tuple[int, bytes, str]:
@@ -760,6 +806,12 @@ class FakeBatchAPI:
                 continue
             request = self.server._record(line["body"], {"x-fake-batch": batch["id"]}, time.monotonic())
             reply = self.server._scripted(request)
+            if reply.batch_error is not None:
+                error = {"code": reply.batch_error, "message": reply.error_message or "the request failed (fake)"}
+                errors.append(
+                    {"id": f"batch_req_{number}", "custom_id": line["custom_id"], "response": None, "error": error}
+                )
+                continue
             result = {
                 "id": f"batch_req_{number}",
                 "custom_id": line["custom_id"],
