@@ -16,7 +16,6 @@ import gc
 import logging
 import math
 import multiprocessing
-import signal
 import tempfile
 from collections import deque
 from collections.abc import Generator, Sequence
@@ -26,6 +25,7 @@ from pathlib import Path
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
+from gen import stopping
 from gen.about import install_hint
 from gen.errors import GenError
 from gen.llm.lanes import Lane
@@ -61,10 +61,11 @@ _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, r
 
 
 def _start_worker() -> None:
-    """Ctrl-C reaches the whole process group: the parent stops the pool and reports; workers stay quiet.
-    What the worker inherited (the run's Prepared, the modules) is left out of garbage collections, which would
-    otherwise read it and write to it, and so copy the pages it shares with the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Ctrl-C and SIGHUP reach the whole process group: the parent stops the pool and reports; workers stay quiet,
+    and the SIGTERM the pool's end sends them ends them silently (gen/stopping.py). What the worker inherited (the
+    run's Prepared, the modules) is left out of garbage collections, which would otherwise read it and write to it,
+    and so copy the pages it shares with the parent."""
+    stopping.leave_to_parent()  # (a forked worker would otherwise inherit the CLI's handlers)
     gc.freeze()
 
 
