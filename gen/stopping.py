@@ -9,6 +9,11 @@ in step. The exit code is 128 + the signal's number (130, 143, 129), as a shell 
 ended. Which signal came is also remembered (`received`), because typer turns an interrupt inside a command
 into a bare exit code 130 and the exception is lost on the way.
 
+Python acts on a signal in the main thread, but the kernel may deliver it to any thread: then a wait of the main
+thread on a lock, a queue or a future is not interrupted, and the stop waits for whatever it waits for (a reply
+that never comes, a pool whose workers the same signal ended). So the main thread waits in short slices
+(`patiently`): a stop is acted on within POLL_S wherever it lands.
+
 Processes gen starts to work for it (the run's pool, the request processes) call `leave_to_parent`: the parent
 stops them and reports, so they neither print nor write on their own when the signal reaches the whole
 process group.
@@ -16,11 +21,13 @@ process group.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TypeVar
 
 __all__ = [
     "Interrupted",
@@ -29,6 +36,7 @@ __all__ = [
     "ignored",
     "installed",
     "leave_to_parent",
+    "patiently",
     "reason",
     "received",
     "signal_of",
@@ -38,6 +46,9 @@ NAMES: dict[int, str] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 if hasattr(signal, "SIGHUP"):  # (POSIX only)
     NAMES[signal.SIGHUP] = "SIGHUP"
 STOP_SIGNALS = tuple(NAMES)
+POLL_S = 0.2  # seconds: the longest a wait of the main thread goes without looking for a stop signal
+T = TypeVar("T")
+_forks_watched: list[bool] = []  # whether `_forked` runs in every forked child yet
 _received: list[int] = []  # the stop signals that came since `installed`, in order
 
 
@@ -58,12 +69,22 @@ def installed() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    if not _forks_watched:
+        _forks_watched.append(True)
+        os.register_at_fork(after_in_child=_forked)
     previous = {signum: signal.signal(signum, _interrupt) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _forked() -> None:
+    """A child forked without exec (a pool worker) is the parent's helper from its first instant: before its own
+    start-up code could say so, a signal would run the parent's handlers in it."""
+    if signal.getsignal(signal.SIGTERM) is _interrupt:
+        leave_to_parent(unwind_on_sigterm=True)
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -91,6 +112,16 @@ def exit_code(signum: int) -> int:
 def reason(signum: int) -> str:
     """The stop reason a report and a message give: "interrupted (Ctrl-C)", "interrupted (SIGTERM)"..."""
     return f"interrupted ({NAMES.get(signum, f'signal {signum}')})"
+
+
+def patiently(wait: Callable[[float], T], *timeouts: type[BaseException]) -> T:
+    """`wait(POLL_S)` again and again until it returns without raising one of `timeouts`: a wait that wakes
+    every POLL_S, so that a stop signal delivered to another thread is acted on meanwhile (see above)."""
+    while True:
+        try:
+            return wait(POLL_S)
+        except timeouts:
+            continue
 
 
 @contextmanager
@@ -127,8 +158,19 @@ def ignored() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def leave_to_parent() -> None:
-    """In a worker process: Ctrl-C and SIGHUP (which reach the whole process group) are the parent's to handle;
-    SIGTERM, which the parent sends to stop a worker, ends it at once and silently (the default action)."""
+def leave_to_parent(*, unwind_on_sigterm: bool = False) -> None:
+    """In a worker process: Ctrl-C and SIGHUP (which reach the whole process group) are the parent's to handle.
+    SIGTERM, which the parent also sends to stop a worker, ends it silently: at once (the default action), or,
+    with `unwind_on_sigterm`, by SystemExit, which releases the locks the worker holds on the way out (a pool
+    worker waits for its next task holding the pool's queue lock; killed outright, it would keep it forever and
+    the pool's end would wait on it)."""
     for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.SIG_IGN)
+        signal.signal(signum, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _unwind if unwind_on_sigterm else signal.SIG_DFL)
+
+
+def _unwind(signum: int, _frame: FrameType | None) -> None:
+    # once: a second SIGTERM (the group's, then the pool's own) would land in the middle of the unwinding, where
+    # it could leave a lock taken; multiprocessing ends a worker on SystemExit without a word
+    signal.signal(signum, signal.SIG_IGN)
+    raise SystemExit(exit_code(signum))

@@ -16,6 +16,7 @@ import gc
 import logging
 import math
 import multiprocessing
+import queue
 import tempfile
 from collections import deque
 from collections.abc import Generator, Sequence
@@ -62,10 +63,11 @@ _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, r
 
 def _start_worker() -> None:
     """Ctrl-C and SIGHUP reach the whole process group: the parent stops the pool and reports; workers stay quiet,
-    and the SIGTERM the pool's end sends them ends them silently (gen/stopping.py). What the worker inherited (the
-    run's Prepared, the modules) is left out of garbage collections, which would otherwise read it and write to it,
-    and so copy the pages it shares with the parent."""
-    stopping.leave_to_parent()  # (a forked worker would otherwise inherit the CLI's handlers)
+    and SIGTERM (the pool's end sends it, a job scheduler may send it to the whole group) ends them silently, with
+    the pool's queue lock released (gen/stopping.py). What the worker inherited (the run's Prepared, the modules)
+    is left out of garbage collections, which would otherwise read it and write to it, and so copy the pages it
+    shares with the parent."""
+    stopping.leave_to_parent(unwind_on_sigterm=True)  # (a forked worker would otherwise inherit the CLI's handlers)
     gc.freeze()
 
 
@@ -96,7 +98,9 @@ def local_results(
         _WORKER_STATE.update(prepared=prepared, products=products, spool=spool_folder)
         cleanup.callback(_WORKER_STATE.clear)
         with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
-            yield from pool.imap(_process_in_worker, shards, chunksize=1)
+            results = pool.imap(_process_in_worker, shards, chunksize=1)
+            for _ in shards:  # waited for in slices: a stop must not wait for a result (gen/stopping.py)
+                yield stopping.patiently(results.next, multiprocessing.TimeoutError)
 
 
 # --- Ray ------------------------------------------------------------------------------------------------
@@ -303,9 +307,9 @@ def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Ge
                     first = positions.stop
                 batch = pending[0]
                 try:
-                    while (result := batch.results.get()) is not None:
+                    while (result := next_result(batch)) is not None:
                         yield result
-                    batch.done.result()
+                    stopping.patiently(batch.done.result, TimeoutError)
                 except BaseException:
                     _cancel(pending)  # and wait for their threads, so that nothing changes the lane merged below
                     raise
@@ -315,6 +319,11 @@ def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Ge
                 items, conversations = items + batch.lane.items, conversations + batch.conversations
         finally:
             _cancel(pending)
+
+
+def next_result(batch: Batch) -> ShardResult | None:
+    """The batch's next result (None after its last), waited for in slices: a stop must not wait for it."""
+    return stopping.patiently(lambda seconds: batch.results.get(timeout=seconds), queue.Empty)
 
 
 def _one_batch_at_a_time(
