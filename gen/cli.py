@@ -1,20 +1,24 @@
 """The `gen` command line. User errors (GenError) print one message and exit with the error's code (2 for bad
-input, 1 or 130 for a run that stopped early); usage errors print the usage line and exit 2; --debug shows the
-traceback."""
+input, 1 for a run that stopped early, 130/143/129 for one stopped by Ctrl-C/SIGTERM/SIGHUP); usage errors print
+the usage line and exit 2; a defect prints one line naming the file that holds its traceback and exits 1; --debug
+shows the traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import signal
 import sys
 import warnings
 from enum import StrEnum
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 import typer
 from rich.console import Console
 
+from gen import stopping
 from gen.about import DISTRIBUTION
 from gen.cli_options import (
     CACHE_DIR,
@@ -29,6 +33,7 @@ from gen.cli_options import (
     run_settings,
 )
 from gen.conversation import DataWarning
+from gen.crash import summary, write_crash_log
 from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
@@ -375,7 +380,14 @@ app.command()(view)  # `gen view`, the local web viewer in gen/view/ (the view e
 
 
 def main() -> None:
-    """Run the command line; every way out of it ends here with one message and an exit code."""
+    """Run the command line; every way out of it ends here with one message and an exit code. SIGTERM and SIGHUP
+    stop a command as Ctrl-C does (gen/stopping.py); a defect prints one line and leaves its traceback in a
+    file (gen/crash.py)."""
+    with stopping.installed():  # first: a stop from now on takes the path Ctrl-C takes
+        run_command()
+
+
+def run_command() -> NoReturn:
     STATE["debug"] = False  # set again by the callback, once the options before the command are read
     configure(0)  # likewise
     try:
@@ -386,20 +398,42 @@ def main() -> None:
     except GenError as exc:
         if STATE["debug"]:
             raise
-        err.print(f"{'stopped' if isinstance(exc, Stopped) else 'error'}: {exc}", markup=False)
+        say(f"{'stopped' if isinstance(exc, Stopped) else 'error'}: {exc}")
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:  # Ctrl-C outside a run (a run reports its own stop as Stopped)
-        interrupted()
+    except KeyboardInterrupt as exc:  # a stop outside a run (a run reports its own stop as Stopped)
+        interrupted(stopping.signal_of(exc))
     except USAGE_ERRORS as exc:
         if STATE["debug"]:
             raise
         show_usage_error(exc)
     except typer.Abort:
-        err.print("aborted", markup=False)
+        say("aborted")
         sys.exit(1)
-    if code == 130:  # typer turns a Ctrl-C inside a command into exit code 130
-        interrupted()
+    except Exception as exc:  # a defect: not the user's to fix, so one line and the traceback in a file
+        if STATE["debug"]:
+            raise
+        defect(exc)
+    if code == 130:  # typer turns an interrupt inside a command into exit code 130, whichever signal it was
+        interrupted(stopping.signal_of())
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def say(line: str) -> None:
+    """One line on stderr; a terminal that hung up (SIGHUP) cannot take it, and that must not become a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        err.print(line, markup=False)
+
+
+def defect(exc: Exception) -> NoReturn:
+    """One line for an exception that is a bug, naming the file that holds its traceback; exit 1."""
+    path = write_crash_log(exc)
+    where = f"its traceback is in {path}" if path is not None else "its traceback could not be written to a file"
+    notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+    say(
+        f"error: a bug in gen (or in a plugin it loaded) stopped this command: {summary(exc)}; {where}. Please "
+        f"report it with that file (gen --debug ... shows the traceback here instead){notes}"
+    )
+    sys.exit(1)
 
 
 def show_usage_error(exc: Exception) -> None:
@@ -412,9 +446,11 @@ def show_usage_error(exc: Exception) -> None:
     sys.exit(getattr(exc, "exit_code", 2))
 
 
-def interrupted() -> None:
-    err.print("interrupted; nothing was written", markup=False)
-    sys.exit(130)
+def interrupted(signum: int) -> NoReturn:
+    """The message and exit code of a command stopped by Ctrl-C, SIGTERM or SIGHUP (128 + its number)."""
+    said = "interrupted" if signum == signal.SIGINT else stopping.reason(signum)
+    say(f"{said}; nothing was written")
+    sys.exit(stopping.exit_code(signum))
 
 
 def show_warning(

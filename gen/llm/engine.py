@@ -176,7 +176,7 @@ class Engine:
         fates_step = items_of or step
         started = time.monotonic()
         try:
-            self._resolve_modes(tasks)
+            self._resolve_modes(tasks, lane)
         except GiveUp as exc:
             self._give_up_all(step, tasks, exc, lane, items_of)
         prepared = prepare(tasks, self._endpoints)
@@ -308,10 +308,11 @@ class Engine:
         self.close()
 
     # -- structured_output: auto ---------------------------------------------------------------------
-    def _resolve_modes(self, tasks: Sequence[Task]) -> None:
+    def _resolve_modes(self, tasks: Sequence[Task], lane: Lane | None) -> None:
         def probe(ep: Endpoint) -> ModeChoice:
             run = StepRun(PROBE_STEP, [], self._accounts.step(PROBE_STEP), {})
-            return self._loop().run(find_mode(self._attempts, ep, run))
+            # in the step's lane: a stop cancels the probe as it cancels the step (it would wait out the request)
+            return self._loop().run(find_mode(self._attempts, ep, run), lane)
 
         modes = Modes(self._endpoints, self.cache, probe, self.settings.progress)
         exporting = self.settings.batch_export is not None  # no server to probe

@@ -11,10 +11,11 @@ it caches and what it writes are the same.
 
 The processes start with the engine of a run that may send requests (not a plan, not ``--offline``), so they load
 the openai client while the run reads its sources and plans its first batch, rather than while its first requests
-wait; they stop when the engine closes. They ignore Ctrl-C (the engine's process handles it and cancels its
-requests). The API key goes to a worker with each new client (through the pipe, never the command line); a worker's
-failure reasons are scrubbed of keys by the engine as before. A worker that dies fails its requests in flight as
-connection errors (retried within each call's budget) and is started again on the next request.
+wait; they stop when the engine closes. They ignore Ctrl-C and SIGHUP (the engine's process handles them and
+cancels its requests); SIGTERM ends one silently. The API key goes to a worker with each new client (through the
+pipe, never the command line); a worker's failure reasons are scrubbed of keys by the engine as before. A worker
+that dies fails its requests in flight as connection errors (retried within each call's budget) and is started again
+on the next request.
 
 The channel is the worker's stdin and stdout: length-prefixed pickles, each of a list of the messages one
 side had to send in one turn of its event loop: (request id, client spec, body, timeout) one way and (request
@@ -28,12 +29,12 @@ import asyncio
 import dataclasses
 import itertools
 import pickle
-import signal
 import struct
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from gen import stopping
 from gen.llm.request import Answer, Failure
 
 __all__ = ["Senders", "senders"]
@@ -230,7 +231,7 @@ async def serve() -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the engine's process's to handle
+    stopping.leave_to_parent()  # Ctrl-C and SIGHUP are the engine's process's to handle (gen/stopping.py)
     asyncio.run(serve())
 
 

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
+from gen import stopping
 from gen.errors import GenError
 from gen.llm.lanes import Lane, LaneCancelled
 
@@ -49,7 +50,7 @@ class LoopThread:
             if lane is not None:
                 lane.track(future)
             try:
-                return future.result()
+                return stopping.patiently(future.result, concurrent.futures.TimeoutError)  # (a stop comes between)
             except concurrent.futures.CancelledError:
                 if lane is not None and lane.cancelled:
                     raise LaneCancelled() from None

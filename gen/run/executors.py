@@ -17,7 +17,7 @@ import logging
 import math
 import multiprocessing
 import os
-import signal
+import queue
 import tempfile
 from collections import deque
 from collections.abc import Generator, Sequence
@@ -27,6 +27,7 @@ from pathlib import Path
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
+from gen import stopping
 from gen.about import install_hint
 from gen.errors import GenError
 from gen.llm.lanes import Lane
@@ -62,10 +63,12 @@ _WORKER_STATE: dict[str, Any] = {}  # set in the parent before the pool forks, r
 
 
 def _start_worker() -> None:
-    """Ctrl-C reaches the whole process group: the parent stops the pool and reports; workers stay quiet.
-    What the worker inherited (the run's Prepared, the modules) is left out of garbage collections, which would
-    otherwise read it and write to it, and so copy the pages it shares with the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Ctrl-C and SIGHUP reach the whole process group: the parent stops the pool and reports; workers stay quiet,
+    and SIGTERM (the pool's end sends it, a job scheduler may send it to the whole group) ends them silently, with
+    the pool's queue lock released (gen/stopping.py). What the worker inherited (the run's Prepared, the modules)
+    is left out of garbage collections, which would otherwise read it and write to it, and so copy the pages it
+    shares with the parent."""
+    stopping.leave_to_parent(unwind_on_sigterm=True)  # (a forked worker would otherwise inherit the CLI's handlers)
     gc.freeze()
 
 
@@ -97,7 +100,9 @@ def local_results(
         cleanup.callback(_WORKER_STATE.clear)
         processes = min(workers, len(shards))  # never a process with no conversation to work on
         with multiprocessing.get_context("fork").Pool(processes, initializer=_start_worker) as pool:
-            yield from pool.imap(_process_in_worker, shards, chunksize=1)
+            results = pool.imap(_process_in_worker, shards, chunksize=1)
+            for _ in shards:  # waited for in slices: a stop must not wait for a result (gen/stopping.py)
+                yield stopping.patiently(results.next, multiprocessing.TimeoutError)
 
 
 # --- Ray ------------------------------------------------------------------------------------------------
@@ -312,9 +317,9 @@ def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Ge
                     first = positions.stop
                 batch = pending[0]
                 try:
-                    while (result := batch.results.get()) is not None:
+                    while (result := next_result(batch)) is not None:
                         yield result
-                    batch.done.result()
+                    stopping.patiently(batch.done.result, TimeoutError)
                 except BaseException:
                     _cancel(pending)  # and wait for their threads, so that nothing changes the lane merged below
                     raise
@@ -324,6 +329,11 @@ def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Ge
                 items, conversations = items + batch.lane.items, conversations + batch.conversations
         finally:
             _cancel(pending)
+
+
+def next_result(batch: Batch) -> ShardResult | None:
+    """The batch's next result (None after its last), waited for in slices: a stop must not wait for it."""
+    return stopping.patiently(lambda seconds: batch.results.get(timeout=seconds), queue.Empty)
 
 
 def _one_batch_at_a_time(

@@ -24,15 +24,14 @@ import contextlib
 import dataclasses
 import logging
 import platform
-import signal
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gen import stopping
 from gen.about import DISTRIBUTION
 from gen.errors import GenError, Stopped
 from gen.export.card import render_card
@@ -202,44 +201,24 @@ def build_and_write(
     tallies = Tallies(products)
     with RunFolder(final) as folder:
         shards = ShardWriter(folder.path, recipe.split)
+        report: dict | None = None
         try:
             for results in stages(prepared, products, engine, workers, ray, shards):
                 with contextlib.closing(results):  # on the way out: stop the workers before the folder is kept
                     for result in results:
-                        with ctrl_c_held():  # a shard is written and counted together, or not at all
+                        with stopping.held():  # a shard is written and counted together, or not at all
                             shards.write(result)
                             tallies.add(result)
+            shards.close()
+            with stopping.held():  # a stop that comes now keeps the finished folder, report and all
+                report = finish_folder(folder.path, prepared, tallies, engine, final)
         except (Exception, KeyboardInterrupt) as exc:
             shards.close()
-            stop = keep_stopped(folder, prepared, tallies, engine, final, stop_of(exc))
+            stop = keep_stopped(folder, prepared, tallies, engine, final, stop_of(exc), report)
             if isinstance(exc, (GenError, KeyboardInterrupt)):
                 raise stop from None
-            log.error(stop.message)  # an internal error: its traceback follows
+            exc.add_note(stop.message)  # the CLI's one line for a defect says where the run was kept
             raise
-        shards.close()
-        report = run_report(prepared, products, tallies, engine, final)
-        report["rejects"] = write_rejects(folder.path, products, engine)
-        write_provenance(folder.path, final, recipe, report)
-        (folder.path / "README.md").write_text(
-            render_card(
-                report,
-                recipe.templates,
-                folder=folder.path,
-                previous=final / "README.md",
-                target=final,
-            ),
-            encoding="utf-8",
-        )
-        for name, info in report["configs"].items():
-            passed = report["validation"][info["product"]]["passed"]
-            log.info("%s: %s records, validation %s", name, f"{info['records']:,}", "passed" if passed else "FAILED")
-            if missing := info.get("summary", {}).get("not_produced"):
-                which = "that test" if len(missing) == 1 else "those tests"
-                log.info(
-                    "%s: no question for %s: nothing in these conversations fits %s", name, ", ".join(missing), which
-                )
-        for line in rejected_lines(report):  # last: a passed validation must not hide what was left out
-            log.info("%s", line)
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
             kept = folder.keep_at("failed")
@@ -263,33 +242,46 @@ def rejected_lines(report: dict) -> list[str]:
     ]
 
 
-@contextmanager
-def ctrl_c_held() -> Iterator[None]:
-    """Hold Ctrl-C until the block ends, so a run stopped by it reports counts that match its files. (A
-    handler, not a signal mask: the pool's threads would take a masked signal for the main thread.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught and callable(previous):
-            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt here
+def finish_folder(folder: Path, prepared: Prepared, tallies: Tallies, engine: Engine | None, final: Path) -> dict:
+    """Write run.json, rejects.jsonl, recipe.yaml and README.md once every shard is written, and log each
+    config's count and validation; returns the report."""
+    recipe = prepared.recipe
+    report = run_report(prepared, prepared.products, tallies, engine, final)
+    report["rejects"] = write_rejects(folder, prepared.products, engine)
+    write_provenance(folder, final, recipe, report)
+    card = render_card(report, recipe.templates, folder=folder, previous=final / "README.md", target=final)
+    (folder / "README.md").write_text(card, encoding="utf-8")
+    for name, info in report["configs"].items():
+        passed = report["validation"][info["product"]]["passed"]
+        log.info("%s: %s records, validation %s", name, f"{info['records']:,}", "passed" if passed else "FAILED")
+        if missing := info.get("summary", {}).get("not_produced"):
+            which = "that test" if len(missing) == 1 else "those tests"
+            log.info("%s: no question for %s: nothing in these conversations fits %s", name, ", ".join(missing), which)
+    for line in rejected_lines(report):  # last: a passed validation must not hide what was left out
+        log.info("%s", line)
+    return report
 
 
 def keep_stopped(
-    folder: RunFolder, prepared: Prepared, tallies: Tallies, engine: Engine | None, final: Path, stop: Stopped
+    folder: RunFolder,
+    prepared: Prepared,
+    tallies: Tallies,
+    engine: Engine | None,
+    final: Path,
+    stop: Stopped,
+    finished: dict | None = None,
 ) -> Stopped:
     """Keep what a stopped run made (records, rejects, run.json with the reason) in `.<name>.stopped`; `stop`
-    comes back with a message that says where and how to resume."""
-    kept = folder.keep_at("stopped")
-    report = run_report(prepared, prepared.products, tallies, engine, final)
-    report["stopped"] = {"reason": str(stop), "exit_code": stop.exit_code}
-    report["rejects"] = write_rejects(folder.path, prepared.products, engine, stop.rejects)
-    write_provenance(folder.path, final, prepared.recipe, report)
+    comes back with a message that says where and how to resume. `finished`: the report, when the run had
+    written its folder before the stop (its rejects are in rejects.jsonl already). Stop signals that come
+    meanwhile are dropped: the stop is already under way, and its report is written whole."""
+    with stopping.ignored():
+        kept = folder.keep_at("stopped")
+        report = finished or run_report(prepared, prepared.products, tallies, engine, final)
+        report["stopped"] = {"reason": str(stop), "exit_code": stop.exit_code}
+        if finished is None:
+            report["rejects"] = write_rejects(folder.path, prepared.products, engine, stop.rejects)
+        write_provenance(folder.path, final, prepared.recipe, report)
     cached = " (completed LLM calls are cached, so none is made twice)" if engine is not None else ""
     resume = stop.resume or f"run the same command again{cached}"
     return Stopped(
@@ -300,11 +292,13 @@ def keep_stopped(
 
 
 def stop_of(exc: BaseException) -> Stopped:
-    """The stop to report for whatever ended the run early."""
+    """The stop to report for whatever ended the run early; an interrupt names its signal and exits with its
+    code (gen/stopping.py)."""
     if isinstance(exc, Stopped):
         return exc
     if isinstance(exc, KeyboardInterrupt):
-        return Stopped("interrupted (Ctrl-C)", exit_code=130)
+        signum = stopping.signal_of(exc)
+        return Stopped(stopping.reason(signum), exit_code=stopping.exit_code(signum))
     if isinstance(exc, GenError):
         return Stopped(str(exc), exit_code=exc.exit_code)
     return Stopped(f"internal error: {type(exc).__name__}: {exc}")
