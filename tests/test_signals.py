@@ -7,6 +7,7 @@ fake server on 127.0.0.1, made to never answer. The time limits are hang guards 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli, write_recipe
+from tests.conftest import REPO, run_cli, write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
@@ -213,34 +214,32 @@ def test_sigterm_while_the_pool_writes_keeps_whole_records_and_leaves_no_worker(
 
 
 def test_sigterm_while_a_source_is_read_writes_nothing(tmp_path):
-    """The source is a pipe that gen is part way through reading when the signal comes."""
-    source = tmp_path / "corpus.json"
-    os.mkfifo(source)
+    """The source is a large file that gen has open and is part way through reading when the signal comes."""
+    samples = json.loads(SAMPLE.read_text())
+    source = write_json(
+        tmp_path / "corpus.json", [{**s, "sample_id": f"{s['sample_id']}-{k}"} for k in range(600) for s in samples]
+    )
     recipe = write_recipe(
         tmp_path / "r.yaml",
         {"name": "stopme", "sources": [{"format": "locomo", "path": str(source)}], "products": [{"type": "log"}]},
     )
     running = start_gen("run", recipe, "--output-dir", tmp_path / "out")
-    writer = open_writer_when_read(source, running)
-    try:
-        os.write(writer, SAMPLE.read_bytes()[:1000])  # a first part; the rest never comes
-        exit_code, stderr, seconds = stop(running, signal.SIGTERM)
-    finally:
-        os.close(writer)
+    wait_until_open(source, running)
+    exit_code, stderr, seconds = stop(running, signal.SIGTERM)
     assert (exit_code, stderr.strip()) == (143, "interrupted (SIGTERM); nothing was written")
     assert seconds < PROMPT
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
-def open_writer_when_read(pipe: Path, running: subprocess.Popen) -> int:
-    """Open the pipe's writing end once gen has opened it for reading (until then opening fails with ENXIO)."""
+def wait_until_open(path: Path, running: subprocess.Popen) -> None:
+    """Wait until gen has `path` open (its /proc/PID/fd links name it)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and running.poll() is None:
-        try:
-            return os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            time.sleep(0.01)
-    raise AssertionError(f"gen never opened {pipe}: {running.communicate()}")
+        with contextlib.suppress(OSError):
+            if any(os.readlink(link) == str(path) for link in Path(f"/proc/{running.pid}/fd").iterdir()):
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"gen never opened {path}: {running.communicate()}")
 
 
 # --- other commands ------------------------------------------------------------------------------------------
