@@ -26,10 +26,64 @@ KindPage = dict[str, Any]
 QUALITY_TURNS = "quality_turns"
 DIALOGUE_TURNS_MAX = 5000  # a quality page shows at most this many turns of its dialogue
 STOPWORDS = frozenset(
-    "the and for are was were has have had his her their its that this with from not but you your yours they them "
-    "she him who what when where which will would can could did does just now still also very into about than "
-    "then there here our ours out all any been being".split()
-)
+    {
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "his",
+        "her",
+        "their",
+        "its",
+        "that",
+        "this",
+        "with",
+        "from",
+        "not",
+        "but",
+        "you",
+        "your",
+        "yours",
+        "they",
+        "them",
+        "she",
+        "him",
+        "who",
+        "what",
+        "when",
+        "where",
+        "which",
+        "will",
+        "would",
+        "can",
+        "could",
+        "did",
+        "does",
+        "just",
+        "now",
+        "still",
+        "also",
+        "very",
+        "into",
+        "about",
+        "than",
+        "then",
+        "there",
+        "here",
+        "our",
+        "ours",
+        "out",
+        "all",
+        "any",
+        "been",
+        "being",
+    }
+)  # words too common to tie a fact to a turn
 
 
 def kind_page(viewer: Viewer, config: str, record: dict[str, Any]) -> KindPage | None:
@@ -101,25 +155,26 @@ def table_change(
     columns: list[str], before: list[dict[str, Any]], after: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Both tables as rows of cells, each cell marked if its row's partner in the other table holds another
-    value; a row without a partner is marked added (after) or removed (before). Rows are partnered by the first
-    column (the table's key, the speaker) when its values are unique in both tables, else by position."""
-    key = columns[0] if columns else None
-    keys_before, keys_after = [row.get(key) for row in before], [row.get(key) for row in after]
-    if key is not None and len(set(map(str, keys_before))) == len(before) and len(set(map(str, keys_after))) == len(
-        after
-    ):
-        by_key_after = {str(k): row for k, row in zip(keys_after, after)}
-        by_key_before = {str(k): row for k, row in zip(keys_before, before)}
-        partners_before = [by_key_after.get(str(k)) for k in keys_before]
-        partners_after = [by_key_before.get(str(k)) for k in keys_after]
-    else:
-        pairs = list(zip_longest(before, after))
-        partners_before = [a for b, a in pairs if b is not None]
-        partners_after = [b for b, a in pairs if a is not None]
+    value; a row without a partner is marked added (after) or removed (before)."""
+    partners_before, partners_after = partners(before, after, columns[0] if columns else "")
     return (
         [shown_row(columns, row, partner, "removed", "old") for row, partner in zip(before, partners_before)],
         [shown_row(columns, row, partner, "added", "new") for row, partner in zip(after, partners_after)],
     )
+
+
+Partners = list[dict[str, Any] | None]
+
+
+def partners(before: list[dict[str, Any]], after: list[dict[str, Any]], key: str) -> tuple[Partners, Partners]:
+    """Each row's partner in the other table: the row with the same first column (the table's key, the speaker)
+    when that column's values are unique in both tables, else the row at the same position."""
+    keys_before, keys_after = [str(row.get(key)) for row in before], [str(row.get(key)) for row in after]
+    if len(set(keys_before)) == len(before) and len(set(keys_after)) == len(after):
+        by_key_before, by_key_after = dict(zip(keys_before, before)), dict(zip(keys_after, after))
+        return [by_key_after.get(k) for k in keys_before], [by_key_before.get(k) for k in keys_after]
+    pairs = list(zip_longest(before, after))
+    return [a for b, a in pairs if b is not None], [b for b, a in pairs if a is not None]
 
 
 def shown_row(
@@ -131,7 +186,9 @@ def shown_row(
         value = row.get(name)
         changed = partner is not None and partner.get(name) != value
         classes = (["changed", side] if changed else []) + (["null"] if value is None else [])
-        cells.append({"text": "null" if value is None else cell(value, None), "changed": changed, "css": " ".join(classes)})
+        cells.append(
+            {"text": "null" if value is None else cell(value, None), "changed": changed, "css": " ".join(classes)}
+        )
     return {"state": alone if partner is None else "", "cells": cells}
 
 
@@ -303,7 +360,7 @@ def turn_texts(viewer: Viewer, conversation: str, dialogue: str) -> tuple[dict[i
         return {row["response_index"]: cell(row["text"], None) for row in rows}, None
     rows = viewer.index.query(f"SELECT {column} FROM {table_name(source)} WHERE {key} = ? LIMIT 1", [value])
     turns = decoded(viewer, source, rows[0])[column] if rows else None
-    if not is_dialogue(turns):
+    if not isinstance(turns, list) or not is_dialogue(turns):
         return {}, f"the {source} config holds no turns for this dialogue"
     return {position: cell(turn["text"], None) for position, turn in enumerate(turns)}, None
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from gen.view import charts
+from gen.view import charts, reject_groups
 from gen.view.folder import RunFolder
 from gen.view.index import NONE_VALUE, REJECTS, Index, QueryError, RecordsQuery, table_name
 
@@ -117,7 +117,15 @@ def overview(viewer: Viewer) -> dict[str, Any]:
         "llm": llm_accounting(report),
         "charts": overview_charts(viewer),
         "waiting": waiting,
+        "rejected_items": rejected_items(report),
     }
+
+
+def rejected_items(report: dict[str, Any]) -> int | None:
+    """The run's one count of rejected items: run.json's top-level `rejects`, the lines of rejects.jsonl (never
+    a sum over the LLM steps, which count calls and items of their own)."""
+    count = report.get("rejects")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 def sources(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -191,11 +199,8 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
         if viewer.index.ready(name) and has_columns(viewer, name, "test", "num_relevant"):
             found["windows"].append((name, window_histograms(viewer, name)))
     if viewer.index.ready(REJECTS):
-        rows = viewer.index.query(
-            f"SELECT coalesce(raw->>'reason', '(no reason)') AS reason, count(*) AS n FROM {table_name(REJECTS)} "
-            "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 12"
-        )
-        found["rejects"] = charts.horizontal_bars("rejects by reason", [(short(r["reason"]), r["n"]) for r in rows])
+        kinds = reject_groups.groups(viewer.index)[:12]  # grouped as the Rejects page groups them
+        found["rejects"] = charts.horizontal_bars("rejects by reason", [(short(g["kind"]), g["n"]) for g in kinds])
     log = "log" if "log" in viewer.folder.configs else None
     if log and viewer.index.ready(log) and has_columns(viewer, log, "conversation_id", "session_index", "is_padding"):
         rows = viewer.index.query(
@@ -338,7 +343,7 @@ def column_kinds(viewer: Viewer, config: str, columns: list[str]) -> list[str]:
 def column_kind(name: str, feature: dict[str, Any] | None, index_type: str | None) -> str:
     dtype = str(feature.get("dtype", "")) if feature else ""
     found = index_type or ""
-    if feature is not None and "dtype" not in feature or found in ("JSON", "MAP") or found.startswith("STRUCT"):
+    if (feature is not None and "dtype" not in feature) or found in ("JSON", "MAP") or found.startswith("STRUCT"):
         return "json"  # declared as a list or a struct, or one in a parquet export
     if found.endswith("[]"):
         return "json"

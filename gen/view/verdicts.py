@@ -32,7 +32,10 @@ def read_verdicts(path: Path) -> Verdicts:
     for number, item in enumerate(data["items"]):
         if not isinstance(item, dict) or not isinstance(item.get("question_id"), str):
             raise GenError(
-                "this verdict names no question", file=path, record=f"items[{number}]", field="question_id",
+                "this verdict names no question",
+                file=path,
+                record=f"items[{number}]",
+                field="question_id",
                 expected=EXPECTED,
             )
         items[item["question_id"]] = item
