@@ -117,3 +117,19 @@ def quality_run(tmp: Path) -> Path:
         patch.setattr(vectors, "model", lambda: BagOfWords())
         patch.setattr("gen.embedding.model_folder", lambda what="": tmp)
         return run(load_recipe(recipe), tmp / "out")
+
+
+# -- fixtures (made once for the package: tests/view/conftest.py imports them) --------------------------------
+@pytest.fixture(scope="package")
+def persona_folder(tmp_path_factory) -> Path:
+    return persona_run(tmp_path_factory.mktemp("persona"))
+
+
+@pytest.fixture(scope="package")
+def teabag_folders(tmp_path_factory) -> tuple[Path, Path]:
+    return teabag_run(tmp_path_factory.mktemp("teabag"))
+
+
+@pytest.fixture(scope="package")
+def quality_folder(tmp_path_factory) -> Path:
+    return quality_run(tmp_path_factory.mktemp("quality"))
