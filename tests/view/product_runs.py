@@ -91,7 +91,7 @@ QUALITY_SESSIONS = [
     ),
     (
         "2:00 pm on 9 May, 2023",
-        ["Do you remember my puppy", f"Yes your cat {LONG_WORD}", "Wrong, not what I asked, Rex is a beagle", "Sorry"],
+        ["Do you remember my puppy", "Yes your cat", "Wrong, not what I asked, Rex is a beagle", f"Sorry {LONG_WORD}"],
     ),
 ]
 

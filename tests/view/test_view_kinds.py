@@ -137,7 +137,9 @@ def test_a_quality_turn_shows_its_dialogue_with_each_turns_rewards(quality_folde
     assert [int(index) for index, _ in rows] == [t["response_index"] for t in turns]
     assert [index for index, current in rows if current] == ["5"]
     current = page.split('id="turn-5"')[1].split("</tr>")[0]
-    assert f"Yes your cat {LONG_WORD}" in current and log[5] == f"Yes your cat {LONG_WORD}"
+    assert f'<span class="speaker">Bob</span> {log[5]}</td>' in current and log[5] == "Yes your cat"
+    last = page.split('id="turn-7"')[1].split("</tr>")[0]
+    assert f"Sorry {LONG_WORD}" in last  # whole on the record page
     assert 'data-meter="feedback reward" data-value="-1.00"' in current
     assert 'data-meter="gate" data-value="0.50"' in current
     # feedback on [-1, 1]: -1 is a bar from the left end to zero, the middle
