@@ -65,6 +65,12 @@ def view(
     compare: Path | None = typer.Option(
         None, "--compare", help="A second run folder, shown beside the first on the Compare page."
     ),
+    verdicts: Path | None = typer.Option(
+        None,
+        "--verdicts",
+        help="The verdicts file gen judge wrote for this run's TeaBag answers: each TeaBag question's page then "
+        "shows its verdict and the answer judged.",
+    ),
 ) -> None:
     """Look at a run in your browser: overview, records with filters, conversations on a time axis, questions
     with their relevant responses, rejects, and a comparison with a second run. Reads the folder, never writes
@@ -79,9 +85,13 @@ def view(
     from gen.view.folder import open_folder
     from gen.view.index import Index
     from gen.view.pages import Viewer
+    from gen.view.verdicts import read_verdicts, require_teabag
 
     folder = open_folder(run_folder)
     other = open_folder(compare) if compare is not None else None
+    judged = read_verdicts(verdicts) if verdicts is not None else None
+    if judged is not None:
+        require_teabag(judged, folder.configs)
     sock = bind(host, port)
     index = Index(folder)
     try:
@@ -90,7 +100,9 @@ def view(
         url = f"http://{shown_host}:{sock.getsockname()[1]}/"
         typer.echo(f"gen view: {folder.path} at {url} (Ctrl-C to stop)")
         sys.stdout.flush()
-        config = uvicorn.Config(make_app(Viewer(folder, index, other)), log_level="warning", lifespan="off")
+        config = uvicorn.Config(
+            make_app(Viewer(folder, index, other, verdicts=judged)), log_level="warning", lifespan="off"
+        )
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()

@@ -7,15 +7,22 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from gen.view import charts
+from gen.view import charts, reject_groups
 from gen.view.folder import RunFolder
 from gen.view.index import NONE_VALUE, REJECTS, Index, QueryError, RecordsQuery, table_name
 
+if TYPE_CHECKING:
+    from gen.view.verdicts import Verdicts
+
 PAGE_SIZES = (25, 50, 100, 200)
-CELL_CHARS = 160  # a table cell shows this much of a long value; the record's page shows all of it
+CELL_CHARS = 160  # a table cell holds this much of a long value (CSS cuts it to the column); the record page all
+COLUMN_EMS = {"num": 6.5, "bool": 4.5, "date": 10.5, "id": 13, "json": 16, "text": 22}  # a records column's width
+NUMBER_COLUMN_EMS = 4.5  # the records table's first column, the record number
+NUMBER_DTYPES = ("int", "uint", "float", "double")
+NUMBER_TYPES = ("BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT", "DOUBLE", "FLOAT", "DECIMAL")
 TEXT_FIELDS = ("question", "final_utterance", "resolved_question", "text", "question_a", "question_b")
 KEYS = (
     ("question_id",),
@@ -37,6 +44,7 @@ class Viewer:
     index: Index
     other: RunFolder | None = None  # --compare
     diffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # computed once per config
+    verdicts: Verdicts | None = None  # --verdicts: gen judge's verdicts on the TeaBag questions
 
 
 # -- shared helpers ------------------------------------------------------------------------------------------
@@ -109,7 +117,15 @@ def overview(viewer: Viewer) -> dict[str, Any]:
         "llm": llm_accounting(report),
         "charts": overview_charts(viewer),
         "waiting": waiting,
+        "rejected_items": rejected_items(report),
     }
+
+
+def rejected_items(report: dict[str, Any]) -> int | None:
+    """The run's one count of rejected items: run.json's top-level `rejects`, the lines of rejects.jsonl (never
+    a sum over the LLM steps, which count calls and items of their own)."""
+    count = report.get("rejects")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 def sources(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -191,11 +207,8 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
         if viewer.index.ready(name) and has_columns(viewer, name, "test", "num_relevant"):
             found["windows"].append((name, window_histograms(viewer, name)))
     if viewer.index.ready(REJECTS):
-        rows = viewer.index.query(
-            f"SELECT coalesce(raw->>'reason', '(no reason)') AS reason, count(*) AS n FROM {table_name(REJECTS)} "
-            "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 12"
-        )
-        found["rejects"] = charts.horizontal_bars("rejects by reason", [(short(r["reason"]), r["n"]) for r in rows])
+        kinds = reject_groups.groups(viewer.index)[:12]  # grouped as the Rejects page groups them
+        found["rejects"] = charts.horizontal_bars("rejects by reason", [(short(g["kind"]), g["n"]) for g in kinds])
     log = "log" if "log" in viewer.folder.configs else None
     if log and viewer.index.ready(log) and has_columns(viewer, log, "conversation_id", "session_index", "is_padding"):
         rows = viewer.index.query(
@@ -291,6 +304,7 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
             }
         )
     pages = max(1, -(-page.total // query.size))
+    kinds = column_kinds(viewer, config, columns)
     sortable = {c.name for c in state.columns if c.scalar}
     facets = [
         {
@@ -307,6 +321,10 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
         "state": state,
         "query": query,
         "columns": columns,
+        "kinds": kinds,
+        "ems": COLUMN_EMS,
+        "row_ems": NUMBER_COLUMN_EMS,
+        "table_ems": NUMBER_COLUMN_EMS + sum(COLUMN_EMS[kind] for kind in kinds),
         "sortable": sortable,
         "rows": rows,
         "total": page.total,
@@ -318,3 +336,31 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
         "link": lambda **changes: query_link(config, query, **changes),
         "first_number": (query.page - 1) * query.size + 1,
     }
+
+
+def column_kinds(viewer: Viewer, config: str, columns: list[str]) -> list[str]:
+    """What each column of the records table holds, which sets its width (COLUMN_EMS) and alignment: every row
+    of the table is one line high, so a column is as wide as its kind needs, never as its longest value. The
+    declared features come first (known before the index is ready), then the index's column types."""
+    features = viewer.folder.configs[config].features or []
+    declared = {str(f["name"]): f for f in features if isinstance(f, dict) and "name" in f}
+    types = {column.name: column.type for column in viewer.index.columns(config)}
+    return [column_kind(name, declared.get(name), types.get(name)) for name in columns]
+
+
+def column_kind(name: str, feature: dict[str, Any] | None, index_type: str | None) -> str:
+    dtype = str(feature.get("dtype", "")) if feature else ""
+    found = index_type or ""
+    if (feature is not None and "dtype" not in feature) or found in ("JSON", "MAP") or found.startswith("STRUCT"):
+        return "json"  # declared as a list or a struct, or one in a parquet export
+    if found.endswith("[]"):
+        return "json"
+    if dtype == "bool" or found == "BOOLEAN":
+        return "bool"
+    if dtype.startswith(NUMBER_DTYPES) or found.startswith(NUMBER_TYPES):
+        return "num"
+    if dtype.startswith(("timestamp", "date")) or found.startswith(("TIMESTAMP", "DATE")):
+        return "date"
+    if name == "id" or name.endswith("_id"):
+        return "id"
+    return "text"

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from gen.view import charts
 from gen.view.index import quoted, table_name
+from gen.view.kinds import kind_page
 from gen.view.pages import (
     TEXT_FIELDS,
     NotFound,
@@ -50,6 +51,7 @@ def record_by_question(viewer: Viewer, config: str, question_id: str) -> dict[st
 def record_page(viewer: Viewer, config: str, record: dict[str, Any]) -> dict[str, Any]:
     row = record.pop("_row")
     relevant = record.get("relevant_response_indices")
+    kind = kind_page(viewer, config, record)  # the page of this kind of record, if it has one of its own
     context = {
         "folder": viewer.folder,
         "config": config,
@@ -57,15 +59,19 @@ def record_page(viewer: Viewer, config: str, record: dict[str, Any]) -> dict[str
         "number": row + 1,
         "record": record,
         "fields": [shown_field(name, value) for name, value in record.items()],
-        "title": next((cell(record[k], None) for k in TEXT_FIELDS if isinstance(record.get(k), str)), None),
+        "title": (kind or {}).get("title")
+        or next((cell(record[k], None) for k in TEXT_FIELDS if isinstance(record.get(k), str)), None),
         "relevant": sorted(relevant) if isinstance(relevant, list) else None,
         "variants": variants(viewer, config, record),
+        "kind": kind,
         "conversation": None,
+        "fold": False,
     }
     conversation_id = record.get("conversation_id")
-    if conversation_id is not None and "log" in viewer.folder.configs:
-        marked = set(relevant) if isinstance(relevant, list) else set()
+    if conversation_id is not None and "log" in viewer.folder.configs and not (kind or {}).get("own_dialogue"):
+        marked = set(relevant) if isinstance(relevant, list) else set((kind or {}).get("marked", ()))
         context["conversation"] = conversation_context(viewer, str(conversation_id), marked, record.get("now"))
+        context["fold"] = bool(marked) or isinstance(relevant, list)  # only the sessions with marked responses open
     return context
 
 

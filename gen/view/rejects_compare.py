@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from gen.view import charts
+from gen.view import charts, reject_groups
 from gen.view.folder import RunFolder
-from gen.view.index import REJECTS, QueryError, table_name
-from gen.view.pages import KEYS, Viewer, cell, short
+from gen.view.index import REJECTS, QueryError
+from gen.view.pages import KEYS, NotFound, Viewer, cell, short
 from gen.view.questions import shown_field
 
 REJECTS_PER_GROUP = 5  # on the page of every reason
@@ -20,46 +20,44 @@ REJECTS_PAGE = 50  # on the page of one reason
 
 # -- rejects -------------------------------------------------------------------------------------------------
 def rejects(viewer: Viewer, params: Mapping[str, str]) -> dict[str, Any]:
-    index, table = viewer.index, table_name(REJECTS)
+    """Every reject grouped by the kind of its reason (gen/view/reject_groups.py); with ?reason=KIND, the rejects
+    of that kind, a page of REJECTS_PAGE at a time."""
+    index = viewer.index
+    chosen = params.get("reason")
     context: dict[str, Any] = {
         "folder": viewer.folder,
         "indexing": not index.ready(REJECTS),
         "groups": [],
-        "reason": params.get("reason"),
+        "reason": chosen,
         "chart": None,
         "total": 0,
     }
     if context["indexing"]:
         return context
-    groups = index.query(
-        f"SELECT coalesce(raw->>'reason', '(no reason)') AS reason, count(*) AS n FROM {table} GROUP BY 1 "
-        "ORDER BY 2 DESC, 1"
-    )
-    context["total"] = sum(g["n"] for g in groups)
-    context["chart"] = charts.horizontal_bars("rejects by reason", [(short(g["reason"]), g["n"]) for g in groups[:12]])
-    chosen = params.get("reason")
     try:
         page = max(1, int(params.get("page", "1")))
     except ValueError:
         raise QueryError("page is a whole number") from None
-    for group in groups:
-        if chosen is not None and group["reason"] != chosen:
+    kinds = reject_groups.groups(index)
+    context["total"] = sum(group["n"] for group in kinds)
+    context["chart"] = charts.horizontal_bars("rejects by reason", [(short(g["kind"]), g["n"]) for g in kinds[:12]])
+    if chosen is not None and chosen not in {group["kind"] for group in kinds}:
+        raise NotFound("no reject of this run has that reason")
+    for group in kinds:
+        if chosen is not None and group["kind"] != chosen:
             continue
         limit = REJECTS_PAGE if chosen is not None else REJECTS_PER_GROUP
-        offset = (page - 1) * limit if chosen is not None else 0
-        rows = index.query(
-            f"SELECT rowid AS _row, raw FROM {table} WHERE coalesce(raw->>'reason', '(no reason)') = ? "
-            "ORDER BY rowid LIMIT ? OFFSET ?",
-            [group["reason"], limit, offset],
-        )
-        items = [reject_item(row["_row"], json.loads(row["raw"])) for row in rows]
+        pages = max(1, -(-group["n"] // limit))
+        shown = min(page, pages) if chosen is not None else 1
+        rows = reject_groups.members(index, group["kind"], limit, (shown - 1) * limit)
         context["groups"].append(
             {
-                **group,
-                "items": items,
-                "link": "/rejects?" + urlencode({"reason": group["reason"]}),
-                "pages": max(1, -(-group["n"] // limit)),
-                "page": page,
+                "reason": group["kind"],
+                "n": group["n"],
+                "items": [reject_item(row["_row"], json.loads(row["raw"])) for row in rows],
+                "link": "/rejects?" + urlencode({"reason": group["kind"]}),
+                "pages": pages,
+                "page": shown,
             }
         )
     return context

@@ -16,3 +16,6 @@ def run_folder(tmp_path_factory) -> Path:
     done = gen_subprocess("run", REPO / "recipes" / "quickstart.yaml", "--output-dir", out)
     assert done.returncode == 0, done.stderr
     return out / "quickstart"
+
+
+from tests.view.product_runs import persona_folder, quality_folder, teabag_folders  # noqa: F401
