@@ -20,6 +20,7 @@ from rich.console import Console
 
 from gen import stopping
 from gen.about import DISTRIBUTION
+from gen.cli_eval import baseline, evaluate
 from gen.cli_options import (
     CACHE_DIR,
     MAX_CONCURRENCY,
@@ -37,7 +38,6 @@ from gen.crash import summary, write_crash_log
 from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
-from gen.hub_dataset import DATASET_HELP, REVISION
 from gen.llm.batch_command import batches_app
 from gen.logs import configure
 from gen.teabag_judge.cli import judge
@@ -265,91 +265,6 @@ def products() -> None:
         typer.echo(f"{name.ljust(width)}  {product.description}")
 
 
-@app.command("eval")
-def evaluate(
-    dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
-    revision: str | None = REVISION,
-    predictions: Path = typer.Option(
-        ..., "--predictions", help='JSONL, one line per question: {"question_id": ..., "retrieved": [index, ...]}.'
-    ),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the scores to this JSON file."),
-    csv_out: Path | None = typer.Option(
-        None, "--csv", help="Also write the scores as a table (config, test, questions, recall, f2...) to this CSV."
-    ),
-    k: int | None = number(None, "--k", help="Score only the first K indices of each ranking."),
-    questions_from: Path | None = typer.Option(
-        None,
-        "--questions-from",
-        help="Score only the questions a `gen export` folder holds (a LongMemEval export keeps one wording per "
-        "base question).",
-    ),
-) -> None:
-    """Score retrieved response indices: recall and F2 per test, their mean over tests and the pooled mean over
-    questions, per question config.
-
-    Example: gen eval outputs/locomo-temporal --predictions mine.jsonl --k 10
-    """
-    from gen.eval.report import format_result, result_json, scores_table
-    from gen.eval.score import evaluate as score
-    from gen.hub_dataset import dataset_folder
-    from gen.write_guard import refuse_writing_into
-
-    folder = dataset_folder(dataset, revision)
-    read = {"DATASET": folder, "--predictions": predictions, "--questions-from": questions_from}
-    refuse_writing_into({"--json": json_out, "--csv": csv_out}, read)
-    result = score(folder, predictions, k, questions_from)
-    typer.echo(format_result(result))
-    if json_out is not None:
-        from gen.jsonl import write_json
-
-        write_json(json_out, result_json(result), "scores")
-    if csv_out is not None:
-        from gen.jsonl import replace_file
-
-        replace_file(csv_out, scores_table(result).to_csv(index=False).encode("utf-8"), "scores table")
-
-
-class BaselineName(StrEnum):
-    recent = "recent"
-    bm25 = "bm25"
-    semantic = "semantic"
-    semantic_meta = "semantic_meta"
-
-
-@app.command()
-def baseline(
-    name: BaselineName = typer.Argument(..., metavar="NAME", help="recent, bm25, semantic or semantic_meta."),
-    dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
-    revision: str | None = REVISION,
-    output: Path = typer.Option(..., "--output", help="The predictions file to write (JSONL, as gen eval reads)."),
-    k: int = number(10, "--k", help="Responses retrieved per question."),
-    whole_dialogue: bool = typer.Option(
-        False, "--whole-dialogue", help="ambiguous_time_queries: use the whole dialogue, not its last utterance."
-    ),
-    turns: bool = typer.Option(
-        False,
-        "--turns",
-        help="Instead of questions: for every response of the log, what the system retrieves from earlier sessions "
-        "when queried with the turn before it (a retrieval file for quality_labels).",
-    ),
-) -> None:
-    """Write a reference system's predictions for every question config of a dataset (needs the eval extra:
-    pip install 'gen-memory[eval]').
-
-    Example: gen baseline bm25 outputs/locomo-temporal --output bm25.jsonl --k 30
-    """
-    from gen.eval.baselines import write_baseline, write_turn_baseline
-    from gen.hub_dataset import dataset_folder
-
-    dataset = dataset_folder(dataset, revision)
-    if turns:
-        count = write_turn_baseline(name.value, dataset, output, k=k)
-        log.info("wrote what was retrieved for %s responses to %s", f"{count:,}", output)
-        return
-    count = write_baseline(name.value, dataset, output, k=k, whole_dialogue=whole_dialogue)
-    log.info("wrote %s predictions to %s", f"{count:,}", output)
-
-
 cache_app = typer.Typer(help="The LLM reply cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 
@@ -375,6 +290,8 @@ app.add_typer(batches_app, name="batches")  # `gen batches`, defined with the Ba
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/push.py
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/command.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions
+app.command("eval")(evaluate)  # `gen eval` and `gen baseline`, the scoring commands in gen/cli_eval.py
+app.command()(baseline)
 app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/teabag_judge/cli.py
 app.command()(view)  # `gen view`, the local web viewer in gen/view/ (the view extra)
 

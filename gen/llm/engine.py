@@ -54,16 +54,16 @@ endpoints in ``mode: batch`` (or a run writing batch files) answer through :mod:
 API keys are read from the environment only when a request must be sent, and are scrubbed from every reply,
 reason, log line and error message (:mod:`gen.llm.endpoint`).
 
-This module only orchestrates each item through cache, request and correction round. Preparing tasks is
-:mod:`gen.llm.step_run`, a call's retry loop :mod:`gen.llm.attempts`, the probe :mod:`gen.llm.probing`, counting
-:mod:`gen.llm.accounting`, the display :mod:`gen.llm.progress`.
+This module schedules a step's items and counts them. One item's way through cache, batch, request and
+correction round is :mod:`gen.llm.item_path`; preparing tasks is :mod:`gen.llm.step_run`, a call's retry loop
+:mod:`gen.llm.attempts`, the probe :mod:`gen.llm.probing`, counting :mod:`gen.llm.accounting`, the display
+:mod:`gen.llm.progress`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import logging
 import threading
@@ -73,21 +73,21 @@ from typing import Any, NoReturn, cast
 
 from gen.errors import Stopped
 from gen.llm.accounting import Accounts, StepStats, error_summary, past_limit, too_many_rejects
-from gen.llm.attempts import Attempts, CallFailed, GiveUp
+from gen.llm.attempts import Attempts, GiveUp
 from gen.llm.batching import Batching
-from gen.llm.cache import Cache, CachedReply
+from gen.llm.cache import Cache
 from gen.llm.config import EndpointConfig, RunSettings
 from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
+from gen.llm.item_path import ItemPath
 from gen.llm.lanes import Lane, Lanes, Tally
 from gen.llm.plan import PlanBuilder, StepPlan
 from gen.llm.probe import PROBE_STEP, ModeChoice
 from gen.llm.probing import Modes, find_mode
 from gen.llm.progress import Reporter, items_line, make_reporter, showing
-from gen.llm.request import Answer, RetryPolicy, body_messages, build_request, http_stack
+from gen.llm.request import RetryPolicy, build_request, http_stack
 from gen.llm.senders import senders
-from gen.llm.step_run import NotCached, Prepared, Reply, StepRun, TooManyRejects, prepare, preview
-from gen.llm.structured import ParseFailure, correction_message, parse_reply
-from gen.llm.task import Outcome, Task, estimate_input_tokens
+from gen.llm.step_run import Prepared, StepRun, TooManyRejects, prepare, preview
+from gen.llm.task import Outcome, Task
 from gen.llm.workers import LoopThread, WorkerPool
 
 __all__ = ["Engine", "build_request", "http_stack"]  # the last two stay importable from here
@@ -128,9 +128,9 @@ class Engine:
         self._loop_lock = threading.Lock()
         self._modes_lock = threading.Lock()  # two batches in flight probe an endpoint once
         self._lanes = Lanes()
-        self._inflight: dict[str, asyncio.Future[Reply]] = {}
         self._closed = False
         self._batches = Batching(self.settings, self.cache, self._endpoints, self._keys)
+        self._items = ItemPath(self.cache, self._batches, self._attempts, self._keys, self.offline, templates_dir)
         processes = self._attempts.senders
         if processes is not None and not (plan_only or self.offline or self.batch_mode):
             asyncio.run_coroutine_threadsafe(processes.start(), self._loop().loop)  # why now: gen.llm.senders
@@ -373,125 +373,11 @@ class Engine:
             await run.pool.run()
 
     async def _do_item(self, run: StepRun, p: Prepared) -> None:
-        outcome = await self._item_outcome(run, p)
+        outcome = await self._items.outcome(run, p)
         run.outcomes[p.index] = outcome
         run.counters.add(cached=outcome.cached)
         if run.add_outcome(outcome):
             raise TooManyRejects()
-
-    async def _item_outcome(self, run: StepRun, p: Prepared) -> Outcome:
-        """The first reply, parsed; a reply that does not parse gets one correction round."""
-        task = p.task
-        try:
-            first = await self._reply(run, p, p.body, p.key)
-        except CallFailed as exc:
-            return Outcome.failed(task, exc.kind, exc.reason, exc.raw)
-        except NotCached:
-            return Outcome.failed(task, "not_cached", "not cached (plan only)", None)
-        if first.truncated(task):
-            return Outcome.failed(task, "truncated", f"reply truncated ({p.truncation()})", first.text)
-        try:
-            value = parse_reply(task.parser, first.text)
-        except ParseFailure as exc:
-            return await self._correct(run, p, first, str(exc))
-        return Outcome(task, ok=True, value=value, text=first.text, cached=first.cached, logprobs=first.logprobs)
-
-    async def _correct(self, run: StepRun, p: Prepared, first: Reply, error: str) -> Outcome:
-        """The correction round: the reply and what is wrong with it go back to the model, once."""
-        task = p.task
-        body, key = p.correction(first.text, correction_message(task.parser, error, self.templates_dir))
-        run.stats.corrections += 1
-        try:
-            second = await self._reply(run, p, body, key)
-        except CallFailed as exc:
-            return Outcome.failed(task, exc.kind, f"{error}; the correction round failed: {exc.reason}", first.text)
-        except NotCached:
-            return Outcome.failed(task, "not_cached", "correction round not cached (plan only)", first.text)
-        cached = first.cached and second.cached
-        if second.truncated(task):
-            return Outcome.failed(
-                task, "truncated", f"{error}; the corrected reply was truncated ({p.truncation()})", second.text, cached
-            )
-        try:
-            value = parse_reply(task.parser, second.text)
-        except ParseFailure as exc:
-            return Outcome.failed(
-                task, "parse", f"{exc} (after one correction round; first reply: {error})", second.text, cached
-            )
-        return Outcome(
-            task, ok=True, value=value, text=second.text, cached=cached, corrected=True, logprobs=second.logprobs
-        )
-
-    async def _reply(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
-        """A reply from the cache, or from the endpoint (then cached unless truncated)."""
-        hit = run.lookup(self.cache, key, first=key == p.key)
-        answered = self._batches.reply(run, p, key, hit)  # a batch's reply, counted as a call made, or its failure
-        if answered is not None:
-            return answered
-        if hit is not None:
-            run.stats.add_cached(hit)
-            if run.plan is not None:
-                run.plan.cached(p.endpoint.name, hit.output_tokens)
-            return Reply(hit.text, hit.finish_reason, hit.input_tokens, hit.output_tokens, True, hit.logprobs)
-        if run.plan is not None:
-            run.plan.needed(p.endpoint.name, estimate_input_tokens(body_messages(body)))
-            raise NotCached()
-        if run.misses is not None:  # looking ahead for the next batch round
-            if self._batches.batched(p.endpoint):
-                run.misses[key] = (p, body)
-            raise NotCached()
-        if self._batches.batched(p.endpoint):  # every round was settled before this pass: nothing is left to send
-            raise CallFailed("request_failed", "no batch answered this request")
-        if self.offline:
-            raise p.offline_error(run.step, self.cache.path)
-        return await self._send_shared(run, p, body, key)
-
-    async def _send_shared(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
-        """Send the request, unless an identical one of this run is already on its way: then wait for it."""
-        shared = self._inflight.get(key)
-        if shared is not None:
-            reply = await asyncio.shield(shared)
-            run.stats.calls_cached += 1
-            return dataclasses.replace(reply, cached=True)
-        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            reply = await self._send(run, p, body, key)
-        except BaseException as exc:
-            future.set_exception(exc if isinstance(exc, Exception) else CallFailed("cancelled", "cancelled"))
-            future.exception()  # retrieved, so an error no other item waited for is not logged as unhandled
-            raise
-        else:
-            future.set_result(reply)
-            return reply
-        finally:
-            self._inflight.pop(key, None)
-
-    async def _send(self, run: StepRun, p: Prepared, body: dict, key: str) -> Reply:
-        """The request, attempted as often as the call's budget allows."""
-        answer, estimate = await self._attempts.answer(run, p.endpoint, body)
-        return self._received(run, p, body, key, answer, estimate)
-
-    def _received(self, run: StepRun, p: Prepared, body: dict, key: str, answer: Answer, estimate: int) -> Reply:
-        """Count a completion and cache it; a truncated one is returned but never cached, no text is a failure."""
-        ep, stats = p.endpoint, run.stats
-        input_tokens, output_tokens, estimated = answer.tokens(body_messages(body))
-        ep.flow.succeeded(estimate, input_tokens + output_tokens)
-        stats.add_call(input_tokens, output_tokens, ep.config.price, estimated=estimated)
-        run.counters.note_request(input_tokens + output_tokens)
-        if not isinstance(answer.text, str):
-            stats.calls_failed += 1
-            stats.errors["empty_reply"] += 1
-            refusal = f" (refusal: {self._keys(str(answer.refusal))[:300]})" if answer.refusal else ""
-            raise CallFailed("empty", f"the endpoint returned no text{refusal}")
-        text = self._keys(answer.text)
-        reply = Reply(text, answer.finish_reason, input_tokens, output_tokens, False, answer.logprobs)
-        if reply.truncated(p.task):
-            stats.errors["truncated"] += 1
-        else:
-            kept = CachedReply(text, reply.finish_reason, input_tokens, output_tokens, ep.config.model, reply.logprobs)
-            self.cache.put(key, kept)
-        return reply
 
     async def _close_clients(self) -> None:
         await self._attempts.close()
