@@ -96,7 +96,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
         assert endpoint is not None
         step = steps.nli_step(endpoint, ctx.templates_dir)
         result = steps.run_checked(ctx, step, pairs, endpoint, self.options)
-        return {item_id: accepted.value[1] for item_id, accepted in result.accepted.items()}
+        return {item_id: accepted.value for item_id, accepted in result.accepted.items()}
 
     def fluency(self, dialogues: Sequence[Dialogue], ctx: BuildContext) -> dict[str, float]:
         """turn id -> the turn's mean token log-probability."""
