@@ -56,8 +56,3 @@ def encode(texts: Sequence[str]) -> np.ndarray:
     if not rows:
         return np.zeros((0, getattr(encoder, "dimension", DIMENSION)), dtype=np.float32)
     return np.stack(rows)
-
-
-def forget() -> None:
-    """Drop the kept vectors."""
-    _memo.clear()
