@@ -64,21 +64,27 @@ class MiniLM:
         self.weights = prepared_weights(load_file(str(folder / "model.safetensors")))
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer.no_padding()  # encode() pads each batch itself, to its longest text
 
     @property
     def dimension(self) -> int:
         return int(self.weights["embeddings.word_embeddings.weight"].shape[1])
 
     def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
-        """Unit vectors, one row per text. Texts are batched by length so little time goes into padding."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        """Unit vectors, one row per text. Every text is tokenized first and the batches are made of texts with
+        about as many tokens, so almost no work goes into padding (batches sorted by characters instead spent
+        a fifth of the work on LoCoMo's turns on padding)."""
+        tokens = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             chosen = order[start : start + batch_size]
-            encodings = self.tokenizer.encode_batch([texts[i] for i in chosen])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+            width = max(len(tokens[i]) for i in chosen)
+            ids = np.zeros((len(chosen), width), dtype=np.int64)  # 0 is [PAD]
+            mask = np.zeros((len(chosen), width), dtype=np.float32)
+            for row, i in enumerate(chosen):
+                ids[row, : len(tokens[i])] = tokens[i]
+                mask[row, : len(tokens[i])] = 1.0
             vectors[chosen] = self.forward(ids, mask)
         return vectors
 

@@ -13,7 +13,7 @@ import pytest
 
 from gen.llm.config import RunSettings
 from gen.products.quality.signals import nli_counts, pc, persona_consistency, relative_pc
-from gen.products.quality.steps import label_probabilities, mean_logprob, parse_label
+from gen.products.quality.steps import label_probabilities, mean_logprob
 from tests.conftest import read_jsonl, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.test_quality_labels import bag_of_words  # noqa: F401  (the fixture)
@@ -45,9 +45,13 @@ def test_label_probabilities_come_from_the_first_tokens_alternatives():
     assert found == pytest.approx({"entailment": 0.1 / 0.9, "contradiction": 0.6 / 0.9, "neutral": 0.2 / 0.9})
     assert label_probabilities(alternatives(("The", 0.5), ("A", 0.4))) is None  # no label among them
     assert label_probabilities(None) is None
-    assert parse_label("Contradiction.") == "contradiction" and parse_label("neu") == "neutral"
-    with pytest.raises(ValueError, match="none of"):
-        parse_label("maybe")
+    # a model that starts "Entail..." or " entailment", or opens with a line break or "The" and keeps the labels
+    # among its alternatives, still gives a label
+    assert label_probabilities(alternatives(("Entail", 0.5), (" neutral", 0.25))) == pytest.approx(
+        {"entailment": 2 / 3, "contradiction": 0.0, "neutral": 1 / 3}
+    )
+    found = label_probabilities(alternatives(("\n", 0.5), ("The", 0.2), (" entailment", 0.1), ("Contr", 0.1)))
+    assert found == pytest.approx({"entailment": 0.5, "contradiction": 0.5, "neutral": 0.0})
 
 
 def test_the_mean_log_probability_covers_only_the_replys_tokens():
@@ -57,11 +61,31 @@ def test_the_mean_log_probability_covers_only_the_replys_tokens():
     assert mean_logprob(None, 0, 4) is None
 
 
+def test_the_replys_first_token_counts_when_it_starts_with_the_separators_space():
+    # "Ann: Hi\nBob: Sure thing" as a BPE tokenizer cuts it: the space before a word is the word's; Bob's reply
+    # starts at 13 and the token " Sure" at 12 (the separator's space), " thing" at 17, then one generated token
+    prompt = "Ann: Hi\nBob: Sure thing"
+    tokens = ["Ann", ":", " Hi", "\n", "Bob", ":", " Sure", " thing", " x"]
+    offsets = [0, 3, 4, 7, 8, 11, 12, 17, 23]
+    assert "".join(tokens) == prompt + " x" and [sum(map(len, tokens[:k])) for k in range(len(tokens))] == offsets
+    echoed = {"text_offset": offsets, "token_logprobs": [None, -0.5, -3.0, -0.2, -1.0, -0.1, -2.0, -1.0, -7.0]}
+    assert mean_logprob(echoed, 13, 23) == pytest.approx((-2.0 - 1.0) / 2)  # " Sure" and " thing"
+    # a one-word reply "Yes" is one token, " Yes", that starts with the separator: it gets a value
+    one_word = {"text_offset": [0, 3, 4, 8], "token_logprobs": [None, -0.5, -1.5, -9.0]}  # "Bob", ":", " Yes", gen
+    assert mean_logprob(one_word, 5, 8) == pytest.approx(-1.5)
+    # a space that is a token of its own holds none of the reply: it does not count
+    spaced = {
+        "text_offset": [0, 3, 4, 5, 8],
+        "token_logprobs": [None, -0.5, -4.0, -1.5, -9.0],
+    }  # "Bob", ":", " ", "Yes"
+    assert mean_logprob(spaced, 5, 8) == pytest.approx(-1.5)
+
+
 # --- a run against a fake endpoint ---------------------------------------------------------------------
 
 PERSONAS = [["I am a priest.", "I drink tea every morning."], ["I have two cats."]]
 PREVIOUS = ["Good morning! Tea or coffee?", "Coffee for me, my cats woke me early."]
-DIALOG = ["I work as a mechanic these days.", "Fixing cars must be tiring.", "It is, but I love tea breaks."]
+DIALOG = ["I work as a mechanic these days.", "Fixing cars must be tiring.", "It is, but I love tea breaks.", "Sure."]
 LIKELY = {  # (a fact word, a reply word) -> the label the fake NLI model leans to, and how much
     ("priest", "mechanic"): ("contr", 0.8),
     ("tea", "tea"): ("ent", 0.7),
@@ -75,17 +99,20 @@ def nli_answer(text: str) -> Reply:
         (lean for (a, b), lean in LIKELY.items() if a in fact.lower() and b in reply.lower()), ("neutral", 0.6)
     )
     others = [t for t in ("contr", "ent", "neutral") if t != token]
-    top = alternatives((token, p), (others[0], (1 - p) / 2), (others[1], (1 - p) / 4), ("So", (1 - p) / 4))
-    return Reply(token, finish_reason="length", logprobs=top)
+    top = [(token, p), (others[0], (1 - p) / 2), (others[1], (1 - p) / 4), ("So", (1 - p) / 4)]
+    if token == "neutral":  # the model opens with "So": no label word, but the labels are among the alternatives
+        top = [top[3], *top[:3]]
+    return Reply(top[0][0], finish_reason="length", logprobs=alternatives(*top))
 
 
 def word_logprob(word: str) -> float:
-    return -len(word) / 10
+    return -len(word.strip()) / 10
 
 
 def echo(prompt: str) -> Reply:
-    """Each whitespace-separated word is a token whose log-probability is minus a tenth of its length."""
-    words = list(re.finditer(r"\S+", prompt))
+    """Each word with the white space before it is a token (as a BPE tokenizer cuts text), whose log-probability is
+    minus a tenth of the word's length."""
+    words = list(re.finditer(r"\s*\S+", prompt))
     logprobs = {
         "tokens": [w[0] for w in words],
         "text_offset": [w.start() for w in words],
@@ -145,8 +172,8 @@ def test_r1_r3_1_and_pc_worked_out_by_hand_and_replayed_offline(tmp_path, bag_of
     assert report["validation"]["quality_labels"]["passed"]
     rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
     texts = PREVIOUS + DIALOG
-    # 5 replies, each scored once for fluency; Speaker 1 (3 replies) has 2 facts, Speaker 2 (2 replies) 1
-    assert asked == 5 + 3 * 2 + 2 * 1
+    # 6 replies, each scored once for fluency; Speaker 1 (3 replies) has 2 facts, Speaker 2 (3 replies) 1
+    assert asked == 6 + 3 * 2 + 3 * 1
     mechanic = rows[2]
     assert (mechanic["speaker"], mechanic["persona_facts"]) == ("Speaker 1", PERSONAS[0])
     # the fake model's first-token alternatives: priest vs mechanic leans to contradiction (contr 0.8, ent 0.1,
@@ -158,9 +185,12 @@ def test_r1_r3_1_and_pc_worked_out_by_hand_and_replayed_offline(tmp_path, bag_of
     assert mechanic["r1"] == pytest.approx(sum(entail) - 2 * sum(contradict), abs=1e-5)
     tea_break = rows[4]
     assert tea_break["nli_labels"] == ["neutral", "entailment"]
-    # fluency: the mean of the reply's own words' log-probabilities, after "Speaker 2: <previous>\nSpeaker 1: "
+    # fluency: the mean of the reply's own words' log-probabilities, after "Speaker 2: <previous>\nSpeaker 1:";
+    # the first word's token begins with the space after the colon and counts
+    assert len(rows) == len(texts) == 6
     for row, text in zip(rows, texts):
         assert row["r3_1"] == pytest.approx(sum(word_logprob(w) for w in text.split()) / len(text.split()), abs=1e-6)
+    assert rows[5]["r3_1"] == pytest.approx(-0.5)  # "Sure.", one word of five characters
     weights = {"r1": 0.4, "r2": 0.16, "r3_1": 0.22, "r3_2": 0.22}
     reply = rows[3]  # a reply with a previous turn in its session: every part
     assert reply["reward_parts"] == ["r1", "r2", "r3_1", "r3_2"]

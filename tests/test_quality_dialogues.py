@@ -101,12 +101,12 @@ def test_rpc_of_a_written_dialogue_is_against_its_conversations_log():
     turns = tuple(Turn(k, "A", "text", 0) for k in range(2))
     written = Dialogue("session6 q1", "c1", turns, (), {})
     rows = [
-        {"nli_labels": ["entailment", "contradiction"], "feedback_reward": None}
-        | dict.fromkeys(("advantage", "r1", "r2", "r3_1", "r3_2", "reward")),
-        {"nli_labels": ["neutral", "neutral"], "feedback_reward": None}
-        | dict.fromkeys(("advantage", "r1", "r2", "r3_1", "r3_2", "reward")),
+        {"nli_labels": ["entailment", "contradiction"], "feedback_reward": None, "padding": False}
+        | dict.fromkeys(("advantage", "r1", "persona_cosine", "r2", "r3_1", "r3_2", "reward")),
+        {"nli_labels": ["neutral", "neutral"], "feedback_reward": None, "padding": False}
+        | dict.fromkeys(("advantage", "r1", "persona_cosine", "r2", "r3_1", "r3_2", "reward")),
     ]
-    record = dialogue_record(written, rows, Backends(None, "model", None), human_pc=90.0)
+    record = dialogue_record(written, rows, Backends(None, "model", None), human_pc=90.0, include_padding=False)
     # 4 pairs: 1 entailed, 1 contradicted, 2 neutral -> PC = 100 (1 - 1 + 2) / 4 = 50; rPC = 1 + (50 - 90) / 100
     assert (record["n_entail"], record["n_contradict"], record["n_neutral"]) == (1, 1, 2)
     assert record["pc"] == 50.0 and record["rpc"] == pytest.approx(0.6)

@@ -181,6 +181,7 @@ def test_a_constructed_dialogue_gets_the_rewards_and_advantages_worked_out_by_ha
         ("s_max", 0.99, "s_max is the nearest memory's cosine"),
         ("positive_hits", ["great"], "feedback phrases are those of the follow-up"),
         ("r3_2", 0.5, "r3_2 is distinct-1 of the reply"),
+        ("r2", 0.77, "r2 is the cosine of reply and query"),
         ("advantage", 0.42, "baseline and advantage follow the speaker's earlier rewards"),
         ("reward", 0.0, "reward sums the parts it names"),
     ],

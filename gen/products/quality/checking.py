@@ -1,7 +1,9 @@
 """The validator of quality_labels, by its own path: turns read back from the `log` records, feedback phrases found
-by a separately written matcher (regular expressions over the text), distinct-1 by a hand-written scanner,
-cosines from a fresh encoder pass (within TOLERANCE), then the gate, baseline, advantage, reward and the
-conversation's means recomputed from those."""
+by a separately written matcher (regular expressions over the text, the opening answer to a question cut off by
+its own pattern), distinct-1 by a hand-written scanner, every cosine recomputed from the texts' vectors (which
+vectors.encode may hand over from the labelling: looked up by text, so a label computed from the wrong turn still
+fails), then the nearest memories, gate, baseline, advantage, reward and the dialogue's means recomputed from
+those."""
 
 from __future__ import annotations
 
@@ -41,6 +43,19 @@ def found(phrases: Sequence[str], text: str) -> list[str]:
     return [p for p in phrases if phrase_pattern(p).search(plain)]
 
 
+def after_answer(answers: Sequence[str], response: str, follow_up: str) -> str:
+    """The follow-up without its opening negative answer when the response ends with a question mark."""
+    if not re.search(r"\?\s*$", response):
+        return follow_up
+    plain = follow_up.lower().replace("\u2019", "'")
+    for answer in answers:
+        parts = re.findall(r"[a-z0-9']+", answer.lower())
+        opening = re.match(r"[^a-z0-9]*" + r"[^a-z0-9']+".join(map(re.escape, parts)) + r"(?![a-z0-9]|'[a-z])", plain)
+        if opening:
+            return plain[opening.end() :]
+    return follow_up
+
+
 def scanned_words(text: str) -> list[str]:
     """Runs of letters and digits; an apostrophe followed by letters joins them to the word, which then ends
     with those letters (so "don't" is one word, "rock'n'roll" is "rock'n" and "roll")."""
@@ -62,8 +77,8 @@ def near(a: float | None, b: float | None) -> bool:
     return (a is None) == (b is None) and (a is None or abs(a - b) <= TOLERANCE)  # type: ignore[operator]
 
 
-def fresh_vectors(texts: Sequence[str]) -> Any:
-    return vectors.encode(texts)  # encoded again here: nothing is taken from the build
+def text_vectors(texts: Sequence[str]) -> Any:
+    return vectors.encode(texts)  # by text: which turn a label was computed from is checked, not taken on trust
 
 
 @dataclass
@@ -138,7 +153,8 @@ def check_conversation(
         own = rows[start : start + len(dialogue.turns)]
         start += len(dialogue.turns)
         check_dialogue(dialogue, own, words, options, checks, f"{where} {dialogue.name}", retrieval_path)
-        check_summary(summary, own, checks, f"{where} {dialogue.name}", None if dialogue.name == "log" else human_pc)
+        human = None if dialogue.name == "log" else human_pc
+        check_summary(summary, own, checks, f"{where} {dialogue.name}", human, options.include_padding)
         human_pc = summary["pc"] if dialogue.name == "log" else human_pc
 
 
@@ -151,14 +167,19 @@ def check_dialogue(
     where: str,
     retrieval_path: Path | None,
 ) -> None:
-    vectors = fresh_vectors([t["text"] for t in (*dialogue.history, *dialogue.turns)])
+    vectors = text_vectors([t["text"] for t in (*dialogue.history, *dialogue.turns)])
     offset = len(dialogue.history)
     baselines: dict[str, float] = {}
     for row, turn in zip(rows, dialogue.turns):
         place = f"{where} {turn['index']}"
         check_turn(row, turn["index"], dialogue.turns, vectors[offset:], words, options, checks, place)
         check_memory(row, dialogue, vectors, options, checks, place, retrieval_path)
-        check_persona(row, dialogue.personas.get(row["speaker"]) or [], options, checks, place)
+        facts = dialogue.personas.get(row["speaker"]) or []
+        check_persona(row, facts, options, checks, place)
+        best = max((float(v @ vectors[offset + turn["index"]]) for v in text_vectors(facts)), default=None)
+        checks.check(
+            "persona_cosine is the reply's best cosine to its speaker's facts", near(row["persona_cosine"], best), place
+        )
         if row["feedback_reward"] is not None:
             before = baselines.get(row["speaker"], 0.0)
             expected = None if row["gate"] is None else row["gate"] * (row["feedback_reward"] - before)
@@ -192,11 +213,10 @@ def check_turn(
         (row["query_index"], row["follow_up_index"]) == (query, follow_up),
         where,
     )
+    checks.check("padding turns are marked", row["padding"] is turns[index]["padding"], where)
     if query is not None and follow_up is not None:
-        negative, positive = (
-            found(words.negative, turns[follow_up]["text"]),
-            found(words.positive, turns[follow_up]["text"]),
-        )
+        searched = after_answer(words.answers, turns[index]["text"], turns[follow_up]["text"])
+        negative, positive = found(words.negative, searched), found(words.positive, searched)
         checks.check(
             "feedback phrases are those of the follow-up",
             (row["negative_hits"], row["positive_hits"]) == (negative, positive),
@@ -204,12 +224,12 @@ def check_turn(
         )
         topic = float(vectors[query] @ vectors[follow_up])
         checks.check("topic cosine of query and follow-up", near(row["topic_cosine"], topic), where)
-        expected = feedback_reward(
-            keyword_signal(negative, positive),
-            row["topic_cosine"] if near(row["topic_cosine"], topic) else topic,
-            options.rules,
+        signal = keyword_signal(negative, positive)
+        # a cosine within the tolerance of topic_threshold may fall either side of it (the record rounds it)
+        allowed = [feedback_reward(signal, value, options.rules) for value in (topic - TOLERANCE, topic + TOLERANCE)]
+        checks.check(
+            "feedback reward from keywords and topic", any(near(row["feedback_reward"], v) for v in allowed), where
         )
-        checks.check("feedback reward from keywords and topic", near(row["feedback_reward"], expected), where)
     else:
         checks.check("no feedback without a query and a follow-up", row["feedback_reward"] is None, where)
     tokens = scanned_words(turns[index]["text"])
@@ -261,7 +281,7 @@ def check_memory(
     scores: dict[Any, float]
     if options.memories == "personas":
         facts = dialogue.personas.get(row["speaker"]) or []
-        scores = {fact: float(v @ query) for fact, v in zip(facts, fresh_vectors(facts))} if facts else {}
+        scores = {fact: float(v @ query) for fact, v in zip(facts, text_vectors(facts))} if facts else {}
         used = row["memory_facts"]
     elif retrieval_path is not None:  # the file's own order: the nearest are not the point, what was retrieved is
         retrieved = retrieval.load(retrieval_path).get((row["conversation_id"], row["response_index"]), [])
@@ -293,14 +313,20 @@ def check_memory(
     checks.check("the gate follows the table for the reward and s_max", row["gate"] in allowed, where)
 
 
-def check_summary(summary: Record, rows: Sequence[Record], checks: Checks, where: str, human_pc: float | None) -> None:
+def check_summary(
+    summary: Record, table: Sequence[Record], checks: Checks, where: str, human_pc: float | None, padding: bool
+) -> None:
+    """The means, feedback count and PC over the dialogue's turns, the padding session's only when asked for."""
+    rows = [r for r in table if padding or not r["padding"]]
+
     def mean(key: str) -> float | None:
         values = [r[key] for r in rows if r[key] is not None]
         return fmean(values) if values else None
 
     means = all(near(summary[f"mean_{key}"], mean(key)) for key in MEANS)
-    counts = (summary["turns"], summary["with_feedback"]) == (
-        len(rows),
+    counts = (summary["turns"], summary["padding_turns"], summary["with_feedback"]) == (
+        len(table),
+        sum(r["padding"] for r in table),
         sum(r["feedback_reward"] is not None for r in rows),
     )
     checks.check("the summary's counts and means are the turns'", means and counts, where)

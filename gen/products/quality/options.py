@@ -18,6 +18,11 @@ class QualityLabelsOptions(StrictModel):
         description="what to label: the log's responses, the sessions 6 TeaBag writes (teabag runs too), the "
         "persona pseudo-dialogues of persona_sql (persona_sql runs too)",
     )
+    include_padding: bool = Field(
+        False,
+        description="count the padding session's turns in each dialogue's means and PC (they are labelled and "
+        "marked `padding` either way; they are another conversation's words, so by default they are left out)",
+    )
     memories: Literal["earlier_sessions", "personas", "retrieval_file"] = Field(
         "earlier_sessions",
         description="what the replying speaker could have remembered: the top memory_top_k responses of earlier "

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 
 from gen.llm import Task
 from gen.llm.step import StepPolicy, most_calls
 from gen.products.base import BuildContext, ConfigSpec, Needs, Product, Record, Records, Unit
 from gen.products.checks import Checks
-from gen.products.quality import checking, nli_model, retrieval, steps
+from gen.products.quality import checking, nli_model, retrieval, steps, vectors
 from gen.products.quality.dialogues import LOG, NEEDS, Dialogue, dialogues_of
+from gen.products.quality.memories import texts_of
 from gen.products.quality.options import QualityLabelsOptions
 from gen.products.quality.records import (
     Backends,
+    averaged,
     dialogue_features,
     dialogue_record,
     dialogue_rows,
@@ -63,25 +66,32 @@ class QualityLabels(Product[QualityLabelsOptions]):
             retrieval.load(retrieval.resolve(recipe.file, self.options.retrieval_file))
 
     def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
-        """The labels that need no model, dialogue by dialogue; then each model-backed part in one step over
-        every dialogue of the batch; then the rewards and each dialogue's summary."""
+        """The labels that need no model, dialogue by dialogue (their texts encoded ahead, many dialogues per
+        pass); then each model-backed part in one step over every dialogue of the batch; then the rewards and
+        each dialogue's summary."""
         feedback = feedback_words(ctx.templates_dir)
         dialogues = [list(dialogues_of(unit, self.options.dialogues)) for unit in units]
         path = self.options.retrieval_file
         memory_file = None if path is None else retrieval.resolve(ctx.recipe.file, path)
-        rows = [[dialogue_rows(d, feedback, self.options, memory_file) for d in found] for found in dialogues]
         flat = [d for found in dialogues for d in found]
+        tables = []
+        for chunk in passes(flat):
+            vectors.encode([text for dialogue in chunk for text in texts_of(dialogue)])
+            tables += [dialogue_rows(d, feedback, self.options, memory_file) for d in chunk]
+        ends = list(accumulate(len(found) for found in dialogues))
+        rows = [tables[end - len(found) : end] for found, end in zip(dialogues, ends)]
         pairs = list(fact_pairs(flat, self.options))
         labels = self.nli_labels(pairs, ctx) if pairs else {}
         fluency = self.fluency(flat, ctx) if self.options.lm_endpoint else {}
         backends = Backends.of(self.options)
         for found, tables in zip(dialogues, rows):
             records: Records = {TURNS: [], DIALOGUES: []}
-            human_pc = None
+            human_pc: float | None = None
             for dialogue, table in zip(found, tables):
                 for row in table:
                     finish_row(row, dialogue, labels, fluency, backends)
-                summary = dialogue_record(dialogue, table, backends, None if dialogue.name == LOG else human_pc)
+                human = None if dialogue.name == LOG else human_pc
+                summary = dialogue_record(dialogue, table, backends, human, self.options.include_padding)
                 human_pc = summary["pc"] if dialogue.name == LOG else human_pc
                 records[TURNS] += table
                 records[DIALOGUES].append(summary)
@@ -96,7 +106,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
         assert endpoint is not None
         step = steps.nli_step(endpoint, ctx.templates_dir)
         result = steps.run_checked(ctx, step, pairs, endpoint, self.options)
-        return {item_id: accepted.value[1] for item_id, accepted in result.accepted.items()}
+        return {item_id: accepted.value for item_id, accepted in result.accepted.items()}
 
     def fluency(self, dialogues: Sequence[Dialogue], ctx: BuildContext) -> dict[str, float]:
         """turn id -> the turn's mean token log-probability."""
@@ -133,6 +143,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
                     counts["feedback", f"{row['feedback_reward']:+.2f}"] += 1
                 if row["gate"] is not None:
                     counts["gate", f"{row['gate']}"] += 1
+            for row in averaged(records, self.options.include_padding):
                 for label in row["nli_labels"]:
                     counts["nli", label] += 1
         return counts
@@ -158,6 +169,23 @@ def distribution(counts: Counter, key: str) -> dict[str, int]:
     """How many labels had each value, in the order of the values."""
     found = [(label, n) for (kind, label), n in counts.items() if kind == key]
     return dict(sorted(found, key=lambda item: float(item[0])))
+
+
+def passes(dialogues: Sequence[Dialogue]) -> Iterator[list[Dialogue]]:
+    """The dialogues in groups whose texts are encoded in one pass: one length-sorted pass over many dialogues
+    pads less than one per dialogue. A group holds at most half the vectors vectors.encode keeps, so its vectors
+    are still there when its labels are computed (and, for a batch that fits, when the batch is validated)."""
+    group: list[Dialogue] = []
+    size = 0
+    for dialogue in dialogues:
+        count = len(texts_of(dialogue))
+        if group and size + count > vectors.MEMO_SIZE // 2:
+            yield group
+            group, size = [], 0
+        group.append(dialogue)
+        size += count
+    if group:
+        yield group
 
 
 def fact_pairs(dialogues: Sequence[Dialogue], options: QualityLabelsOptions) -> Iterator[FactPair]:

@@ -28,7 +28,7 @@ from gen.products.quality.signals import (
     words,
 )
 from gen.products.quality.vectors import EMBEDDER
-from gen.products.schema import FLOAT64, INT64, STRING, Schema, list_of, schema
+from gen.products.schema import BOOL, FLOAT64, INT64, STRING, Schema, list_of, schema
 
 DIGITS = 6
 
@@ -45,6 +45,7 @@ def turn_features() -> Schema:
             "response_index": INT64,
             "session_index": INT64,
             "speaker": STRING,
+            "padding": BOOL,
             "query_index": INT64,
             "follow_up_index": INT64,
             "negative_hits": list_of(STRING),
@@ -64,6 +65,7 @@ def turn_features() -> Schema:
             "p_neutral": list_of(FLOAT64),
             "nli_labels": list_of(STRING),
             "r1": FLOAT64,
+            "persona_cosine": FLOAT64,
             "r2": FLOAT64,
             "r3_1": FLOAT64,
             "r3_2": FLOAT64,
@@ -83,6 +85,7 @@ def dialogue_features() -> Schema:
             "conversation_id": STRING,
             "dialogue": STRING,
             "turns": INT64,
+            "padding_turns": INT64,
             "with_feedback": INT64,
             **{f"mean_{key}": FLOAT64 for key in MEANS},
             "n_entail": INT64,
@@ -159,6 +162,7 @@ def turn_record(
         "response_index": turn.index,
         "session_index": turn.session_index,
         "speaker": turn.speaker,
+        "padding": turn.is_padding,
         "query_index": query.index if query else None,
         "follow_up_index": follow_up.index if follow_up else None,
         "negative_hits": [],
@@ -169,7 +173,7 @@ def turn_record(
         "memory_facts": [],
     }
     if query is not None and follow_up is not None:
-        negative, positive = feedback.hits(follow_up.text)
+        negative, positive = feedback.feedback(turn.text, follow_up.text)
         signal = keyword_signal(negative, positive)
         topic = turns.cosine(query.index, follow_up.index)
         row.update(
@@ -192,6 +196,7 @@ def turn_record(
         p_neutral=[],
         nli_labels=[],
         r1=None,
+        persona_cosine=rounded(turns.persona_cosine(index, turn.speaker)),
         r2=rounded(turns.cosine(index, query.index)) if query is not None else None,
         r3_1=None,
         r3_2=rounded(distinct_1(words(turn.text))),
@@ -247,9 +252,19 @@ def mean(values: Sequence[float | None]) -> float | None:
     return rounded(fmean(present)) if present else None
 
 
-def dialogue_record(dialogue: Dialogue, rows: Sequence[Record], backends: Backends, human_pc: float | None) -> Record:
-    """The dialogue's means and PC; rPC for a written dialogue against `human_pc`, the PC of its conversation's
-    log (when the run labels both with an NLI backend)."""
+def averaged(rows: Sequence[Record], include_padding: bool) -> list[Record]:
+    """The turns a dialogue's means, feedback count and PC are over: the padding session's turns are another
+    conversation's words, left out unless the recipe says include_padding. The one place this is decided (the
+    run's PC counts with it too)."""
+    return list(rows) if include_padding else [r for r in rows if not r["padding"]]
+
+
+def dialogue_record(
+    dialogue: Dialogue, table: Sequence[Record], backends: Backends, human_pc: float | None, include_padding: bool
+) -> Record:
+    """The dialogue's means and PC over its averaged turns; rPC for a written dialogue against `human_pc`, the PC
+    of its conversation's log (when the run labels both with an NLI backend)."""
+    rows = averaged(table, include_padding)
     n_entail, n_contradict, n_neutral = nli_counts([label for r in rows for label in r["nli_labels"]])
     scored = backends.has_nli and n_entail + n_contradict + n_neutral > 0
     dialogue_pc = pc(n_entail, n_contradict, n_neutral) if scored else None
@@ -257,7 +272,8 @@ def dialogue_record(dialogue: Dialogue, rows: Sequence[Record], backends: Backen
     return {
         "conversation_id": dialogue.conversation_id,
         "dialogue": dialogue.name,
-        "turns": len(rows),
+        "turns": len(table),
+        "padding_turns": sum(r["padding"] for r in table),
         "with_feedback": sum(r["feedback_reward"] is not None for r in rows),
         **{f"mean_{key}": mean([r[key] for r in rows]) for key in MEANS},
         "n_entail": n_entail if scored else None,

@@ -14,7 +14,8 @@ from gen.errors import GenError
 
 WORDS_TEMPLATE = "quality/feedback_words.yaml"
 WEIGHTS = {"r1": 0.4, "r2": 0.16, "r3_1": 0.22, "r3_2": 0.22}  # the persona-consistency reward's parts
-MEANS = ("feedback_reward", "advantage", "r1", "r2", "r3_1", "r3_2", "reward")  # what a conversation's record averages
+# what a dialogue's record averages
+MEANS = ("feedback_reward", "advantage", "r1", "persona_cosine", "r2", "r3_1", "r3_2", "reward")
 LABELS = ("entailment", "contradiction", "neutral")  # the NLI labels, in the order ties are broken
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -38,28 +39,58 @@ def words(text: str) -> list[str]:
 class FeedbackWords:
     negative: tuple[str, ...]
     positive: tuple[str, ...]
+    answers: tuple[str, ...] = ()  # negative answers to a yes/no question ("nope"), not feedback after one
 
     @classmethod
     def load(cls, templates_dir: str | None) -> FeedbackWords:
         text, filename = templating.template_source(WORDS_TEMPLATE, templates_dir)
         data = reading.load_yaml(text, Path(filename))
         lists = {key: data.get(key) if isinstance(data, dict) else None for key in ("negative", "positive")}
-        if not all(
-            isinstance(v, list) and v and all(isinstance(w, str) and words(w) for w in v) for v in lists.values()
-        ):
+        if not all(phrases(v) and v for v in lists.values()):
             raise GenError(
                 "the feedback words are not two lists of phrases",
                 file=filename,
                 expected="negative: [...] and positive: [...], each a non-empty list of words or phrases",
             )
-        return cls(tuple(lists["negative"] or ()), tuple(lists["positive"] or ()))
+        answers = data.get("answers", [])
+        if not phrases(answers):
+            raise GenError(
+                "the negative answers are not a list of phrases",
+                file=filename,
+                field="answers",
+                expected='answers: ["no", nope, ...], words that open a negative answer to a yes/no question '
+                '(quote "no": YAML reads it as false)',
+            )
+        return cls(tuple(lists["negative"] or ()), tuple(lists["positive"] or ()), tuple(answers))
 
     def hits(self, text: str) -> tuple[list[str], list[str]]:
         """The negative and the positive phrases the text holds as whole words, in list order."""
-        tokens = words(text)
+        return self.found(words(text))
+
+    def feedback(self, response: str, follow_up: str) -> tuple[list[str], list[str]]:
+        """The hits of a follow-up as feedback on the response. When the response ends with a question mark and
+        the follow-up opens with one of the answers ("Nope, never been"), that opening answers the question and
+        says nothing of how the response landed: it is not searched, the rest of the follow-up is. The one place
+        this rule is applied (docs/quality.md)."""
+        tokens = words(follow_up)
+        if asks(response):
+            opening = next((len(answer) for answer in map(words, self.answers) if tokens[: len(answer)] == answer), 0)
+            tokens = tokens[opening:]
+        return self.found(tokens)
+
+    def found(self, tokens: Sequence[str]) -> tuple[list[str], list[str]]:
         return [p for p in self.negative if holds(tokens, words(p))], [
             p for p in self.positive if holds(tokens, words(p))
         ]
+
+
+def phrases(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(w, str) and words(w) for w in value)
+
+
+def asks(text: str) -> bool:
+    """Whether a turn ends with a question: its last character other than white space is "?"."""
+    return text.rstrip().endswith("?")
 
 
 @lru_cache(maxsize=8)

@@ -6,7 +6,6 @@ checked step, so they are cached, replayed offline, planned and rejected like ev
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,25 +48,18 @@ class ScoredReply:
 
 
 def label_of(token: str) -> str | None:
-    """The label a token starts to spell ("contra" -> contradiction), or None."""
+    """The label a token starts to spell ("contra", " Neutral", "Entail" -> its label), or None."""
     word = token.strip().lower()
     found = [label for label in LABELS if word and word.isalpha() and label.startswith(word)]
     return found[0] if len(found) == 1 else None
 
 
-def parse_label(text: str) -> str:
-    """The label the answer's first word spells (or begins to spell: only the first token may have come)."""
-    first = re.match(r"[A-Za-z]+", text.strip())
-    label = label_of(first[0]) if first else None
-    if label is None:
-        raise ValueError(f"the answer {text.strip()[:40]!r} is none of {', '.join(LABELS)}")
-    return label
-
-
 def label_probabilities(logprobs: Any) -> dict[str, float] | None:
     """P(entailment), P(contradiction), P(neutral) from the first answer token's alternatives: each alternative's
     probability goes to the label it starts to spell, and the three are scaled to sum to 1. None when no
-    alternative spells a label (or the server sent no log-probabilities)."""
+    alternative spells a label (or the server sent no log-probabilities). This is the only place an NLI answer
+    is read: the answer's text is not parsed, so a first token that is not a label word ("The", "**", a line
+    break) still gives a label when label words are among its alternatives."""
     content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
     if not content:
         return None
@@ -82,22 +74,30 @@ def label_probabilities(logprobs: Any) -> dict[str, float] | None:
 
 
 def mean_logprob(logprobs: Any, start: int, end: int) -> float | None:
-    """The mean log-probability of the tokens that begin within [start, end) of the echoed prompt (the reply's
-    own tokens); None when the server sent none for them."""
+    """The mean log-probability of the tokens that hold any character of [start, end) of the echoed prompt (the
+    reply's own tokens), the first included: a token runs from its offset to the next token's, so one that
+    begins with the space before the reply (" Yes") is the reply's. None when the server sent none for them.
+    This is the only place the reply's tokens are told from the context's (docs/quality.md, R3.1)."""
     if not isinstance(logprobs, Mapping):
         return None
-    pairs = zip(logprobs.get("text_offset") or [], logprobs.get("token_logprobs") or [])
-    found = [float(value) for offset, value in pairs if start <= offset < end and value is not None]
+    offsets = [int(offset) for offset in logprobs.get("text_offset") or []]
+    values = logprobs.get("token_logprobs") or []
+    ends = [*offsets[1:], math.inf]
+    found = [
+        float(value)
+        for offset, token_end, value in zip(offsets, ends, values)
+        if offset < end and token_end > start and value is not None
+    ]
     return sum(found) / len(found) if found else None
 
 
 def nli_step(endpoint: str, templates_dir: str | None) -> CheckedStep[FactPair]:
     def task(pair: FactPair, sample: int) -> Task:
         messages = render_messages(NLI_PROMPT, templates_dir, speaker=pair.speaker, fact=pair.fact, reply=pair.reply)
-        return Task(pair.item_id, endpoint, messages, parse_label, sample, logprobs=TOP_LOGPROBS, max_tokens=1)
+        return Task(pair.item_id, endpoint, messages, None, sample, logprobs=TOP_LOGPROBS, max_tokens=1)
 
-    def check(pair: FactPair, value: tuple[str, dict[str, float] | None]) -> list[Problem]:
-        if value[1] is None:
+    def check(pair: FactPair, value: dict[str, float] | None) -> list[Problem]:
+        if value is None:
             return [Problem("no label probabilities", "no alternative of the answer's first token names a label")]
         return []
 
@@ -106,9 +106,9 @@ def nli_step(endpoint: str, templates_dir: str | None) -> CheckedStep[FactPair]:
         task=task,
         check=check,
         item_id=lambda pair: pair.item_id,
-        prepare=lambda pair, reply: (reply[0], label_probabilities(reply[1])),
+        prepare=lambda pair, reply: label_probabilities(reply[1]),
         logprobs=True,
-        describe=lambda value: {"label": value[0], "probabilities": value[1]},
+        describe=lambda value: {"probabilities": value},
     )
 
 
