@@ -58,8 +58,7 @@ class FeedbackWords:
                 "the negative answers are not a list of phrases",
                 file=filename,
                 field="answers",
-                expected='answers: ["no", nope, ...], words that open a negative answer to a yes/no question '
-                '(quote "no": YAML reads it as false)',
+                expected="answers: [no, nope, ...], words that open a negative answer to a yes/no question",
             )
         return cls(tuple(lists["negative"] or ()), tuple(lists["positive"] or ()), tuple(answers))
 
