@@ -243,11 +243,24 @@ def build_and_write(
             kept = folder.keep_at("failed")
             raise GenError(
                 f"validation failed for {', '.join(failed)}; nothing was published. The records and "
-                f"run.json are kept for inspection in {kept}",
+                f"run.json are kept for inspection in {kept}. {first_failure(report['validation'])}",
                 file=recipe.file,
                 exit_code=1,
             )
     return final
+
+
+def first_failure(validation: dict[str, Any]) -> str:
+    """The first failed check of the first product that failed, with its first example, for the run's message
+    (run.json lists every check)."""
+    for product, result in validation.items():
+        for name, check in result["checks"].items():
+            if check["failed"]:
+                example = (check.get("examples") or [""])[0]
+                return f"First failure: {product}: {name} ({check['failed']:,} of {check['checked']:,})" + (
+                    f": {example}" if example else ""
+                )
+    return ""
 
 
 @contextmanager
