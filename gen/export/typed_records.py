@@ -93,7 +93,9 @@ def to_table(rows: list[dict], declared: Schema, path: Path, first_line: int = 1
     for number, row in enumerate(rows, start=first_line):
         found = check.mismatch(row)
         if found is not None:
-            raise GenError(found.problem, file=path, record=f"line {number}", field=found.field, expected=found.expected)
+            raise GenError(
+                found.problem, file=path, record=f"line {number}", field=found.field, expected=found.expected
+            )
         parsed = {name: typed(row[name], feature, name, path, number) for name, feature in temporal.items()}
         typed_rows.append({**row, **parsed} if parsed else row)
     rows = typed_rows

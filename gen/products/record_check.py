@@ -105,7 +105,9 @@ class RecordCheck:
             [f"missing: {', '.join(missing)}"] if missing else []
         )
         listed = "the fields " + ", ".join(self.names)
-        return Mismatch((extra or missing)[0], f"the record's fields differ from the declared features ({'; '.join(parts)})", listed)
+        return Mismatch(
+            (extra or missing)[0], f"the record's fields differ from the declared features ({'; '.join(parts)})", listed
+        )
 
 
 def compiled(declared: Type) -> Checker:
