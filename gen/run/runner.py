@@ -240,27 +240,26 @@ def build_and_write(
                 )
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
+            log_failures(report["validation"])
             kept = folder.keep_at("failed")
             raise GenError(
                 f"validation failed for {', '.join(failed)}; nothing was published. The records and "
-                f"run.json are kept for inspection in {kept}. {first_failure(report['validation'])}",
+                f"run.json are kept for inspection in {kept}",
                 file=recipe.file,
                 exit_code=1,
             )
     return final
 
 
-def first_failure(validation: dict[str, Any]) -> str:
-    """The first failed check of the first product that failed, with its first example, for the run's message
-    (run.json lists every check)."""
+def log_failures(validation: dict[str, Any]) -> None:
+    """Each failed check of each product with its first example, one line each, before the run's error (which
+    names only the products: run.json holds every example)."""
     for product, result in validation.items():
         for name, check in result["checks"].items():
             if check["failed"]:
                 example = (check.get("examples") or [""])[0]
-                return f"First failure: {product}: {name} ({check['failed']:,} of {check['checked']:,})" + (
-                    f": {example}" if example else ""
-                )
-    return ""
+                failed = f"{check['failed']:,} of {check['checked']:,}"
+                log.error("%s: %s failed for %s%s", product, name, failed, f"; first: {example}" if example else "")
 
 
 @contextmanager
