@@ -17,6 +17,7 @@ from gen.products.registry import REGISTRY
 from gen.products.schema import BOOL, DATE, FLOAT64, INT64, STRING, TIMESTAMP, list_of, schema, struct
 from gen.recipe import StrictModel
 from tests.conftest import REPO, read_jsonl, run_cli, write_recipe
+from tests.test_quality_labels import bag_of_words  # noqa: F401  (the fixture)
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
 
@@ -230,6 +231,3 @@ def test_quality_labels_configs_load(tmp_path, bag_of_words):  # noqa: F811
     with FakeOpenAI(script) as server:
         folder = run_once(quality_recipe(tmp_path, server.base_url), tmp_path / "out", tmp_path / "cache")
     loads_whole(folder)
-
-
-from tests.test_quality_labels import bag_of_words  # noqa: E402, F401  (the fixture)
