@@ -68,26 +68,35 @@ GOOD = {
     ],
 )
 def test_a_value_that_does_not_fit_names_its_field(change, field, problem):
-    found = RecordCheck(FEATURES).mismatch({**GOOD, **change})
+    check = RecordCheck(FEATURES)
+    found = check.mismatch({**GOOD, **change})
     assert found is not None and (found.field, found.problem) == (field, problem)
+    assert not check.all_fit([GOOD, {**GOOD, **change}, GOOD])  # the quick test of many never lets it through
 
 
 def test_what_fits():
     check = RecordCheck(FEATURES)
-    assert check.mismatch(GOOD) is None
-    assert check.mismatch({**GOOD, "score": 2}) is None  # JSON has one number type: 2 reads as 2.0
-    assert check.mismatch({**GOOD, "params": {}, "turns": [{"speaker": None}]}) is None  # nested keys may be left out
-    assert check.mismatch(dict.fromkeys(GOOD)) is None  # null fits every type
-    assert check.mismatch({**GOOD, "indices": (1, 2)}) is None  # a tuple is written as an array
+    fitting = [
+        GOOD,
+        {**GOOD, "score": 2},  # JSON has one number type: 2 reads as 2.0
+        {**GOOD, "params": {}, "turns": [{"speaker": None}]},  # nested keys may be left out
+        dict.fromkeys(GOOD),  # null fits every type
+        {**GOOD, "indices": (1, None, 2**63 - 1)},  # a tuple is written as an array; int64's highest
+        {**GOOD, "count": -(2**63)},  # int64's lowest (the quick test defers it to the exact one)
+    ]
+    assert [check.mismatch(record) for record in fitting] == [None] * len(fitting)
+    assert check.all_fit(fitting[:5]) and check.all_fit([])
 
 
 def test_top_level_fields_are_exactly_the_declared_ones():
     check = RecordCheck(FEATURES)
     extra = check.mismatch({**GOOD, "mood": "happy", "tone": 1})
     assert extra is not None and extra.field == "mood" and "not in the schema: mood, tone" in extra.problem
-    missing = check.mismatch({key: value for key, value in GOOD.items() if key not in ("kept", "day")})
+    short = {key: value for key, value in GOOD.items() if key not in ("kept", "day")}
+    missing = check.mismatch(short)
     assert missing is not None and missing.field == "kept" and "missing: kept, day" in missing.problem
     assert check.mismatch([GOOD]).problem.startswith("a record is [")  # type: ignore[union-attr]
+    assert not check.all_fit([GOOD, {**GOOD, "mood": "happy"}]) and not check.all_fit([GOOD, short])
 
 
 # --- a plugin product's records, through `gen run` ----------------------------------------------------------

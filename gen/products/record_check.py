@@ -21,12 +21,23 @@ The rules, for a schema as gen/products/schema.py writes it:
 * a list takes a JSON array (a Python list or tuple) whose items fit the item type.
 
 Other dtypes a plugin may declare (binary, decimal...) are not checked here; the export's conversion still
-types them. The check is compiled once per schema into nested functions, so a record costs a few calls per field.
+types them.
+
+Cheap enough for every record of a run: the check is compiled once per schema, twice. A quick test
+(:meth:`RecordCheck.all_fit`) takes many records at once and each field as a column: the set of the column's
+Python types, the largest bit length against an integer type's range, list items chained into one column,
+struct keys into another, each distinct date or time text parsed once; all of it in C loops. Only records that
+do not pass it go through the exact check (:meth:`RecordCheck.mismatch`), which finds and names the first
+mismatch of each and has the last word.
 """
 
 from __future__ import annotations
 
+import array
+import functools
+import itertools
 import json
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -85,6 +96,17 @@ class RecordCheck:
         self.names = [entry["name"] for entry in declared]
         self._names = set(self.names)
         self._fields = [(entry["name"], compiled(entry)) for entry in declared]
+        self._columns = [(operator.itemgetter(entry["name"]), column(entry)) for entry in declared]
+
+    def all_fit(self, records: Sequence[Any]) -> bool:
+        """The quick test of many records: True when every one surely fits. Each field is tested over all the
+        records at once; False says only that :meth:`mismatch` must look at each record."""
+        if not set(map(type, records)) <= {dict} or not set(map(len, records)) <= {len(self.names)}:
+            return False
+        try:  # each record has len(names) keys, and every name among them: exactly the declared fields
+            return all(fits(list(map(value_of, records))) for value_of, fits in self._columns)
+        except KeyError:
+            return False
 
     def mismatch(self, record: Any) -> Mismatch | None:
         """None when the record fits; else the first thing that does not."""
@@ -216,6 +238,9 @@ def check_conversation(
 ) -> None:
     """Count one conversation's records of `config` into the run's validation tally under :data:`FITS`; each
     record that does not fit is named by config, conversation, position (and id field, if it has one) and field."""
+    if check.all_fit(rows):
+        checks.add(FITS, len(rows), [])
+        return
     fitting = 0
     for position, row in enumerate(rows):
         found = check.mismatch(row)
@@ -236,3 +261,111 @@ def record_name(row: Any, conversation_id: str, position: int) -> str:
             if str(key).endswith("_id") and key != "conversation_id" and isinstance(value, str):
                 return f"{name} ({key} {shown(value)})"
     return name
+
+
+# --- the quick test, a column at a time -----------------------------------------------------------------
+
+NONE = type(None)
+Column = Callable[[list], bool]  # True: every value of the column surely fits (False: ask the exact check)
+# the Python types a scalar may be, and for an integer type its bits and whether it is signed
+Kind = tuple[frozenset[type], int | None, bool]
+not_none = functools.partial(operator.is_not, None)
+
+
+def scalar_kind(declared: Type) -> Kind | None:
+    """What a value of a plain scalar type may be; None for temporal, unchecked and compound types."""
+    dtype = str(declared.get("dtype"))
+    if "dtype" not in declared:
+        return None
+    if dtype in INT_BITS:
+        return frozenset({int, NONE}), INT_BITS[dtype], True
+    if dtype in UINT_BITS:
+        return frozenset({int, NONE}), UINT_BITS[dtype], False
+    if dtype in FLOATS:
+        return frozenset({int, float, NONE}), None, False
+    if dtype in STRINGS:
+        return frozenset({str, NONE}), None, False
+    if dtype == "bool":
+        return frozenset({bool, NONE}), None, False
+    return None
+
+
+def all_of(values: list, kind: Kind) -> bool:
+    """Are all `values` of the kind (null allowed), within its range? The range in one C pass: int64 by packing
+    into an array of C int64 (the array module's "q" is 8 bytes everywhere), the others by bit length (the one
+    value that refuses wrongly, a signed type's lowest, the exact check accepts)."""
+    types, bits, signed = kind
+    found = set(map(type, values))
+    if not found <= types:
+        return False
+    if bits is None:
+        return True
+    numbers = list(filter(not_none, values)) if NONE in found else values
+    if not numbers:
+        return True
+    if signed and bits == 64:  # the commonest: C's own conversion says whether each number fits
+        try:
+            array.array("q", numbers)
+        except OverflowError:
+            return False
+        return True
+    if signed:
+        return max(map(int.bit_length, numbers)) < bits
+    return min(numbers) >= 0 and max(numbers).bit_length() <= bits
+
+
+def column(declared: Type) -> Column:
+    """The quick test of one declared type over a column of values (one field of many records)."""
+    if "struct" in declared:
+        return struct_column(declared["struct"])
+    if "list" in declared:
+        items = column(list_item(declared))
+
+        def lists(values: list) -> bool:
+            present = list(filter(not_none, values))
+            return set(map(type, present)) <= {list, tuple} and items(list(itertools.chain.from_iterable(present)))
+
+        return lists
+    dtype = str(declared.get("dtype"))
+    if dtype in TEMPORAL:
+        return temporal_column(dtype)
+    kind = scalar_kind(declared)
+    if kind is None:
+        return lambda values: True  # not checked (see the module docstring)
+    return lambda values: all_of(values, kind)
+
+
+def struct_column(entries: Schema) -> Column:
+    """Objects that may leave a key out (it reads as null) but hold no other: the values each key holds, over
+    every object, make that key's column (gathered from the keys present, which nested objects keep few)."""
+    fields = {entry["name"]: column(entry) for entry in entries}
+
+    def structs(values: list) -> bool:
+        present = list(filter(not_none, values))
+        if not set(map(type, present)) <= {dict}:
+            return False
+        columns: dict[str, list] = {}
+        for key, value in itertools.chain.from_iterable(map(dict.items, present)):
+            columns.setdefault(key, []).append(value)
+        if not columns.keys() <= fields.keys():
+            return False
+        return all(fields[key](found) for key, found in columns.items())
+
+    return structs
+
+
+def temporal_column(dtype: str) -> Column:
+    """Each distinct text parsed once; texts found good are remembered (a run repeats its `now` and dates)."""
+    good: set[str] = set()
+
+    def texts(values: list) -> bool:
+        if not set(map(type, values)) <= {str, NONE}:
+            return False
+        for text in set(filter(not_none, values)) - good:
+            if not iso_text(text, dtype):
+                return False
+            if len(good) < 100_000:
+                good.add(text)
+        return True
+
+    return texts
