@@ -215,7 +215,9 @@ async def lacks_structured(attempts: Attempts, ep: Endpoint, found: EndpointProb
 def first_alternatives(logprobs: Any) -> bool:
     """Does a chat reply's logprobs object hold alternatives for its first token?"""
     content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
-    return bool(content) and isinstance(content[0], Mapping) and bool(content[0].get("top_logprobs"))
+    if not isinstance(content, list) or not content or not isinstance(content[0], Mapping):
+        return False
+    return bool(content[0].get("top_logprobs"))
 
 
 def echoed(logprobs: Any, prompt_chars: int) -> bool:
