@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from datasets import DatasetDict
 
     from gen.llm.engine import Engine
+    from gen.llm.features import EndpointProbe
     from gen.llm.task import Task
     from gen.recipe import Recipe
     from gen.run.shards import Prepared
@@ -113,6 +114,7 @@ class Validation:
     responses: int | None  # None: no product needs timelines, so none were built
     products: list[str]  # "name", or "name (needed, not written)"
     calls_needed: dict[str, int] = field(default_factory=dict)  # per LLM step: first-round calls not cached
+    probes: list[EndpointProbe] | None = None  # with probe=True: per endpoint with calls to make, what it showed
 
 
 def validate(
@@ -120,15 +122,21 @@ def validate(
     *,
     source_dir: str | Path | None = None,
     cache_dir: str | Path | None = None,
+    probe: bool = False,
 ) -> Validation:
     """Check everything `gen run` needs before the long work starts, and write nothing (`gen validate`): the
     recipe and every product's options, the sources, the timelines, every first-round LLM prompt rendered from
     its template, and the environment variable of each endpoint that still has calls to make. Raises GenError
     naming the first problem (all the unset variables at once). Without a cache yet, none is created: every
-    call counts as needed."""
+    call counts as needed.
+
+    `probe`: also send each endpoint with calls to make a few small real requests (short timeout, nothing
+    cached): does it answer, and does it have what its steps' calls need (log-probabilities, /completions with
+    echo, the structured-output mode; gen/llm/features.py)? One GenError lists every endpoint that fails."""
     import tempfile
 
     from gen.llm.config import RunSettings
+    from gen.llm.features import endpoint_needs
     from gen.run.shards import prepare
 
     loaded = recipe if not isinstance(recipe, (str, Path, Mapping)) else load_recipe(recipe, source_dir=source_dir)
@@ -152,8 +160,30 @@ def validate(
                 found.calls_needed[name] = engine.plan(name, tasks).calls_needed
                 if found.calls_needed[name]:
                     calling |= {task.endpoint for task in tasks}
-    refuse_unset_keys(loaded, calling)
+            refuse_unset_keys(loaded, calling)
+            if probe:
+                found.probes = engine.probe(endpoint_needs((n, t) for n, t, _ in steps if found.calls_needed[n]))
+    if found.probes:
+        refuse_failed_probes(loaded, found.probes)
     return found
+
+
+def refuse_failed_probes(recipe: Recipe, probes: list[EndpointProbe]) -> None:
+    """One error listing every probed endpoint that does not answer or lacks a feature its steps need (each
+    one's whole reasons are logged first: the error's message is kept short)."""
+    import logging
+
+    failed = [probe for probe in probes if not probe.ok]
+    for probe in failed:
+        logging.getLogger(__name__).warning("[probe] %s", probe.line())
+    if failed:
+        raise GenError(
+            f"{len(failed)} of {len(probes)} endpoints cannot serve this run: "
+            + "; ".join(probe.summary() for probe in failed),
+            file=recipe.file,
+            field="llm",
+            expected="each endpoint answering, with what its steps' calls need",
+        )
 
 
 def refuse_unset_keys(recipe: Recipe, endpoints: set[str]) -> None:

@@ -232,15 +232,25 @@ def preview(
 
 
 @app.command()
-def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR, cache_dir: Path | None = CACHE_DIR) -> None:
+def validate(
+    recipe: Path = RECIPE,
+    source_dir: Path | None = SOURCE_DIR,
+    cache_dir: Path | None = CACHE_DIR,
+    probe: bool = typer.Option(
+        False,
+        "--probe",
+        help="Also send each endpoint with calls to make a few small requests: does it answer, and does it have "
+        "the log-probabilities, echo or structured-output mode the products need? Nothing is cached.",
+    ),
+) -> None:
     """Check what `gen run` will need, writing nothing: the recipe, its sources, the timelines, every first-round
     LLM prompt, and the API-key variables of the endpoints with calls not yet cached.
 
-    Example: gen validate recipes/locomo-temporal.yaml
+    Example: gen validate recipes/locomo-temporal.yaml --probe
     """
     from gen.api import validate as check
 
-    found = check(recipe, source_dir=source_dir, cache_dir=cache_dir)
+    found = check(recipe, source_dir=source_dir, cache_dir=cache_dir, probe=probe)
     if found.responses is None:
         detail = "no product needs timelines, so none were built"
     else:
@@ -250,6 +260,9 @@ def validate(recipe: Path = RECIPE, source_dir: Path | None = SOURCE_DIR, cache_
         f"recipe {found.recipe} is valid: {found.conversations} conversations, {detail}; products: "
         f"{', '.join(found.products)}{calls}"
     )
+    if found.probes is not None:
+        for line in [probed.line() for probed in found.probes] or ["no endpoint to probe: every call is cached"]:
+            log.info(f"[probe] {line}")
 
 
 @app.command()

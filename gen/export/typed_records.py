@@ -1,5 +1,6 @@
-"""JSONL records → typed pyarrow tables: each record checked against its config's declared schema (a record that
-does not fit is an error naming the file, line and field), ISO text turned into date and time types."""
+"""JSONL records → typed pyarrow tables: each record checked against its config's declared schema by the check
+`gen run`'s validation uses (gen/products/record_check.py; a record that does not fit is an error naming the file,
+line and field), ISO text turned into date and time types."""
 
 from __future__ import annotations
 
@@ -9,53 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
+from gen.products.record_check import TEMPORAL, RecordCheck
 from gen.products.schema import Schema, as_features, feature_type
-
-# --- records → typed tables -----------------------------------------------------------------------
-
-
-def check_record(value: Any, feature: Any, where: str, path: Path, line: int, top: bool = False) -> None:
-    """Fields must be exactly the schema's at the top level; nested objects may omit keys (stored as null) but
-    never carry keys the schema lacks (pyarrow would drop them silently)."""
-    from datasets import LargeList, List
-
-    if isinstance(feature, dict) and isinstance(value, dict):
-        extra = [key for key in value if key not in feature]
-        missing = [key for key in feature if key not in value] if top else []
-        if extra or missing:
-            detail = "; ".join(
-                part
-                for part in (
-                    f"not in the schema: {', '.join(extra)}" if extra else "",
-                    f"missing: {', '.join(missing)}" if missing else "",
-                )
-                if part
-            )
-            raise GenError(
-                f"the record's fields differ from the product's features() ({detail})",
-                file=path,
-                record=f"line {line}",
-                field=where or None,
-                expected=f"fields {', '.join(feature)}",
-            )
-        for key, sub in feature.items():
-            if key in value:
-                check_record(value[key], sub, f"{where}.{key}" if where else key, path, line)
-    elif isinstance(feature, (List, LargeList, list)) and isinstance(value, list):
-        inner = feature[0] if isinstance(feature, list) else feature.feature
-        for position, item in enumerate(value):
-            check_record(item, inner, f"{where}[{position}]", path, line)
-
 
 # --- ISO text → date and time types ----------------------------------------------------------------
 # The JSONL keeps dates and times as ISO text; the features declare them timestamp[s] / date32 (the types
 # `datasets` gives the JSONL when it loads it), so the parquet holds the same values. Only the exact text gen
 # writes is accepted: a value that would not print back identically is an error, never a silent conversion.
 
-TEMPORAL_FORMS = {
-    "timestamp[s]": "an ISO date-time to the second without a zone, e.g. 2023-05-08T13:56:04",
-    "date32": "an ISO date, e.g. 2023-05-08",
-}
+TEMPORAL_FORMS = TEMPORAL
 
 
 def parse_temporal(value: Any, dtype: str, where: str, path: Path, line: int) -> Any:
@@ -98,7 +61,7 @@ def holds_temporal(feature: Any) -> bool:
 
 
 def typed(value: Any, feature: Any, where: str, path: Path, line: int) -> Any:
-    """`value` with the ISO text of every timestamp[s] and date32 field parsed (after check_record)."""
+    """`value` with the ISO text of every timestamp[s] and date32 field parsed (after the RecordCheck)."""
     from datasets import LargeList, List
 
     dtype = getattr(feature, "dtype", None)
@@ -126,8 +89,14 @@ def to_table(rows: list[dict], declared: Schema, path: Path, first_line: int = 1
     fields = dict(features)
     temporal = {name: feature for name, feature in fields.items() if holds_temporal(feature)}
     typed_rows = []
+    check = RecordCheck(declared)  # the run's validation checked every record the same way
+    fit = check.all_fit(rows)
     for number, row in enumerate(rows, start=first_line):
-        check_record(row, fields, "", path, number, top=True)
+        found = None if fit else check.mismatch(row)
+        if found is not None:
+            raise GenError(
+                found.problem, file=path, record=f"line {number}", field=found.field, expected=found.expected
+            )
         parsed = {name: typed(row[name], feature, name, path, number) for name, feature in temporal.items()}
         typed_rows.append({**row, **parsed} if parsed else row)
     rows = typed_rows

@@ -78,6 +78,7 @@ from gen.llm.batching import Batching
 from gen.llm.cache import Cache
 from gen.llm.config import EndpointConfig, RunSettings
 from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
+from gen.llm.features import EndpointProbe, probe_endpoints
 from gen.llm.item_path import ItemPath
 from gen.llm.lanes import Lane, Lanes, Tally
 from gen.llm.plan import PlanBuilder, StepPlan
@@ -273,6 +274,12 @@ class Engine:
         """The rendered prompt(s) of these tasks as the endpoint will receive them, with cache status."""
         prepared = prepare(tasks, self._endpoints)
         return preview(prepared, self.cache.get_many(p.key for p in prepared))
+
+    def probe(self, needs: Mapping[str, Mapping[str, list[str]]]) -> list[EndpointProbe]:
+        """`gen validate --probe`: small real requests showing whether each endpoint in `needs` (endpoint ->
+        feature -> the steps needing it) answers and has those features (gen/llm/features.py). Nothing is cached
+        or counted in the report, and the run's endpoints are left as they were."""
+        return self._loop().run(probe_endpoints(self._attempts, self.endpoints, needs))
 
     def report(self) -> dict:
         """Accounting for run.json: per step, totals, errors by type, endpoints (data parameters), cache."""

@@ -221,6 +221,7 @@ def build_and_write(
             raise
         failed = [name for name, result in report["validation"].items() if not result["passed"]]
         if failed:
+            log_failures(report["validation"])
             kept = folder.keep_at("failed")
             raise GenError(
                 f"validation failed for {', '.join(failed)}; nothing was published. The records and "
@@ -260,6 +261,17 @@ def finish_folder(folder: Path, prepared: Prepared, tallies: Tallies, engine: En
     for line in rejected_lines(report):  # last: a passed validation must not hide what was left out
         log.info("%s", line)
     return report
+
+
+def log_failures(validation: dict[str, Any]) -> None:
+    """Each failed check of each product with its first example, one line each, before the run's error (which
+    names only the products: run.json holds every example)."""
+    for product, result in validation.items():
+        for name, check in result["checks"].items():
+            if check["failed"]:
+                example = (check.get("examples") or [""])[0]
+                failed = f"{check['failed']:,} of {check['checked']:,}"
+                log.error("%s: %s failed for %s%s", product, name, failed, f"; first: {example}" if example else "")
 
 
 def keep_stopped(

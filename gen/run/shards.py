@@ -23,6 +23,7 @@ from gen.errors import GenError
 from gen.jsonl import encode_lines
 from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
+from gen.products.record_check import RecordCheck, check_conversation
 from gen.products.registry import REGISTRY, Bound, bind, closure
 from gen.recipe import BUNDLED, Recipe
 from gen.sources import read_source, select
@@ -271,6 +272,10 @@ def tally(
     checks = result.checks.setdefault(name, Checks())
     for unit, records in zip(units, outputs):
         product.validate(unit, records, checks, ctx)
+    fits = {spec.name: RecordCheck(spec.features) for spec in product.configs}
+    for unit, records in zip(units, outputs):  # every product's records, a plugin's too (gen/products/record_check.py)
+        for config, check in fits.items():
+            check_conversation(check, config, unit.conversation_id, records[config], checks)
     validated = time.perf_counter()
     for spec in product.configs:
         counts = result.counts.setdefault(spec.name, Counter())
