@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from gen.view import charts
 from gen.view.folder import RunFolder
-from gen.view.index import REJECTS, QueryError, table_name
+from gen.view.index import REJECTS, QueryError, RecordsQuery, first_row, table_name
 from gen.view.pages import KEYS, Viewer, cell, short
 from gen.view.questions import shown_field
 
@@ -46,7 +46,7 @@ def rejects(viewer: Viewer, params: Mapping[str, str]) -> dict[str, Any]:
         if chosen is not None and group["reason"] != chosen:
             continue
         limit = REJECTS_PAGE if chosen is not None else REJECTS_PER_GROUP
-        offset = (page - 1) * limit if chosen is not None else 0
+        offset = first_row(RecordsQuery(page, limit), group["n"]) if chosen is not None else 0
         rows = index.query(
             f"SELECT rowid AS _row, raw FROM {table} WHERE coalesce(raw->>'reason', '(no reason)') = ? "
             "ORDER BY rowid LIMIT ? OFFSET ?",
