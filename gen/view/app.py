@@ -153,7 +153,7 @@ def make_app(viewer: pages.Viewer) -> Starlette:
         Route("/favicon.ico", icon),
     ]
     handlers = {HTTPException: http_error, Exception: server_error}
-    return Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    return Starlette(routes=routes, exception_handlers=handlers)
 
 
 HTTP_MESSAGES = {

@@ -374,8 +374,8 @@ class Index:
             return self.direct_sorted_page(config, query, where, params, start, total)
         positions = self.sort_index(config, query.sort, query.desc)
         if not where:
-            numbers = self.query(f"SELECT r FROM {positions} WHERE rowid >= ? AND rowid < ?", [start, end])
-            return self.rows_by_number(config, [row["r"] for row in numbers])
+            ranged = self.query(f"SELECT r FROM {positions} WHERE rowid >= ? AND rowid < ?", [start, end])
+            return self.rows_by_number(config, [row["r"] for row in ranged])
         # filtered too: the matches' positions in the sort, a top-N over the nearer end (at most half of them)
         from_end = start > total - end
         offset = total - end if from_end else start
@@ -446,8 +446,7 @@ class Index:
             total = finder.count(text)
             if total > MAX_SEARCH_MATCHES_COMBINED:
                 raise QueryError(
-                    f"{total:,} records hold these words, too many to filter or sort them too; "
-                    "add a word to the search"
+                    f"{total:,} records hold these words, too many to filter or sort them too; add a word to the search"
                 )
             return "rowid IN (SELECT unnest(?::BIGINT[]))", [finder.numbers(text)]
         searched = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in columns.values() if c.searchable]
@@ -501,7 +500,9 @@ def first_row(query: RecordsQuery, total: int) -> int:
     """The first row of the page asked for; a page past the last one is refused (a big number costs nothing)."""
     pages = max(1, -(-total // query.size))
     if query.page > pages:
-        raise QueryError(f"these records fill {pages:,} page{'s' if pages > 1 else ''}; there is no page {query.page:,}")
+        raise QueryError(
+            f"these records fill {pages:,} page{'s' if pages > 1 else ''}; there is no page {query.page:,}"
+        )
     return (query.page - 1) * query.size
 
 

@@ -275,7 +275,9 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
                 "link": link,
                 "number": row["_row"] + 1,
                 "cells": [cell(row.get(name)) for name in columns],
-                "conversation": urls.conversation_url(row["conversation_id"]) if row.get("conversation_id") is not None else None,
+                "conversation": urls.conversation_url(row["conversation_id"])
+                if row.get("conversation_id") is not None
+                else None,
             }
         )
     pages = max(1, -(-page.total // query.size))

@@ -7,9 +7,9 @@ import contextlib
 import json
 from typing import Any
 
+from gen.errors import shorten
 from gen.view import charts, urls
 from gen.view.index import quoted, table_name
-from gen.errors import shorten
 from gen.view.pages import (
     TEXT_FIELDS,
     NotFound,

@@ -127,7 +127,9 @@ def test_ctrl_c_leaves_nothing_in_tmpdir_and_keeps_a_finished_runs_index(run_fol
     [entry] = (cache / "view").iterdir()  # the finished run's index, and only its
     kept = sorted(path.name for path in entry.iterdir() if not path.name.startswith("."))
     assert "index.duckdb" in kept and "stamp.json" in kept and "spill" not in kept
-    assert sum(name.startswith("search-") for name in kept) == len(json.loads((run_folder / "run.json").read_text())["configs"])
+    assert sum(name.startswith("search-") for name in kept) == len(
+        json.loads((run_folder / "run.json").read_text())["configs"]
+    )
 
 
 @needs_view
