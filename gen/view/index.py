@@ -12,11 +12,13 @@ cap; a filtered page streams in file order. A page number past the last page is 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -147,6 +149,7 @@ class Index:
         self.lock = threading.Lock()
         self.sort_locks: dict[str, threading.Lock] = {}
         self.stopping = threading.Event()
+        self.open_cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
         self.thread = threading.Thread(target=self.build_all, name="gen-view-index", daemon=True)
 
     def connect(self, memory_limit_mb: int, threads: int) -> duckdb.DuckDBPyConnection:
@@ -275,6 +278,17 @@ class Index:
                 self.mark_done(cur, part, True)
         return table
 
+    def build_sort_index_soon(self, config: str, column: str, desc: bool) -> None:
+        """Start building a sort's index in the background (the next pages of that sort will need it)."""
+        if self.stopping.is_set():
+            return
+
+        def build() -> None:
+            with contextlib.suppress(duckdb.Error):  # interrupted by a stop; the next request builds it again
+                self.sort_index(config, column, desc)
+
+        threading.Thread(target=build, name="gen-view-sort", daemon=True).start()
+
     def sort_index_ready(self, config: str, column: str, desc: bool) -> bool:
         part = f"sort {config} {column} {'desc' if desc else 'asc'}"
         with self.cursor() as cur:
@@ -309,7 +323,9 @@ class Index:
     # -- reading -----------------------------------------------------------------------------------------
     def cursor(self) -> duckdb.DuckDBPyConnection:
         with self.lock:
-            return self.db.cursor()
+            cur = self.db.cursor()
+            self.open_cursors.add(cur)
+            return cur
 
     @staticmethod
     def scalar(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
@@ -371,6 +387,7 @@ class Index:
         end = min(start + query.size, total)
         near_an_end = start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS
         if near_an_end and not self.sort_index_ready(config, query.sort, query.desc):
+            self.build_sort_index_soon(config, query.sort, query.desc)
             return self.direct_sorted_page(config, query, where, params, start, total)
         positions = self.sort_index(config, query.sort, query.desc)
         if not where:
@@ -488,7 +505,9 @@ class Index:
         not outlive the viewer. Runs on Ctrl-C and on every other end of `gen view`."""
         self.stopping.set()
         try:
-            self.db.interrupt()
+            for cur in list(self.open_cursors):  # each cursor is a connection of its own: interrupt each
+                with contextlib.suppress(duckdb.Error):
+                    cur.interrupt()
             if self.thread.is_alive():
                 self.thread.join(timeout=30)
             self.db.close()
