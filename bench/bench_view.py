@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote
@@ -45,9 +46,9 @@ GOAL_TURN_S = 0.2
 GOAL_RSS_MB = 300.0
 
 
-def gen_executable() -> str:
-    local = ROOT / ".venv" / "bin" / "gen"
-    return str(local) if local.exists() else (shutil.which("gen") or "gen")
+def gen_command() -> list[str]:
+    """`python -m gen` of this checkout (PYTHONPATH below), whatever is installed."""
+    return [sys.executable, "-m", "gen"]
 
 
 def build_run(workdir: Path, copies: int) -> Path:
@@ -68,20 +69,26 @@ def build_run(workdir: Path, copies: int) -> Path:
     )
     started = time.perf_counter()
     subprocess.run(
-        [gen_executable(), "-q", "run", str(recipe), "--output-dir", str(workdir / "out"), "--workers", "2"],
+        [*gen_command(), "-q", "run", str(recipe), "--output-dir", str(workdir / "out"), "--workers", "2"],
         check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     source.unlink()
     print(f"built the {copies}× run in {time.perf_counter() - started:.0f} s", flush=True)
     return workdir / "out" / f"view-x{copies}"
 
 
+FAILURES: list[str] = []  # pages that did not answer 200 (printed at the end)
+
+
 def get(url: str) -> tuple[float, str]:
     started = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=600) as response:
-        body = response.read().decode("utf-8")
-        if response.status != 200:
-            raise RuntimeError(f"{url}: HTTP {response.status}")
+    try:
+        with urllib.request.urlopen(url, timeout=600) as response:
+            body = response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        FAILURES.append(f"{url}: HTTP {error.code}")
+        body = error.read().decode("utf-8")
     return time.perf_counter() - started, body
 
 
@@ -114,6 +121,93 @@ def summary(label: str, times: list[float]) -> str:
     )
 
 
+def start_viewer(folder: Path, cache: Path) -> tuple[subprocess.Popen[str], str, float]:
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [*gen_command(), "view", str(folder), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GEN_CACHE_DIR": str(cache)},
+    )
+    base = next(w for w in first_line(process).split() if w.startswith("http://")).rstrip("/")
+    return process, base, started
+
+
+def rss_line(label: str, pid: int) -> str:
+    rss = peak_rss_mb(pid)
+    return f"{label:<52} {rss:9.0f} MB   goal {GOAL_RSS_MB:.0f} MB   ratio {rss / GOAL_RSS_MB:.2f}"
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(2)
+    process.communicate(timeout=120)
+
+
+def wait_ready(base: str) -> None:
+    while "Indexing" in get(base + "/")[1]:
+        time.sleep(0.5)
+
+
+def ends_of_a_sort(base: str, config: str, query: str, total: int) -> None:
+    """First, middle and last page of one order: the first request of each, then the same again."""
+    last = max(1, -(-total // 50))
+    for label, page in (("first", 1), ("middle", (last + 1) // 2), ("last", last)):
+        url = f"{base}/records/{config}?{query}&page={page}"
+        once = get(url)[0]
+        again = statistics.median(turns(url, [""] * 3))
+        print(f"{config}?{query} {label} page: first request {once * 1000:8.1f} ms, then {again * 1000:7.1f} ms")
+
+
+def count_of(base: str, path: str) -> int:
+    import re
+
+    found = re.search(r'data-count="(\d+)"', get(base + path)[1])
+    return int(found[1]) if found else 0
+
+
+def measure_scaling(folder: Path, counts: dict[str, int]) -> None:
+    """Issue 41's figures: every order's first, middle and last page, filters, search, a cached start."""
+    with tempfile.TemporaryDirectory(prefix="bench-view-cache-") as cache:
+        process, base, started = start_viewer(folder, Path(cache))
+        try:
+            get(f"{base}/records/time_queries")
+            print(line("fresh start → first page of time_queries", time.perf_counter() - started, GOAL_FIRST_PAGE_S))
+            wait_ready(base)
+            print(f"{'fresh start → every config indexed':<52} {time.perf_counter() - started:9.1f} s")
+            searches = len(counts)
+            while len(list(Path(cache).glob("view/*/search-*.sqlite"))) < searches and process.poll() is None:
+                time.sleep(1)
+            print(f"{'fresh start → every search index built':<52} {time.perf_counter() - started:9.1f} s")
+            tq = counts["time_queries"]
+            for query in ("sort=num_relevant&desc=1", "sort=question", "sort=now&desc=1"):
+                ends_of_a_sort(base, "time_queries", query, tq)
+            dates = count_of(base, "/records/time_queries?f.test=dates")
+            ends_of_a_sort(base, "time_queries", "f.test=dates", dates)
+            ends_of_a_sort(base, "time_queries", "f.test=dates&sort=num_relevant", dates)
+            for config, word in (("time_queries", "dates"), ("time_queries", "marathon"), ("log", "marathon")):
+                url = f"/records/{config}?q={word}"
+                hits = count_of(base, url)
+                print(summary(f"search {config} for {word!r} ({hits:,} match), first page", turns(base, [url] * 5)))
+                if hits > 100:
+                    deep = f"{url}&page={hits // 100}"
+                    print(summary(f"search {config} for {word!r}, middle page", turns(base, [deep] * 5)))
+            print(rss_line("peak RSS, fresh start", process.pid))
+        finally:
+            stop(process)
+        process, base, started = start_viewer(folder, Path(cache))
+        try:
+            get(f"{base}/records/time_queries?sort=question&page={tq // 100}")
+            print(line("cached start → a middle page of a sort", time.perf_counter() - started, GOAL_FIRST_PAGE_S))
+            wait_ready(base)
+            print(f"{'cached start → every config indexed':<52} {time.perf_counter() - started:9.1f} s")
+            print(rss_line("peak RSS, cached start", process.pid))
+        finally:
+            stop(process)
+    for failure in FAILURES:
+        print("NOT 200:", failure)
+
+
 def measure(folder: Path, pages: int) -> None:
     report = json.loads((folder / "run.json").read_text())
     counts = {name: info["records"] for name, info in report["configs"].items()}
@@ -121,15 +215,9 @@ def measure(folder: Path, pages: int) -> None:
     print(f"run: {folder} — {sum(counts.values()):,} records ({counts}), {size_mb:,.0f} MB of JSON lines")
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     rng = random.Random(13)
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [gen_executable(), "view", str(folder), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    cache = Path(tempfile.mkdtemp(prefix="bench-view-cache-"))
+    process, base, started = start_viewer(folder, cache)
     try:
-        base = next(w for w in first_line(process).split() if w.startswith("http://")).rstrip("/")
         url_s = time.perf_counter() - started
         get(base + "/")
         overview_s = time.perf_counter() - started
@@ -177,8 +265,8 @@ def measure(folder: Path, pages: int) -> None:
             f"{'server peak RSS (VmHWM)':<52} {rss:9.0f} MB   goal {GOAL_RSS_MB:.0f} MB   ratio {rss / GOAL_RSS_MB:.2f}"
         )
     finally:
-        process.send_signal(2)
-        process.communicate(timeout=120)
+        stop(process)
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def _lines(path: Path, count: int, rng: random.Random, wanted: int) -> list[str]:
@@ -200,7 +288,14 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=100)
     parser.add_argument("--folder", type=Path, help="an existing run of log + time_queries (skips building one)")
     parser.add_argument("--turns", type=int, default=20, help="requests per kind of page turn (default 20)")
+    parser.add_argument(
+        "--scaling", action="store_true", help="only issue 41's figures: sorts, filters, search, cached start"
+    )
     args = parser.parse_args()
+    if args.folder and args.scaling:
+        report = json.loads((args.folder / "run.json").read_text())
+        measure_scaling(args.folder, {name: info["records"] for name, info in report["configs"].items()})
+        return
     if args.folder:
         measure(args.folder, args.turns)
         return

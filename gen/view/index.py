@@ -1,20 +1,24 @@
-"""The viewer's index: every config imported once into a DuckDB database in a temporary folder (never in the run
-folder), so that a page is one query over columns, not a pass over the JSON lines, and no config is ever held
-in Python lists. The import runs in a background thread, smallest configs first; until a config is ready, its
-first pages are read straight from the file in file order.
+"""The viewer's index: every config imported once into a DuckDB database kept in gen's cache folder (never in the
+run folder; gen/view/store.py decides where and when it can be used again), so that a page is one query over
+columns, not a pass over the JSON lines, and no config is ever held in Python lists. The import runs in a
+background thread, smallest configs first; until a config is ready, its first pages are read straight from the
+file in file order. After the imports, the same thread builds each config's text search index
+(gen/view/search.py).
 
-Why DuckDB: it reads JSON lines and parquet itself, with the column types we declare; a filtered page keeps
-file order without sorting (preserve_insertion_order), a sorted page is a top-N heap, and its memory is capped
-(the rest spills to the same temporary folder)."""
+Every page of every order costs about the same: a page in file order is a range of rowids; a sorted page is a
+range of positions in that sort's own index (the rowids in sorted order, built the first time the sort is asked
+for and kept), so the last page of a sort is no dearer than the first and no sort runs out of DuckDB's memory
+cap; a filtered page streams in file order. A page number past the last page is refused, not computed."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import itertools
 import json
-import shutil
-import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,7 +26,9 @@ from typing import Any
 
 import duckdb
 
+from gen.view import search
 from gen.view.folder import ConfigFiles, RunFolder
+from gen.view.store import Store, open_store
 
 REJECTS = "(rejects)"  # the rejects' table, beside the configs
 FACET_LIMIT = 40  # a scalar field with at most this many distinct values gets a pick-list with counts
@@ -40,7 +46,9 @@ DTYPES = {
     "bool": "BOOLEAN",
 }  # any other value (timestamp[s], date32) stays the ISO text the file holds; lists and structs stay JSON
 SCALAR = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "BOOLEAN", "DATE", "TIMESTAMP")
-NUMBERS = ("BIGINT", "INTEGER", "SMALLINT", "TINYINT")
+DIRECT_SORT_ROWS = 5_000  # a sorted page this near either end is a top-N query while the sort's index is built
+MAX_SEARCH_MATCHES_COMBINED = 2_000_000  # a search filtered or sorted too hands DuckDB this many record numbers
+DONE = '"gen view done"'  # what the builder finished: part name → details (a config's facets)
 
 
 class QueryError(Exception):
@@ -133,16 +141,31 @@ def import_sql(config: ConfigFiles) -> str:
 class Index:
     def __init__(self, folder: RunFolder, memory_limit_mb: int = 128, threads: int = 2) -> None:
         self.folder = folder
-        self.workdir = Path(tempfile.mkdtemp(prefix="gen-view-"))
-        self.db = duckdb.connect(str(self.workdir / "index.duckdb"))
-        self.db.execute(f"SET memory_limit='{int(memory_limit_mb)}MB'")
-        self.db.execute(f"SET threads={int(threads)}")
-        self.db.execute(f"SET temp_directory={literal(str(self.workdir / 'spill'))}")
-        self.db.execute("SET preserve_insertion_order=true")
+        self.store: Store = open_store(folder)
+        self.db = self.connect(memory_limit_mb, threads)
         self.states = {name: TableState() for name in folder.configs}
         self.states[REJECTS] = TableState()
+        self.searches: dict[str, search.Search] = {}
         self.lock = threading.Lock()
+        self.sort_locks: dict[str, threading.Lock] = {}
+        self.stopping = threading.Event()
+        self.open_cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
         self.thread = threading.Thread(target=self.build_all, name="gen-view-index", daemon=True)
+
+    def connect(self, memory_limit_mb: int, threads: int) -> duckdb.DuckDBPyConnection:
+        path = self.store.path / "index.duckdb"
+        try:
+            db = duckdb.connect(str(path))
+        except duckdb.Error:  # a cache entry DuckDB cannot open (another DuckDB's file, a broken one): start again
+            for stale in self.store.path.glob("index.duckdb*"):
+                stale.unlink(missing_ok=True)
+            db = duckdb.connect(str(path))
+        db.execute(f"SET memory_limit='{int(memory_limit_mb)}MB'")
+        db.execute(f"SET threads={int(threads)}")
+        db.execute(f"SET temp_directory={literal(str(self.store.spill))}")
+        db.execute("SET preserve_insertion_order=true")
+        db.execute(f"CREATE TABLE IF NOT EXISTS {DONE} (part VARCHAR PRIMARY KEY, details JSON)")
+        return db
 
     # -- building ----------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -152,20 +175,41 @@ class Index:
         order = sorted(self.folder.configs.values(), key=lambda config: config.size)
         self.build_rejects()
         for config in order:
-            self.build(config)
+            if not self.stopping.is_set():
+                self.build(config)
+        for config in order:
+            if not self.stopping.is_set() and self.ready(config.name):
+                self.build_search(config.name)
+
+    def done(self, cur: duckdb.DuckDBPyConnection, part: str) -> Any:
+        """The details recorded when `part` was finished, or None if it was not."""
+        row = cur.execute(f"SELECT details FROM {DONE} WHERE part = ?", [part]).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def mark_done(self, cur: duckdb.DuckDBPyConnection, part: str, details: Any) -> None:
+        cur.execute(f"INSERT OR REPLACE INTO {DONE} VALUES (?, ?)", [part, json.dumps(details, default=str)])
 
     def build(self, config: ConfigFiles) -> None:
         state = self.states[config.name]
         state.state = "indexing"
         started = time.perf_counter()
+        table, part = table_name(config.name), f"table {config.name}"
         try:
-            if config.still_writing:
-                config = whole_lines_snapshot(config, self.workdir)
             with self.cursor() as cur:
-                cur.execute(import_sql(config))
-                state.columns = self.describe(cur, table_name(config.name))
-                state.rows = self.scalar(cur, f"SELECT count(*) FROM {table_name(config.name)}")
-                state.facets = self.compute_facets(cur, table_name(config.name), state.columns)
+                facets = self.done(cur, part)
+                if facets is None:
+                    if config.still_writing:
+                        config = whole_lines_snapshot(config, self.store.path)
+                    cur.execute(f"DROP TABLE IF EXISTS {table}")  # a build stopped half way
+                    cur.execute(import_sql(config))
+                    columns = self.describe(cur, table)
+                    facets = self.compute_facets(cur, table, columns)
+                    self.mark_done(cur, part, [[name, values] for name, values in facets.items()])
+                else:
+                    facets = {name: [(value, count) for value, count in values] for name, values in facets}
+                state.columns = self.describe(cur, table)
+                state.rows = self.scalar(cur, f"SELECT count(*) FROM {table}")
+                state.facets = facets
         except duckdb.Error as exc:
             state.error = first_line(str(exc))
             state.state = "failed"
@@ -177,21 +221,78 @@ class Index:
         state = self.states[REJECTS]
         state.state = "indexing"
         source = self.folder.rejects
+        table = table_name(REJECTS)
         try:
             with self.cursor() as cur:
-                if source is None or source.stat().st_size == 0:
-                    cur.execute(f"CREATE TABLE {table_name(REJECTS)} (raw JSON)")
-                else:
-                    cur.execute(
-                        f"CREATE TABLE {table_name(REJECTS)} AS SELECT json AS raw FROM "
-                        f"read_json_objects({literal(str(source))}, format='newline_delimited')"
-                    )
-                state.rows = self.scalar(cur, f"SELECT count(*) FROM {table_name(REJECTS)}")
+                if self.done(cur, "rejects") is None:
+                    cur.execute(f"DROP TABLE IF EXISTS {table}")
+                    if source is None or source.stat().st_size == 0:
+                        cur.execute(f"CREATE TABLE {table} (raw JSON)")
+                    else:
+                        cur.execute(
+                            f"CREATE TABLE {table} AS SELECT json AS raw FROM "
+                            f"read_json_objects({literal(str(source))}, format='newline_delimited')"
+                        )
+                    self.mark_done(cur, "rejects", True)
+                state.rows = self.scalar(cur, f"SELECT count(*) FROM {table}")
         except duckdb.Error as exc:
             state.error = first_line(str(exc))
             state.state = "failed"
             return
         state.state = "ready"
+
+    def build_search(self, config: str) -> None:
+        """The config's word index (gen/view/search.py) over its text and JSON fields, once per cache entry."""
+        path = self.store.path / f"search-{hashlib.md5(config.encode(), usedforsecurity=False).hexdigest()}.sqlite"
+        texts = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in self.columns(config) if c.searchable]
+        if not path.exists() and texts:
+            with self.cursor() as cur:
+                cur.execute(f"SELECT rowid, concat_ws(chr(10), {', '.join(texts)}) FROM {table_name(config)}")
+
+                def batches() -> Iterator[list[tuple[int, str]]]:
+                    while (batch := cur.fetchmany(search.BATCH)) and not self.stopping.is_set():
+                        yield batch
+
+                search.build(path, batches())
+                if self.stopping.is_set():
+                    path.unlink(missing_ok=True)  # cut short: not a whole index
+                    return
+        if path.exists():
+            self.searches[config] = search.Search(path)
+
+    def sort_index(self, config: str, column: str, desc: bool) -> str:
+        """The table of `config`'s rowids in the order of `column` (ties and missing values as the direct
+        query puts them), built the first time it is asked for and kept with the index."""
+        direction = "desc" if desc else "asc"
+        table = quoted(f"sort {config} {column} {direction}")
+        part = f"sort {config} {column} {direction}"
+        with self.lock:
+            guard = self.sort_locks.setdefault(part, threading.Lock())
+        with guard, self.cursor() as cur:
+            if self.done(cur, part) is None:
+                cur.execute(f"DROP TABLE IF EXISTS {table}")
+                cur.execute(
+                    f"CREATE TABLE {table} AS SELECT rowid AS r FROM {table_name(config)} "
+                    f"ORDER BY {order_by(column, desc)}"
+                )
+                self.mark_done(cur, part, True)
+        return table
+
+    def build_sort_index_soon(self, config: str, column: str, desc: bool) -> None:
+        """Start building a sort's index in the background (the next pages of that sort will need it)."""
+        if self.stopping.is_set():
+            return
+
+        def build() -> None:
+            with contextlib.suppress(duckdb.Error):  # interrupted by a stop; the next request builds it again
+                self.sort_index(config, column, desc)
+
+        threading.Thread(target=build, name="gen-view-sort", daemon=True).start()
+
+    def sort_index_ready(self, config: str, column: str, desc: bool) -> bool:
+        part = f"sort {config} {column} {'desc' if desc else 'asc'}"
+        with self.cursor() as cur:
+            return self.done(cur, part) is not None
 
     @staticmethod
     def describe(cur: duckdb.DuckDBPyConnection, table: str) -> list[Column]:
@@ -222,7 +323,9 @@ class Index:
     # -- reading -----------------------------------------------------------------------------------------
     def cursor(self) -> duckdb.DuckDBPyConnection:
         with self.lock:
-            return self.db.cursor()
+            cur = self.db.cursor()
+            self.open_cursors.add(cur)
+            return cur
 
     @staticmethod
     def scalar(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
@@ -252,26 +355,83 @@ class Index:
         if not self.ready(config):
             return self.file_page(config, query)
         table = table_name(config)
-        where, params = self.where(config, query)
-        start = (query.page - 1) * query.size
+        text_only = bool(query.text) and not (query.sort or query.filters) and config in self.searches
+        where, params = self.where(config, query, with_text=not text_only)
+        with self.cursor() as cur:
+            if query.plain:
+                total = self.states[config].rows or 0
+            elif text_only:
+                total = self.searches[config].count(query.text)
+            else:
+                total = int(self.scalar(cur, f"SELECT count(*) FROM {table}{where}", params))
+        start = first_row(query, total)
         if query.plain:
-            total = self.states[config].rows or 0
             rows = self.query(
                 f"SELECT rowid AS _row, * FROM {table} WHERE rowid >= ? AND rowid < ? ORDER BY rowid",
                 [start, start + query.size],
             )
-            return Page(rows, total, True)
-        with self.cursor() as cur:
-            total = int(self.scalar(cur, f"SELECT count(*) FROM {table}{where}", params))
-        order = ""
-        if query.sort:
-            order = f" ORDER BY {quoted(query.sort)} {'DESC' if query.desc else 'ASC'} NULLS LAST, rowid"
-        rows = self.query(
-            f"SELECT rowid AS _row, * FROM {table}{where}{order} LIMIT ? OFFSET ?", [*params, query.size, start]
-        )
+        elif text_only:
+            rows = self.rows_by_number(config, self.searches[config].numbers(query.text, start, query.size))
+        elif query.sort:
+            rows = self.sorted_page(config, query, where, params, start, total)
+        else:  # filtered, in file order: DuckDB streams the matches in insertion order, no sort, no heap
+            rows = self.query(
+                f"SELECT rowid AS _row, * FROM {table}{where} LIMIT ? OFFSET ?", [*params, query.size, start]
+            )
         return Page(rows, total, True)
 
-    def where(self, config: str, query: RecordsQuery) -> tuple[str, list[Any]]:
+    def sorted_page(
+        self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
+    ) -> list[dict[str, Any]]:
+        assert query.sort is not None
+        end = min(start + query.size, total)
+        near_an_end = start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS
+        if near_an_end and not self.sort_index_ready(config, query.sort, query.desc):
+            self.build_sort_index_soon(config, query.sort, query.desc)
+            return self.direct_sorted_page(config, query, where, params, start, total)
+        positions = self.sort_index(config, query.sort, query.desc)
+        if not where:
+            ranged = self.query(f"SELECT r FROM {positions} WHERE rowid >= ? AND rowid < ?", [start, end])
+            return self.rows_by_number(config, [row["r"] for row in ranged])
+        # filtered too: the matches' positions in the sort, a top-N over the nearer end (at most half of them)
+        from_end = start > total - end
+        offset = total - end if from_end else start
+        found = self.query(
+            f"SELECT s.rowid AS pos, s.r FROM {positions} s SEMI JOIN (SELECT rowid AS id FROM "
+            f"{table_name(config)}{where}) f ON s.r = f.id ORDER BY pos {'DESC' if from_end else 'ASC'} "
+            "LIMIT ? OFFSET ?",
+            [*params, end - start, offset],
+        )
+        numbers = [row["r"] for row in sorted(found, key=lambda row: row["pos"])]
+        return self.rows_by_number(config, numbers)
+
+    def direct_sorted_page(
+        self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
+    ) -> list[dict[str, Any]]:
+        """A page near the start or the end of a sort, as a small top-N (the far end in the reverse order)."""
+        assert query.sort is not None
+        end = min(start + query.size, total)
+        from_end = start >= DIRECT_SORT_ROWS
+        order = order_by(query.sort, query.desc, reverse=from_end)
+        rows = self.query(
+            f"SELECT rowid AS _row, * FROM {table_name(config)}{where} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, end - start, total - end if from_end else start],
+        )
+        return rows[::-1] if from_end else rows
+
+    def rows_by_number(self, config: str, numbers: list[int]) -> list[dict[str, Any]]:
+        """The records with these rowids, in the order given."""
+        if not numbers:
+            return []
+        found = self.query(
+            f"SELECT t.rowid AS _row, t.* FROM {table_name(config)} t SEMI JOIN "
+            "(SELECT unnest(?::BIGINT[]) AS id) n ON t.rowid = n.id",
+            [numbers],
+        )
+        by_number = {row["_row"]: row for row in found}
+        return [by_number[number] for number in numbers if number in by_number]
+
+    def where(self, config: str, query: RecordsQuery, with_text: bool = True) -> tuple[str, list[Any]]:
         columns = {column.name: column for column in self.columns(config)}
         clauses, params = [], []
         for name, raw in query.filters.items():
@@ -282,15 +442,48 @@ class Index:
                 clauses.append(f"{quoted(name)} IS NULL")
             else:
                 clauses.append(f"{quoted(name)} = ?")
-                params.append(filter_value(column, raw))
+                params.append(self.filter_value(column, raw))
         if query.sort is not None and (query.sort not in columns or not columns[query.sort].scalar):
             raise QueryError(f"{config} has no field {query.sort!r} to sort by")
         if query.text:
-            searched = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in columns.values() if c.searchable]
-            if searched:
-                clauses.append(f"contains(lower(concat_ws(chr(10), {', '.join(searched)})), ?)")
-                params.append(query.text.lower())
+            try:
+                search.match_expression(query.text)
+            except search.SearchError as exc:
+                raise QueryError(str(exc)) from None
+        if query.text and with_text:
+            clause, values = self.text_clause(config, columns, query.text)
+            clauses.append(clause)
+            params += values
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def text_clause(self, config: str, columns: dict[str, Column], text: str) -> tuple[str, list[Any]]:
+        """The search as a condition: the word index's matches, or (while it is built) a scan of the text."""
+        finder = self.searches.get(config)
+        if finder is not None:
+            total = finder.count(text)
+            if total > MAX_SEARCH_MATCHES_COMBINED:
+                raise QueryError(
+                    f"{total:,} records hold these words, too many to filter or sort them too; add a word to the search"
+                )
+            return "rowid IN (SELECT unnest(?::BIGINT[]))", [finder.numbers(text)]
+        searched = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in columns.values() if c.searchable]
+        if not searched:
+            return "false", []
+        return f"contains(lower(concat_ws(chr(10), {', '.join(searched)})), ?)", [text.lower()]
+
+    def filter_value(self, column: Column, raw: str) -> Any:
+        """`raw` as a value of the column's type, or a QueryError saying what the field holds."""
+        if column.type == "VARCHAR":
+            return raw
+        if column.type == "BOOLEAN":
+            if raw not in ("true", "false"):
+                raise QueryError(f"{column.name} is true or false, not {raw[:40]!r}")
+            return raw == "true"
+        with self.cursor() as cur:
+            value = self.scalar(cur, f"SELECT TRY_CAST(? AS {column.type})", [raw])
+        if value is None:
+            raise QueryError(f"{column.name} holds values of type {column.type.lower()}, not {raw[:40]!r}")
+        return value
 
     def file_page(self, config: str, query: RecordsQuery) -> Page:
         """A page read from the file itself, in file order (before the index is ready)."""
@@ -308,10 +501,35 @@ class Index:
         return Page(rows, files.records or 0, False)
 
     def close(self) -> None:
+        """Stop the builder (a DuckDB statement it runs is interrupted), then let the store remove what must
+        not outlive the viewer. Runs on Ctrl-C and on every other end of `gen view`."""
+        self.stopping.set()
         try:
+            for cur in list(self.open_cursors):  # each cursor is a connection of its own: interrupt each
+                with contextlib.suppress(duckdb.Error):
+                    cur.interrupt()
+            if self.thread.is_alive():
+                self.thread.join(timeout=30)
             self.db.close()
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.store.close()
+
+
+def first_row(query: RecordsQuery, total: int) -> int:
+    """The first row of the page asked for; a page past the last one is refused (a big number costs nothing)."""
+    pages = max(1, -(-total // query.size))
+    if query.page > pages:
+        raise QueryError(
+            f"these records fill {pages:,} page{'s' if pages > 1 else ''}; there is no page {query.page:,}"
+        )
+    return (query.page - 1) * query.size
+
+
+def order_by(column: str, desc: bool, reverse: bool = False) -> str:
+    """A sort by `column` with missing values last and ties in file order; `reverse` is that order backwards."""
+    if reverse:
+        return f"{quoted(column)} {'ASC' if desc else 'DESC'} NULLS FIRST, rowid DESC"
+    return f"{quoted(column)} {'DESC' if desc else 'ASC'} NULLS LAST, rowid"
 
 
 def whole_lines_snapshot(config: ConfigFiles, workdir: Path) -> ConfigFiles:
@@ -332,24 +550,6 @@ def whole_lines_snapshot(config: ConfigFiles, workdir: Path) -> ConfigFiles:
 def lines(path: Path) -> Iterator[bytes]:
     with path.open("rb") as handle:
         yield from handle
-
-
-def filter_value(column: Column, raw: str) -> Any:
-    if column.type in NUMBERS:
-        try:
-            return int(raw)
-        except ValueError:
-            raise QueryError(f"{column.name} holds whole numbers, not {raw!r}") from None
-    if column.type in ("DOUBLE", "FLOAT"):
-        try:
-            return float(raw)
-        except ValueError:
-            raise QueryError(f"{column.name} holds numbers, not {raw!r}") from None
-    if column.type == "BOOLEAN":
-        if raw not in ("true", "false"):
-            raise QueryError(f"{column.name} is true or false, not {raw!r}")
-        return raw == "true"
-    return raw
 
 
 def first_line(text: str) -> str:

@@ -8,9 +8,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
-from gen.view import charts, reject_groups
+from gen.view import charts, reject_groups, urls
 from gen.view.folder import RunFolder
 from gen.view.index import NONE_VALUE, REJECTS, Index, QueryError, RecordsQuery, table_name
 
@@ -84,10 +84,6 @@ def decoded(viewer: Viewer, config: str, row: dict[str, Any]) -> dict[str, Any]:
 def require_config(viewer: Viewer, config: str) -> None:
     if config not in viewer.folder.configs:
         raise NotFound(f"this run has no config {config!r}")
-
-
-def conversation_link(conversation_id: Any) -> str:
-    return "/conversations/" + quote(str(conversation_id), safe="/")
 
 
 # -- overview ------------------------------------------------------------------------------------------------
@@ -280,7 +276,7 @@ def query_link(config: str, query: RecordsQuery, **changes: Any) -> str:
     filters = changes.get("filters", query.filters)
     params.pop("filters", None)
     pairs = list(params.items()) + [(f"f.{name}", value) for name, value in filters.items()]
-    return f"/records/{quote(config)}" + (f"?{urlencode(pairs)}" if pairs else "")
+    return urls.records_url(config) + (f"?{urlencode(pairs)}" if pairs else "")
 
 
 def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str, Any]:
@@ -292,15 +288,17 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
     is_questions = config in question_configs(viewer)
     rows = []
     for row in page.rows:
-        link = f"/records/{quote(config)}/{row['_row']}"
-        if is_questions and row.get("question_id"):
-            link = f"/questions/{quote(config)}/{quote(str(row['question_id']))}"
+        link = urls.record_url(config, row["_row"] + 1)
+        if is_questions and row.get("question_id") is not None:
+            link = urls.question_url(config, row["question_id"])
         rows.append(
             {
                 "link": link,
                 "number": row["_row"] + 1,
                 "cells": [cell(row.get(name)) for name in columns],
-                "conversation": conversation_link(row["conversation_id"]) if row.get("conversation_id") else None,
+                "conversation": urls.conversation_url(row["conversation_id"])
+                if row.get("conversation_id") is not None
+                else None,
             }
         )
     pages = max(1, -(-page.total // query.size))

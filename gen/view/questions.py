@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 from typing import Any
-from urllib.parse import quote
 
-from gen.view import charts
+from gen.errors import shorten
+from gen.view import charts, urls
 from gen.view.index import quoted, table_name
 from gen.view.kinds import kind_page
 from gen.view.pages import (
@@ -24,28 +24,43 @@ from gen.view.pages import (
 
 
 # -- one record: a question with its responses ---------------------------------------------------------------
-def record_by_row(viewer: Viewer, config: str, row: int) -> dict[str, Any]:
+def record_by_number(viewer: Viewer, config: str, number_text: str) -> dict[str, Any]:
+    """The record a `/records/CONFIG/N` address names: N counts from 1 (urls.record_url makes these links)."""
     require_config(viewer, config)
     if not viewer.index.ready(config):
         return {"folder": viewer.folder, "config": config, "indexing": True}
-    found = viewer.index.query(f"SELECT rowid AS _row, * FROM {table_name(config)} WHERE rowid = ?", [row])
-    if not found:
-        raise NotFound(f"{config} has no record {row + 1}")
+    total = viewer.index.states[config].rows or 0
+    number = int(number_text) if number_text.isascii() and number_text.isdigit() else None
+    if number is None or not 1 <= number <= total:
+        span = f"records 1 to {total:,}" if total else "no records"
+        raise NotFound(f"{config} has {span}; there is no record {shorten(number_text, 40)!r}")
+    found = viewer.index.query(f"SELECT rowid AS _row, * FROM {table_name(config)} WHERE rowid = ?", [number - 1])
     return record_page(viewer, config, decoded(viewer, config, found[0]))
 
 
-def record_by_question(viewer: Viewer, config: str, question_id: str) -> dict[str, Any]:
+def record_by_question(viewer: Viewer, config: str, wanted: urls.IdInUrl) -> dict[str, Any]:
     require_config(viewer, config)
     if not viewer.index.ready(config):
         return {"folder": viewer.folder, "config": config, "indexing": True}
     if not has_columns(viewer, config, "question_id"):
         raise NotFound(f"{config} holds no questions")
-    found = viewer.index.query(
-        f"SELECT rowid AS _row, * FROM {table_name(config)} WHERE question_id = ? LIMIT 1", [question_id]
-    )
+    clause, value = id_clause("question_id", wanted)
+    found = viewer.index.query(f"SELECT rowid AS _row, * FROM {table_name(config)} WHERE {clause} LIMIT 1", [value])
     if not found:
-        raise NotFound(f"{config} has no question {question_id!r}")
+        raise NotFound(f"{config} has no question {shown_id(wanted)}")
     return record_page(viewer, config, decoded(viewer, config, found[0]))
+
+
+def id_clause(column: str, wanted: urls.IdInUrl) -> tuple[str, str]:
+    """SQL that finds the rows whose `column` is the id a URL names (by its text, or by the MD5 of it)."""
+    text = f"CAST({quoted(column)} AS VARCHAR)"
+    if wanted.md5 is not None:
+        return f"md5({text}) = ?", wanted.md5
+    return f"{text} = ?", wanted.text or ""
+
+
+def shown_id(wanted: urls.IdInUrl) -> str:
+    return f"with the id hash {wanted.md5}" if wanted.md5 is not None else repr(shorten(wanted.text or "", 200))
 
 
 def record_page(viewer: Viewer, config: str, record: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +112,7 @@ def variants(viewer: Viewer, config: str, record: dict[str, Any]) -> list[dict[s
                     "question_id": row["question_id"],
                     "text": cell(row["text"], None),
                     "current": name == config and row["question_id"] == record.get("question_id"),
-                    "link": f"/questions/{quote(name)}/{quote(str(row['question_id']))}",
+                    "link": urls.question_url(name, row["question_id"]),
                 }
             )
     return found
@@ -137,12 +152,16 @@ def shown_field(name: str, value: Any) -> dict[str, Any]:
 
 
 # -- a conversation ------------------------------------------------------------------------------------------
-def conversation(viewer: Viewer, conversation_id: str) -> dict[str, Any]:
+def conversation(viewer: Viewer, wanted: urls.IdInUrl) -> dict[str, Any]:
     if "log" not in viewer.folder.configs:
         raise NotFound("this run has no log, so no conversation to show")
-    context = conversation_context(viewer, conversation_id, set(), None)
-    if context["responses_total"] == 0 and not context["indexing"]:
-        raise NotFound(f"the log has no conversation {conversation_id!r}")
+    if not viewer.index.ready("log"):
+        return {"folder": viewer.folder, "conversation": conversation_context(viewer, "", set(), None)}
+    clause, value = id_clause("conversation_id", wanted)
+    found = viewer.index.query(f"SELECT conversation_id FROM {table_name('log')} WHERE {clause} LIMIT 1", [value])
+    if not found:
+        raise NotFound(f"the log has no conversation {shown_id(wanted)}")
+    context = conversation_context(viewer, found[0]["conversation_id"], set(), None)
     return {"folder": viewer.folder, "conversation": context}
 
 

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from gen.view import charts, reject_groups
 from gen.view.folder import RunFolder
-from gen.view.index import REJECTS, QueryError
+from gen.view.index import REJECTS, QueryError, RecordsQuery, first_row
 from gen.view.pages import KEYS, NotFound, Viewer, cell, short
 from gen.view.questions import shown_field
 
@@ -48,8 +48,9 @@ def rejects(viewer: Viewer, params: Mapping[str, str]) -> dict[str, Any]:
             continue
         limit = REJECTS_PAGE if chosen is not None else REJECTS_PER_GROUP
         pages = max(1, -(-group["n"] // limit))
-        shown = min(page, pages) if chosen is not None else 1
-        rows = reject_groups.members(index, group["kind"], limit, (shown - 1) * limit)
+        shown = page if chosen is not None else 1
+        offset = first_row(RecordsQuery(shown, limit), group["n"])  # a page past the last is refused
+        rows = reject_groups.members(index, group["kind"], limit, offset)
         context["groups"].append(
             {
                 "reason": group["kind"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -171,7 +172,8 @@ def test_a_filter_narrows_the_records_to_the_expected_rows(viewer, browser, run_
 def test_a_text_search_finds_the_records_holding_the_text(viewer, browser, run_folder):
     log = read_jsonl(run_folder / "log" / "test.jsonl")
     word = "marathon"
-    expected = sum(1 for row in log if any(word in str(v).lower() for v in row.values() if isinstance(v, str)))
+    whole_word = re.compile(rf"(?<![^\W_]){word}(?![^\W_])")  # letters and digits make words; all else splits
+    expected = sum(1 for row in log if any(whole_word.search(v.lower()) for v in row.values() if isinstance(v, str)))
     assert expected > 0
     open_page(browser, f"{viewer}/records/log?q={word.upper()}")
     assert int(browser.find_element("id", "match-count").get_attribute("data-count")) == expected

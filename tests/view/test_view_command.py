@@ -100,3 +100,63 @@ def test_an_export_folder_opens_with_its_parquet_records(run_folder, tmp_path):
         assert status == 200
         marked = re.findall(r'class="response relevant[^"]*" data-response-index="(\d+)"', page)
         assert sorted(map(int, marked)) == sorted(question["relevant_response_indices"])
+
+
+# -- the index: kept between starts, nothing left in TMPDIR ----------------------------------------------------
+def writing_copy(run_folder, tmp_path):
+    """A copy of the run as gen leaves a folder it is still writing (no run.json, gen's marker)."""
+    writing = tmp_path / ".quickstart.tmp-4242"
+    shutil.copytree(run_folder, writing)
+    for name in ("run.json", "README.md", "rejects.jsonl"):
+        (writing / name).unlink()
+    (writing / ".gen-files.json").write_text(json.dumps({"written_by": "gen", "files": None}))
+    return writing
+
+
+@needs_view
+def test_ctrl_c_leaves_nothing_in_tmpdir_and_keeps_a_finished_runs_index(run_folder, tmp_path):
+    tmpdir, cache = tmp_path / "tmp", tmp_path / "cache"
+    tmpdir.mkdir()
+    env = {"TMPDIR": str(tmpdir), "GEN_CACHE_DIR": str(cache)}
+    for folder in (run_folder, writing_copy(run_folder, tmp_path)):
+        with running_viewer(folder, env=env) as url:  # stopped with SIGINT, as Ctrl-C does
+            wait_indexed(url)
+            assert fetch(url + "/records/log?sort=text&desc=1&page=2")[0] == 200
+            assert fetch(url + "/records/log?q=marathon")[0] == 200
+        assert list(tmpdir.iterdir()) == [], folder
+    [entry] = (cache / "view").iterdir()  # the finished run's index, and only its
+    kept = sorted(path.name for path in entry.iterdir() if not path.name.startswith("."))
+    assert "index.duckdb" in kept and "stamp.json" in kept and "spill" not in kept
+    assert sum(name.startswith("search-") for name in kept) == len(
+        json.loads((run_folder / "run.json").read_text())["configs"]
+    )
+
+
+@needs_view
+def test_the_index_is_built_once_per_unchanged_run(run_folder, tmp_path, monkeypatch):
+    from gen.view import index as index_module
+    from gen.view.folder import open_folder
+
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
+    copy = tmp_path / "run"
+    shutil.copytree(run_folder, copy)
+    imported: list[str] = []
+    real_import = index_module.import_sql
+    monkeypatch.setattr(index_module, "import_sql", lambda config: imported.append(config.name) or real_import(config))
+
+    def start() -> dict[str, int | None]:
+        index = index_module.Index(open_folder(copy))
+        try:
+            index.start()
+            index.thread.join(timeout=120)
+            return {name: state.rows for name, state in index.states.items()}
+        finally:
+            index.close()
+
+    first = start()
+    assert sorted(imported) == sorted(json.loads((copy / "run.json").read_text())["configs"])
+    imported.clear()
+    assert start() == first and imported == []  # unchanged: read from the cache
+    log = copy / "log" / "test.jsonl"
+    log.write_bytes(log.read_bytes())  # the same bytes, written again: a new modification time
+    assert start() == first and sorted(imported) == sorted(first.keys() - {"(rejects)"})  # rebuilt

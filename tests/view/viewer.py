@@ -22,7 +22,7 @@ START_TIMEOUT_S = 60  # guards a hung start; measures nothing
 
 
 @contextmanager
-def running_viewer(folder: Path, *extra: str) -> Iterator[str]:
+def running_viewer(folder: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """`python -m gen view FOLDER --port 0` in its own process; yields the URL it prints, then stops it with
     Ctrl-C's signal and checks it went without a traceback."""
     process = subprocess.Popen(
@@ -31,7 +31,7 @@ def running_viewer(folder: Path, *extra: str) -> Iterator[str]:
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True).start()
