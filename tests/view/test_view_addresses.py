@@ -191,7 +191,7 @@ def bad_addresses(records: dict[str, list[dict]]) -> list[tuple[str, int]]:
         ("/records/log?f.is_padding=perhaps", 400),
         ("/records/log?f.nothing=1", 400),
         ("/records/log?q=%21%21%21", 400),
-        (f"/rejects?reason=anything&page={huge}", 200),  # no such reason: nothing to page through
+        (f"/rejects?reason=anything&page={huge}", 404),  # no reject has that reason
         ("/rejects?page=-5", 200),
         ("/records/nothing", 404),
         ("/questions/time_queries/no-such-question", 404),
