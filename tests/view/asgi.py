@@ -57,8 +57,9 @@ class Client:
 
 
 @contextmanager
-def viewer_client(folder: Path, **index_options) -> Iterator[Client]:
-    """The app over `folder`, its index built to the end before the first request."""
+def viewer_client(folder: Path, verdicts: Path | None = None, **index_options) -> Iterator[Client]:
+    """The app over `folder` (with `gen view --verdicts` when given), its index built to the end before the first
+    request."""
     from gen.view.app import make_app
     from gen.view.folder import open_folder
     from gen.view.index import Index
@@ -71,6 +72,11 @@ def viewer_client(folder: Path, **index_options) -> Iterator[Client]:
         deadline = time.monotonic() + INDEX_TIMEOUT_S
         for name in index.states:
             assert index.wait(name, max(0.0, deadline - time.monotonic())), index.states[name]
-        yield Client(make_app(Viewer(opened, index)))
+        viewer = Viewer(opened, index)
+        if verdicts is not None:
+            from gen.view.verdicts import read_verdicts
+
+            viewer.verdicts = read_verdicts(verdicts)
+        yield Client(make_app(viewer))
     finally:
         index.close()

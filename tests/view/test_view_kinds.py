@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import extra_marks, gen_subprocess, read_jsonl
 from tests.test_judge_teabag import RIGHT, WRONG
-from tests.view.inprocess import viewer_client
+from tests.view.asgi import viewer_client
 from tests.view.product_runs import LONG_WORD, REJECTED_LINE
 from tests.view.viewer import VIEW_MODULES
 
