@@ -53,7 +53,7 @@ EARLIER_RUN = {
 BASE_URL = "{BASE_URL}"  # replaced in a case's files and arguments by the fake server's address
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Case:
     """One fuzzed run: the files it lays out, the command line, and what is allowed to change.
 
@@ -76,6 +76,9 @@ class Case:
 
     def command_line(self) -> str:
         return "gen " + " ".join(shell_quote(arg) for arg in self.args)
+
+    def __repr__(self) -> str:  # what Hypothesis prints for a failing case: the files are too long to show
+        return f"Case({self.surface}: {self.what[:300]} | {self.command_line()[:200]})"
 
 
 def shell_quote(text: str) -> str:
