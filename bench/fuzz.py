@@ -110,9 +110,9 @@ def shrink(name: str, seed_value: int, target: str, seconds: float) -> Outcome |
 
     try:
         probe()
-    except Found:
+    except Exception:  # Found, or Hypothesis's flaky-failure group once the deadline stops the final replay
         pass
-    return smallest[-1] if smallest else None
+    return smallest[-1] if smallest else None  # shrinking tries only smaller cases: the last one is the smallest
 
 
 def slug(text: str) -> str:

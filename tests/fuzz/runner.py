@@ -80,6 +80,9 @@ class Case:
     def __repr__(self) -> str:  # what Hypothesis prints for a failing case: the files are too long to show
         return f"Case({self.surface}: {self.what[:300]} | {self.command_line()[:200]})"
 
+    def _repr_pretty_(self, printer, cycle) -> None:  # Hypothesis's pretty printer asks for this first
+        printer.text(repr(self))
+
 
 def shell_quote(text: str) -> str:
     return text if re.fullmatch(r"[\w./:=@%+,-]+", text) else "'" + text.replace("'", "'\\''") + "'"
