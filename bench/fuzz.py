@@ -16,6 +16,7 @@ shared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -108,10 +109,8 @@ def shrink(name: str, seed_value: int, target: str, seconds: float) -> Outcome |
             smallest.append(outcome)
             raise Found(target)
 
-    try:
+    with contextlib.suppress(Exception):  # Found, or Hypothesis's flaky-failure group once the deadline passed
         probe()
-    except Exception:  # Found, or Hypothesis's flaky-failure group once the deadline stops the final replay
-        pass
     return smallest[-1] if smallest else None  # shrinking tries only smaller cases: the last one is the smallest
 
 

@@ -279,7 +279,9 @@ def run_process(case: Case, work: Path, base_url: str) -> Outcome:
     out_path.unlink()
     err_path.unlink()
     code = os.waitstatus_to_exitcode(status)
-    outcome = Outcome(case, 128 - code if code < 0 else code, stdout, stderr, seconds, usage.ru_maxrss / 1024, timed_out)
+    outcome = Outcome(
+        case, 128 - code if code < 0 else code, stdout, stderr, seconds, usage.ru_maxrss / 1024, timed_out
+    )
     if timed_out:
         outcome.violations.append(Violation("hang", f"still running after {case.timeout_s:g}s", "timeout"))
     if left_behind(process.pid):
@@ -357,11 +359,14 @@ def check_output(outcome: Outcome) -> list[Violation]:
 def check_message(outcome: Outcome) -> list[Violation]:
     message = closing_message(outcome.stderr)
     if not message.startswith(MESSAGE_STARTS):
-        return [Violation("message", f"the last line is {message[:200]!r}", message_shape(message) or "no message")]
+        # one class whatever the last line happens to be (a progress line, nothing): the message is missing
+        return [Violation("message", f"the last line is {message[:200]!r}", "no closing message")]
     if outcome.exit_code in SIGNAL_EXITS or message.startswith("Error:"):
         return []  # a signal's message names no input; click's usage error names the option under its usage line
     if outcome.case.names and not any(name in message for name in outcome.case.names):
-        return [Violation("names", f"{message[:200]!r} names none of {list(outcome.case.names)}", message_shape(message))]
+        return [
+            Violation("names", f"{message[:200]!r} names none of {list(outcome.case.names)}", message_shape(message))
+        ]
     return []
 
 
@@ -454,8 +459,8 @@ def unfinished(path: str, outputs: tuple[str, ...], after: dict[str, str]) -> bo
     (`.<name>.tmp-<pid>`, `.<name>.old-<pid>`, gen/folders.py) or a new file. A new visible folder is complete
     (gen renames a folder into place only once it is written); the cache and a kept `.<name>.stopped` folder
     are left on purpose."""
-    if not under(path, outputs) or under(path, ("cache",)) or kept_stop(path):
-        return False
+    if not under(path, outputs) or under(path, ("cache",)) or kept_stop(path) or "llm.sqlite" in path:
+        return False  # the LLM cache (in `cache`, or where --cache-dir put it) keeps what was asked, on purpose
     top = next((root for root in outputs if under(path, (root,))), "")
     if path != top and "/" in path[len(top) + 1 :]:
         return False  # judged by its top entry in the output folder

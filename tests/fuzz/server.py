@@ -52,7 +52,11 @@ class ReplySpec:
 def completion(request, spec: ReplySpec) -> bytes:
     """A chat completion carrying the spec's content, finish reason and usage exactly as given."""
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, **dict(spec.usage)}
-    choice = {"index": 0, "message": {"role": "assistant", "content": spec.content}, "finish_reason": spec.finish_reason}
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": spec.content},
+        "finish_reason": spec.finish_reason,
+    }
     body = {"id": f"chatcmpl-fuzz-{request.index}", "object": "chat.completion", "created": 1700000000}
     return json.dumps({**body, "model": request.model, "choices": [choice], "usage": usage}).encode()
 

@@ -180,7 +180,9 @@ BODIES = st.sampled_from(
         b"<html><body>502 Bad Gateway</body></html>",
     ]
 )
-STATUSES = st.sampled_from([200, 200, 200, 201, 204, 301, 302, 307, 400, 401, 403, 404, 408, 413, 422, 429, 500, 502, 503])
+STATUSES = st.sampled_from(
+    [200, 200, 200, 201, 204, 301, 302, 307, 400, 401, 403, 404, 408, 413, 422, 429, 500, 502, 503]
+)
 
 
 @st.composite
@@ -257,10 +259,9 @@ def result_cases(draw) -> Case:
         lines = "".join(f"{q} Q0 {d} 1 {s} mine\n" for q, docs in valid.items() for d, s in docs.items())
         edits = draw(byte_edits(lines.encode()))
         content, what = edited(lines.encode(), edits), f"TREC run, bytes edited: {describe_changes(edits)}"
-        if draw(st.booleans()):
-            content += f"{draw(st.sampled_from(ODD_STRINGS[:12]))} Q0 {draw(st.sampled_from(ODD_STRINGS[:12]))} 1 x y\n".encode(
-                "utf-8", "surrogatepass"
-            )
+        if draw(st.booleans()):  # a line with an odd query or document id and a score that is no number
+            query, document = draw(st.sampled_from(ODD_STRINGS[:12])), draw(st.sampled_from(ODD_STRINGS[:12]))
+            content += f"{query} Q0 {document} 1 x y\n".encode("utf-8", "surrogatepass")
     else:
         content, what = draw(changed_file(valid, as_lines=format_name == "longmemeval"))
     files["results.json"] = content
@@ -429,8 +430,10 @@ def cli_cases(draw) -> Case:
     files = {**BASES["quickstart"].files(), **datasets.dataset_files()}
     files["mine.jsonl"] = jsonl_bytes(datasets.valid_predictions()[:3])
     files["results.json"] = to_json(datasets.valid_results("beir"))
-    given = tuple(arg for arg in args[1:] if len(arg.strip()) > 2)  # every argument, option and value given
-    names = (*given, *words[1:], "cache")
+    # every argument, option and value given (a value of one or two characters would match any message; a
+    # positional argument is kept whatever it is: it is what a message about a missing file must show)
+    given = tuple(arg for arg in args[1:] if len(arg.strip()) > 2)
+    names = (*given, *args[1 : len(words)], *words[1:], "cache")
     return Case("cli", tuple(args), files, outputs=tuple(outputs), names=names, what=", ".join(what) or "valid")
 
 

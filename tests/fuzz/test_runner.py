@@ -25,7 +25,7 @@ def test_each_broken_promise_of_the_output_is_caught():
     assert kinds(check_output(outcome(2, "error: the products are not a list\n"))) == ["names"]
     assert kinds(check_output(outcome(2, "wrote out/x\n"))) == ["message"]
     assert kinds(check_output(outcome(0, "done\n", rss=4000))) == ["memory"]
-    traceback = 'Traceback (most recent call last):\n  File "/x/gen/sources/cc.py", line 3, in parse\nKeyError: \'a\'\n'
+    traceback = "Traceback (most recent call last):\n  File \"/x/gen/sources/cc.py\", line 3, in parse\nKeyError: 'a'\n"
     assert kinds(check_output(outcome(1, traceback))) == ["traceback"]
 
 

@@ -1,0 +1,156 @@
+"""Every failure class the fuzzer found, as a fixed case: the smallest input bench/fuzz.py shrank it to, run
+through the same runner and checked for the same promises. Each test names the class it guards against
+(surface | broken promise | exit code | exception and innermost frame in gen)."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from tests.fuzz import bases, datasets
+from tests.fuzz.bases import BASES, LLM, jsonl
+from tests.fuzz.runner import Case, assert_promises_kept, execute, execute_in_process
+from tests.fuzz.server import ReplySpec
+
+pytestmark = pytest.mark.fuzz
+
+RUN = ("run", "recipe.yaml", "--output-dir", "out")
+
+
+def source_case(format_name: str, source: bytes, what: str) -> Case:
+    base = BASES[format_name]
+    return Case("sources", RUN, base.files(source=source), names=(base.source_path.split("/")[-1],), what=what)
+
+
+# -- source files (in this process: cheap) ---------------------------------------------------------------------
+def test_msc_dialog_that_is_not_a_list():
+    """sources | traceback | TypeError at gen/sources/msc.py:parse_sessions."""
+    records = json.loads(json.dumps(bases.MSC_RECORDS))
+    records[1]["previous_dialogs"][0]["dialog"] = True
+    assert_promises_kept(execute_in_process(source_case("msc", jsonl(records), "previous_dialogs.0.dialog = true")))
+
+
+def test_locomo_turn_id_that_is_a_list():
+    """sources | traceback | TypeError at gen/sources/locomo.py:refuse_repeated_turn_ids."""
+    sample = json.loads(json.dumps(bases.SMALL_LOCOMO))
+    sample["conversation"]["session_1"][2]["dia_id"] = []
+    case = source_case("locomo", json.dumps([sample]).encode(), "session_1[2].dia_id = []")
+    assert_promises_kept(execute_in_process(case))
+
+
+def test_msc_text_with_a_lone_surrogate():
+    """sources | traceback | TypeError at gen/jsonl.py:encode_lines (the run cannot write the text it read)."""
+    text = bases.BASES["msc"].source.replace(b"How is the cat?", b"How is the \\ud800 cat?")
+    assert_promises_kept(execute_in_process(source_case("msc", text, "a turn's text holds \\ud800")))
+
+
+# -- results and predictions -----------------------------------------------------------------------------------
+def beir_case(content: bytes, what: str) -> Case:
+    return Case(
+        "results",
+        ("import-predictions", "results.json", "--format", "beir", "--output", "out/preds.jsonl"),
+        {"results.json": content},
+        names=("results.json",),
+        what=what,
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (b"\xc3( Q0 0 1 1.0 mine\n", "results | traceback | UnicodeDecodeError at results.py:beir"),
+        (b"q1 Q0 0 1 x mine\n", "results | traceback | ValueError at results.py:beir (a score that is no number)"),
+        (b'{"q1": {"0": []}}', "results | traceback | TypeError at results.py:beir (a score that is a list)"),
+        (b'{"q1": 5}', "results | traceback | TypeError at results.py:beir (a query's documents not a mapping)"),
+    ],
+)
+def test_beir_results(content, what):
+    assert_promises_kept(execute(beir_case(content, what)))
+
+
+def test_longmemeval_results_with_a_lone_surrogate():
+    """results | traceback | TypeError at gen/jsonl.py:encode_lines."""
+    line = {"question_id": "\ud800", "retrieval_results": {"ranked_items": [{"corpus_id": "locomo-sample-1_s1"}]}}
+    files = {**datasets.dataset_files(), "results.json": json.dumps(line).encode() + b"\n"}
+    args = ("import-predictions", "results.json", "--format", "longmemeval", "--export", "exp-longmemeval")
+    case = Case("results", (*args, "--output", "out/preds.jsonl"), files, names=("results.json",), what="\\ud800 id")
+    assert_promises_kept(execute(case))
+
+
+def test_predictions_that_are_not_utf8():
+    """predictions | traceback | UnicodeDecodeError at gen/eval/dataset.py:numbered_jsonl."""
+    files = {**datasets.dataset_files(), "mine.jsonl": b"\xc3(" + json.dumps(datasets.valid_predictions()[0]).encode()}
+    case = Case("predictions", ("eval", "ds", "--predictions", "mine.jsonl"), files, names=("mine.jsonl",))
+    assert_promises_kept(execute(case))
+
+
+# -- templates -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (b"\xff\xfe{{ time }}", "templates | traceback | UnicodeDecodeError at gen/templating.py:loaded"),
+        (b"{{ '%s' | format(10**5000) }}", "templates | traceback | ValueError at gen/templating.py:loaded"),
+        # jinja folds constant expressions while compiling, outside the render limits: the string is built then
+        # (10**10 bytes fails at once under the address-space limit; 10**9 grows to ~3 GB first)
+        (b"{{ 'a' * 10**10 }}", "templates | memory, traceback | UnboundLocalError at gen/templating.py:render"),
+    ],
+)
+def test_recipe_templates(content, what):
+    base = BASES["quickstart"]
+    files = {**base.files(recipe={**base.recipe, "templates_dir": "tpl"}), "tpl/time_queries/frames.j2": content}
+    case = Case("templates", RUN, files, names=("frames.j2",), what=what)
+    assert_promises_kept(execute(case))
+
+
+# -- LLM replies -----------------------------------------------------------------------------------------------
+def test_a_reply_with_a_lone_surrogate():
+    """replies | names | exit 2: the run stops with "internal error: UnicodeEncodeError", then blames the
+    cache ("expected free disk space and a writable cache folder") rather than the reply."""
+    case = Case(
+        "replies",
+        RUN,
+        LLM.files(recipe=bases.llm_recipe(per_conversation=1)),
+        names=("base_url", "endpoint", "main", "reply"),
+        replies=(ReplySpec(content='{"question": "\ud800 what?"}'),),
+        what="a reply whose question holds \\ud800",
+        timeout_s=90,
+    )
+    assert_promises_kept(execute(case))
+
+
+# -- signals ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_run_ended_by_sigterm_or_sighup_says_so(signum):
+    """signals | message | exit 143, 129: the run dies without a message."""
+    case = Case("signals", RUN, BASES["quickstart"].files(), signal_at=(int(signum), 0.3), what=f"{signum!r} at 0.3 s")
+    assert_promises_kept(execute(case))
+
+
+def test_ctrl_c_while_llm_calls_are_on_their_way():
+    """signals | traceback | exit 130 | RuntimeError (event loop is closed) at gen/llm/progress.py:showing."""
+    case = Case(
+        "signals",
+        RUN,
+        LLM.files(recipe=bases.llm_recipe(per_conversation=3)),
+        signal_at=(int(signal.SIGINT), 1.25),
+        replies=(ReplySpec(good=True, delay=1.0),),
+        what="SIGINT at 1.25 s, while replies take 1 s each",
+        timeout_s=90,
+    )
+    assert_promises_kept(execute(case))
+
+
+def test_a_run_ended_by_sigterm_during_llm_calls_leaves_no_staging_folder():
+    """signals | partial | exit 143: `.tcq.tmp-<pid>` is left in the output folder."""
+    case = Case(
+        "signals",
+        RUN,
+        LLM.files(recipe=bases.llm_recipe(per_conversation=3)),
+        signal_at=(int(signal.SIGTERM), 1.5),
+        replies=(ReplySpec(good=True, delay=1.0),),
+        what="SIGTERM at 1.5 s, while replies take 1 s each",
+        timeout_s=90,
+    )
+    assert_promises_kept(execute(case))
