@@ -336,7 +336,7 @@ def left_behind(group: int) -> bool:
 TRACEBACK = "Traceback (most recent call last)"  # both in Python's and in rich's drawing of one
 # a frame in gen's code, as Python prints it or as rich (typer's pretty tracebacks) draws it
 FRAME = re.compile(r'File "[^"]*/(gen/[^"]+\.py)", line \d+, in (\S+)|/(gen/[\w/]+\.py):\d+ in (\S+)')
-EXCEPTION_LINE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Interrupt|Exit|Warning)?): ?(.*)$")
+EXCEPTION_LINE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Interrupt|Exit|Warning))(?:: ?(.*))?$")
 
 
 def check_output(outcome: Outcome) -> list[Violation]:
@@ -363,11 +363,19 @@ def check_message(outcome: Outcome) -> list[Violation]:
         return [Violation("message", f"the last line is {message[:200]!r}", "no closing message")]
     if outcome.exit_code in SIGNAL_EXITS or message.startswith("Error:"):
         return []  # a signal's message names no input; click's usage error names the option under its usage line
-    if outcome.case.names and not any(name in message for name in outcome.case.names):
+    if outcome.case.names and not any(names_it(message, name) for name in outcome.case.names):
         return [
             Violation("names", f"{message[:200]!r} names none of {list(outcome.case.names)}", message_shape(message))
         ]
     return []
+
+
+def names_it(message: str, name: str) -> bool:
+    """Whether `name` stands in the message as a whole token (so "1" is named by "error: 1: no such file" but
+    not by "line 12"); a name of blanks alone never counts: printed bare, nobody can see it."""
+    if not name.strip():
+        return False
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message) is not None
 
 
 def closing_message(stderr: str) -> str:

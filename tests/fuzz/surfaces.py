@@ -430,10 +430,9 @@ def cli_cases(draw) -> Case:
     files = {**BASES["quickstart"].files(), **datasets.dataset_files()}
     files["mine.jsonl"] = jsonl_bytes(datasets.valid_predictions()[:3])
     files["results.json"] = to_json(datasets.valid_results("beir"))
-    # every argument, option and value given (a value of one or two characters would match any message; a
-    # positional argument is kept whatever it is: it is what a message about a missing file must show)
-    given = tuple(arg for arg in args[1:] if len(arg.strip()) > 2)
-    names = (*given, *args[1 : len(words)], *words[1:], "cache")
+    names = (*args[1:], "cache")  # every argument, option and value given; the default cache
+    if name == "run" and "--output-dir" not in args:
+        outputs.append("outputs")  # a run's default output folder, ./outputs
     return Case("cli", tuple(args), files, outputs=tuple(outputs), names=names, what=", ".join(what) or "valid")
 
 

@@ -46,6 +46,17 @@ def test_msc_text_with_a_lone_surrogate():
     assert_promises_kept(execute_in_process(source_case("msc", text, "a turn's text holds \\ud800")))
 
 
+# -- recipes ---------------------------------------------------------------------------------------------------
+def test_a_source_path_naming_an_endless_device():
+    """recipes | memory, traceback | MemoryError in pathlib read_text (gen/sources/_io.py:read_text): the
+    whole of /dev/urandom is read, until the address-space limit (without one: the machine's memory)."""
+    base = BASES["chat_logs"]
+    recipe = json.loads(json.dumps(base.recipe))
+    recipe["sources"][0]["path"] = "/dev/urandom"
+    case = Case("recipes", RUN, base.files(recipe=recipe), names=("urandom",), what="path: /dev/urandom", timeout_s=20)
+    assert_promises_kept(execute(case))
+
+
 # -- results and predictions -----------------------------------------------------------------------------------
 def beir_case(content: bytes, what: str) -> Case:
     return Case(
@@ -79,6 +90,14 @@ def test_longmemeval_results_with_a_lone_surrogate():
     assert_promises_kept(execute(case))
 
 
+def test_longmemeval_results_that_are_not_utf8():
+    """results | traceback | UnicodeDecodeError at gen/export/harness/results.py:json_lines."""
+    files = {**datasets.dataset_files(), "results.json": b"\xc3(\n"}
+    args = ("import-predictions", "results.json", "--format", "longmemeval", "--export", "exp-longmemeval")
+    case = Case("results", (*args, "--output", "out/preds.jsonl"), files, names=("results.json",), what="not UTF-8")
+    assert_promises_kept(execute(case))
+
+
 def test_predictions_that_are_not_utf8():
     """predictions | traceback | UnicodeDecodeError at gen/eval/dataset.py:numbered_jsonl."""
     files = {**datasets.dataset_files(), "mine.jsonl": b"\xc3(" + json.dumps(datasets.valid_predictions()[0]).encode()}
@@ -98,10 +117,23 @@ def test_predictions_that_are_not_utf8():
     ],
 )
 def test_recipe_templates(content, what):
+    """Each case is one class (surface | promise | exception at its innermost frame in gen), named in `what`."""
     base = BASES["quickstart"]
     files = {**base.files(recipe={**base.recipe, "templates_dir": "tpl"}), "tpl/time_queries/frames.j2": content}
     case = Case("templates", RUN, files, names=("frames.j2",), what=what)
     assert_promises_kept(execute(case))
+
+
+def test_a_frames_template_two_megabytes_long():
+    """templates | memory | exit 2: 200,000 `{{ time }}` on one line take ~20 s and ~1.8 GB to compile before the
+    frame is refused, and the refusal quotes the whole 2 MB line."""
+    base = BASES["quickstart"]
+    files = {**base.files(recipe={**base.recipe, "templates_dir": "tpl"})}
+    files["tpl/time_queries/frames.j2"] = b"{{ time }}" * 200_000
+    case = Case("templates", RUN, files, names=("frames.j2",), what="a frame of 200,000 {{ time }}", timeout_s=40)
+    outcome = execute(case)
+    assert_promises_kept(outcome)
+    assert len(outcome.stderr) < 10_000  # one readable message, not the template again
 
 
 # -- LLM replies -----------------------------------------------------------------------------------------------
