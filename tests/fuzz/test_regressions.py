@@ -32,6 +32,13 @@ def test_msc_dialog_that_is_not_a_list():
     assert_promises_kept(execute_in_process(source_case("msc", jsonl(records), "previous_dialogs.0.dialog = true")))
 
 
+def test_msc_persona_that_is_a_number():
+    """sources | traceback | TypeError at gen/sources/msc.py:personas_of."""
+    records = json.loads(json.dumps(bases.MSC_RECORDS))
+    records[0]["personas"][1] = 8.1e274
+    assert_promises_kept(execute_in_process(source_case("msc", jsonl(records), "personas.1 = 8.1e274")))
+
+
 def test_locomo_turn_id_that_is_a_list():
     """sources | traceback | TypeError at gen/sources/locomo.py:refuse_repeated_turn_ids."""
     sample = json.loads(json.dumps(bases.SMALL_LOCOMO))
@@ -47,13 +54,29 @@ def test_msc_text_with_a_lone_surrogate():
 
 
 # -- recipes ---------------------------------------------------------------------------------------------------
-def test_a_source_path_naming_an_endless_device():
-    """recipes | memory, traceback | MemoryError in pathlib read_text (gen/sources/_io.py:read_text): the
-    whole of /dev/urandom is read, until the address-space limit (without one: the machine's memory)."""
-    base = BASES["chat_logs"]
+@pytest.mark.parametrize(
+    ("format_name", "device", "what"),
+    [
+        ("chat_logs", "/dev/urandom", "recipes | memory, traceback | MemoryError in gen/sources/_io.py:read_text"),
+        ("locomo", "/dev/zero", "recipes | memory, traceback | MemoryError at gen/sources/_io.py:_first_line_is_json"),
+    ],
+)
+def test_a_source_path_naming_an_endless_device(format_name, device, what):
+    """The whole device is read, until the address-space limit (without one: the machine's memory)."""
+    base = BASES[format_name]
     recipe = json.loads(json.dumps(base.recipe))
-    recipe["sources"][0]["path"] = "/dev/urandom"
-    case = Case("recipes", RUN, base.files(recipe=recipe), names=("urandom",), what="path: /dev/urandom", timeout_s=20)
+    recipe["sources"][0]["path"] = device
+    case = Case("recipes", RUN, base.files(recipe=recipe), names=(device,), what=what, timeout_s=20)
+    assert_promises_kept(execute(case))
+
+
+def test_a_source_path_that_is_a_symbolic_link_loop():
+    """recipes | traceback | RuntimeError (symlink loop) at gen/recipe.py:resolve."""
+    base = BASES["cc"]
+    recipe = json.loads(json.dumps(base.recipe))
+    recipe["sources"][0]["path"] = "data/loop"
+    files = base.files(recipe=recipe)
+    case = Case("recipes", RUN, files, links=(("data/loop", "loop"),), names=("loop",), what="path: a link to itself")
     assert_promises_kept(execute(case))
 
 
