@@ -47,6 +47,15 @@ def test_locomo_turn_id_that_is_a_list():
     assert_promises_kept(execute_in_process(case))
 
 
+def test_a_long_speaker_name_is_refused_at_once():
+    """sources | hang: a message quoting a long word takes time quadratic in its length (gen/errors.py's
+    redact_urls: its URL pattern retries from every letter); a 100,000-letter speaker takes ~40 s today."""
+    sample = json.loads(json.dumps(bases.SMALL_LOCOMO))
+    sample["conversation"]["session_1"][0]["speaker"] = "x" * 100_000
+    case = source_case("locomo", json.dumps([sample]).encode(), "session_1[0].speaker = 'x' * 100,000")
+    assert_promises_kept(execute(Case(**{**vars(case), "args": ("validate", "recipe.yaml"), "timeout_s": 10})))
+
+
 def test_msc_text_with_a_lone_surrogate():
     """sources | traceback | TypeError at gen/jsonl.py:encode_lines (the run cannot write the text it read)."""
     text = bases.BASES["msc"].source.replace(b"How is the cat?", b"How is the \\ud800 cat?")
