@@ -1,0 +1,83 @@
+"""The fixed-seed fuzz budget that `pytest -q` (and so CI) runs: a few examples per surface, the same ones every
+time (derandomized), each checked for every promise in tests/fuzz/runner.py. bench/fuzz.py runs the same
+strategies for as long as it is given, with fresh seeds.
+
+No shrinking: a case is already a valid input with one to three changes, and shrinking would re-run gen
+dozens of times; Hypothesis reports the first failing case as it was drawn."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from tests.fuzz.runner import assert_promises_kept, execute, execute_in_process
+from tests.fuzz.surfaces import SURFACES
+
+pytestmark = pytest.mark.fuzz
+
+
+def budget(examples: int) -> settings:
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=(Phase.explicit, Phase.generate),
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+
+
+@budget(60)
+@given(SURFACES["sources"])
+def test_source_readers_end_in_success_or_one_message(case):
+    """In this process (cheap): any source file, mutated, is read or refused with one message naming it."""
+    assert_promises_kept(execute_in_process(case))
+
+
+@budget(6)
+@given(SURFACES["sources"])
+def test_source_files_through_a_real_run(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(12)
+@given(SURFACES["recipes"])
+def test_recipes(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(8)
+@given(SURFACES["replies"])
+def test_llm_replies(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(6)
+@given(SURFACES["predictions"])
+def test_predictions_for_eval(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(8)
+@given(SURFACES["results"])
+def test_results_for_import_predictions(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(10)
+@given(SURFACES["templates"])
+def test_templates(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(12)
+@given(SURFACES["cli"])
+def test_command_line_values(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(6)
+@given(SURFACES["signals"])
+def test_signals_at_random_instants(case):
+    assert_promises_kept(execute(case))
