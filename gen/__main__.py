@@ -1,3 +1,3 @@
-from gen.cli import main
+from gen.cli import entry
 
-main()
+entry()

@@ -309,12 +309,18 @@ app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/teabag
 app.command()(view)  # `gen view`, the local web viewer in gen/view/ (the view extra)
 
 
-def main() -> None:
+def main(process: bool = False) -> None:
     """Run the command line; every way out of it ends here with one message and an exit code. SIGTERM and SIGHUP
     stop a command as Ctrl-C does (gen/stopping.py); a defect prints one line and leaves its traceback in a
-    file (gen/crash.py)."""
-    with stopping.installed():  # first: a stop from now on takes the path Ctrl-C takes
+    file (gen/crash.py). `process`: this process ends with the command (the `gen` program), so the signal
+    handlers before are not put back (a program that calls main() gets them back)."""
+    with stopping.installed(restore=not process):  # first: a stop from now on takes the path Ctrl-C takes
         run_command()
+
+
+def entry() -> None:
+    """The `gen` program (and `python -m gen`)."""
+    main(process=True)
 
 
 def run_command() -> NoReturn:

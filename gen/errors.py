@@ -39,6 +39,12 @@ def shorten(text: str, limit: int = MAX_PART_CHARS) -> str:
     return f"{head}… ({len(text):,} characters) …{tail}"
 
 
+def visible(place: str) -> str:
+    """A place as it reads: quoted, with escapes, when it begins or ends with white space or holds a character
+    that does not print (a control or a bidi mark could hide or reorder what the message says)."""
+    return place if place.isprintable() and place == place.strip() else repr(place)
+
+
 @dataclass
 class GenError(Exception):
     """A user-facing error (bad input, bad recipe, refused key...). The CLI prints it without a traceback.
@@ -62,7 +68,9 @@ class GenError(Exception):
 
     def __str__(self) -> str:
         parts = [
-            shorten(redact_urls(str(part))) for part in (self.file, self.record, self.field) if part not in (None, "")
+            shorten(redact_urls(visible(str(part))))
+            for part in (self.file, self.record, self.field)
+            if part is not None
         ]
         message = LONG_WORD.sub(lambda word: shorten(word.group()), redact_urls(self.message))
         text = ": ".join([*parts, shorten(message, MAX_MESSAGE_CHARS)])

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
+from gen import stopping
 from gen.errors import GenError
 
 log = logging.getLogger(__name__)
@@ -219,6 +220,7 @@ class NewFolder:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> Literal[False]:
         if kind is None:
+            stopping.finishing()  # the folder is the command's result: once it goes in place, it is done
             try:
                 self.replace(self.final)
             except OSError as exc:

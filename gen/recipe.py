@@ -322,15 +322,18 @@ def resolve_paths(recipe: Recipe, base: Path, source_dir: Path | None = None) ->
     (as a run folder's recipe.yaml names them) is looked for in `source_dir` first, then there, then among the
     files gen ships (the bundled sample); a source with a sha256 must match it."""
 
-    def resolve(p: Path | None) -> Path | None:
+    def resolve(p: Path | None, field: str) -> Path | None:
         if p is None or p.is_absolute():
             return p
         bare = len(p.parts) == 1
         places = [*([source_dir / p] if source_dir and bare else []), base / p, *([BUNDLED / p] if bare else [])]
-        return next((place.resolve() for place in places if place.exists()), (base / p).resolve())
+        try:
+            return next((place.resolve() for place in places if place.exists()), (base / p).resolve())
+        except (RuntimeError, OSError) as exc:  # a loop of symbolic links (RuntimeError before Python 3.13)
+            raise GenError(f"this path cannot be followed: {exc}", file=recipe.file, field=field) from None
 
     for index, source in enumerate(recipe.sources):
-        source.path = resolve(source.path)
+        source.path = resolve(source.path, f"sources[{index}].path")
         if source.path is not None and not source.path.exists():
             raise GenError(
                 f"file not found: {source.path}",
@@ -347,10 +350,10 @@ def resolve_paths(recipe: Recipe, base: Path, source_dir: Path | None = None) ->
                 expected=f"the file with sha256 {source.sha256}",
             )
     padding = recipe.timeline.padding
-    padding.path = resolve(padding.path)
+    padding.path = resolve(padding.path, "timeline.padding.path")
     if padding.path is not None and not padding.path.exists():
         raise GenError(f"file not found: {padding.path}", file=recipe.file, field="timeline.padding.path")
-    recipe.templates_dir = resolve(recipe.templates_dir)
+    recipe.templates_dir = resolve(recipe.templates_dir, "templates_dir")
     if recipe.templates_dir is not None and not recipe.templates_dir.is_dir():
         missing = "not a folder" if recipe.templates_dir.exists() else "folder not found"
         raise GenError(
@@ -359,4 +362,4 @@ def resolve_paths(recipe: Recipe, base: Path, source_dir: Path | None = None) ->
             field="templates_dir",
             expected="a folder of templates that shadow gen's own, relative to the recipe's folder or absolute",
         )
-    recipe.output_dir = resolve(recipe.output_dir)
+    recipe.output_dir = resolve(recipe.output_dir, "output_dir")

@@ -32,6 +32,7 @@ from typing import TypeVar
 __all__ = [
     "Interrupted",
     "exit_code",
+    "finishing",
     "held",
     "ignored",
     "installed",
@@ -39,6 +40,7 @@ __all__ = [
     "patiently",
     "reason",
     "received",
+    "resumed",
     "signal_of",
 ]
 
@@ -49,6 +51,7 @@ STOP_SIGNALS = tuple(NAMES)
 POLL_S = 0.2  # seconds: the longest a wait of the main thread goes without looking for a stop signal
 T = TypeVar("T")
 _forks_watched: list[bool] = []  # whether `_forked` runs in every forked child yet
+_installed: list[bool] = []  # True while `installed` is in force
 _received: list[int] = []  # the stop signals that came since `installed`, in order
 
 
@@ -62,9 +65,11 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextmanager
-def installed() -> Iterator[None]:
+def installed(restore: bool = True) -> Iterator[None]:
     """In the block, SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (only the main thread can set
-    handlers); the handlers before are back afterwards (main() may run inside another program, a test)."""
+    handlers). Afterwards the handlers before are back (main() may run inside another program, a test), or, for
+    a process that ends with the command (`restore=False`), the signals are ignored: the command's exit code is
+    decided, and a signal during the interpreter's shutdown has nothing left to stop."""
     _received.clear()
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -73,11 +78,30 @@ def installed() -> Iterator[None]:
         _forks_watched.append(True)
         os.register_at_fork(after_in_child=_forked)
     previous = {signum: signal.signal(signum, _interrupt) for signum in STOP_SIGNALS}
+    _installed.append(True)
     try:
         yield
     finally:
+        _installed.pop()
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, handler if restore else signal.SIG_IGN)
+
+
+def finishing() -> None:
+    """The command's result is about to be put in place, and the command ends right after: from now on a stop
+    signal is ignored, since a stop now could only misreport what was written. Only under `installed` (the
+    command line): a program that calls gen's functions keeps its own handlers."""
+    if _installed and threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+
+def resumed() -> None:
+    """New work after a result was put in place (a run's push to the Hub): stop signals act again, as under
+    `installed`."""
+    if _installed and threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _interrupt)
 
 
 def _forked() -> None:

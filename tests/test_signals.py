@@ -368,3 +368,26 @@ def test_a_defect_in_a_run_keeps_the_run_and_says_where_in_the_same_line(tmp_pat
     report = json.loads((tmp_path / "out" / ".stopme.stopped" / "run.json").read_text())
     assert report["stopped"]["reason"] == "internal error: ZeroDivisionError: a plugin divided by zero"
     assert "in records" in crash.read_text()
+
+
+def test_a_stop_that_comes_once_the_run_is_in_place_does_not_undo_or_misreport_it(tmp_path, capsys, monkeypatch):
+    """The folder is the command's result: a SIGTERM during or after its swap into place changes nothing, and the
+    command says what it wrote rather than "nothing was written"."""
+    from gen import folders
+
+    real_swap = folders.swap_into_place
+
+    def swap_then_signal(new, target):
+        os.kill(os.getpid(), signal.SIGTERM)  # while the folder goes in place
+        real_swap(new, target)
+        os.kill(os.getpid(), signal.SIGTERM)  # and once it is there
+
+    monkeypatch.setattr(folders, "swap_into_place", swap_then_signal)
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        {"name": "late", "sources": [{"format": "locomo", "path": str(SAMPLE)}], "products": [{"type": "log"}]},
+    )
+    code, _, err = run_cli(["run", recipe, "--output-dir", tmp_path / "out"], capsys)
+    assert code == 0, err
+    assert "nothing was written" not in err and (tmp_path / "out" / "late" / "log" / "test.jsonl").is_file()
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # the CLI's handlers are undone afterwards

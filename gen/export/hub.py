@@ -25,7 +25,8 @@ from typing import Literal
 
 import yaml
 
-from gen.errors import GenError
+from gen import stopping
+from gen.errors import GenError, Stopped
 from gen.export.files import human_size
 from gen.export.hub_folder import Export, building_export
 from gen.export.spec import ExportSpec, HubTarget
@@ -330,10 +331,19 @@ def translate(error: BaseException, step: str, repo_id: str, source: str) -> Gen
 
 
 def push_after_run(run_dir: Path, target: HubTarget, templates_dir: str | None) -> None:
-    """The hook the runner calls once the run folder is in place. A failure keeps the run and says how to retry."""
+    """The hook the runner calls once the run folder is in place. A failure or a stop keeps the run and says how to
+    retry."""
+    stopping.resumed()  # the run is done and in place; publishing it is new work, and may be stopped
     try:
         push(run_dir, target, templates_dir=templates_dir, out=log.info)
     except GenError as exc:
         raise GenError(
             f"the run was written to {run_dir}, but publishing it failed: {exc}. Fix that and run `gen push {run_dir}`"
+        ) from None
+    except KeyboardInterrupt as exc:
+        signum = stopping.signal_of(exc)
+        raise Stopped(
+            f"{stopping.reason(signum)} while publishing; the run was written to {run_dir}: run `gen push {run_dir}` "
+            "to publish it",
+            exit_code=stopping.exit_code(signum),
         ) from None

@@ -65,12 +65,23 @@ class LoopThread:
                     lane.untrack(future)
 
     def close(self) -> None:
+        """Cancel what is still running on the loop and let it unwind (as asyncio.run does), then stop it: a task
+        left pending would run its cleanup later, on a closed loop."""
         if self.loop.is_closed():
             return
+        with contextlib.suppress(Exception):  # a task that will not finish is left to the daemon thread
+            asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop).result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+async def _cancel_all() -> None:
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 _FROZEN = threading.Lock()

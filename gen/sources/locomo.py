@@ -187,13 +187,14 @@ def refuse_repeated_turn_ids(sessions: list[Session], sample_id: str, origin) ->
 def parse_turn(raw: Any, speakers: tuple[str, str], origin: Any, record: str, index: int) -> Turn:
     speaker = raw.get("speaker") if isinstance(raw, dict) else None
     text = raw.get("text") if isinstance(raw, dict) else None
-    if speaker not in speakers or not isinstance(text, str) or not text.strip():
+    turn_id = raw.get("dia_id") if isinstance(raw, dict) else None
+    if speaker not in speakers or not isinstance(text, str) or not text.strip() or not isinstance(turn_id, str | None):
         turn_error(raw, speakers, origin, record, index)
     caption = raw.get("blip_caption")
     return Turn(
         speaker=speakers[speakers.index(speaker)],  # the conversation's own string: one copy, not one per turn
         text=text,
-        source_turn_id=raw.get("dia_id"),
+        source_turn_id=turn_id,
         image_caption=caption if isinstance(caption, str) else None,
     )
 
@@ -201,9 +202,11 @@ def parse_turn(raw: Any, speakers: tuple[str, str], origin: Any, record: str, in
 def turn_error(raw: Any, speakers: tuple[str, str], origin: Any, record: str, index: int) -> NoReturn:
     """The one error a bad turn gets (checked only once a turn has failed the quick test in parse_turn)."""
     turn_id = raw.get("dia_id") if isinstance(raw, dict) else None
-    where = f"{record}, turn {turn_id or index + 1}"
+    where = f"{record}, turn {turn_id if isinstance(turn_id, str) and turn_id else index + 1}"
     if not isinstance(raw, dict):
         raise GenError("turn is not an object", file=origin, record=where, expected="{speaker, text, dia_id}")
+    if not isinstance(turn_id, str | None):
+        raise GenError(f"got {type(turn_id).__name__}", file=origin, record=where, field="dia_id", expected="a string")
     speaker = require_str(raw.get("speaker"), file=origin, record=where, field="speaker")
     if speaker not in speakers:
         raise GenError(

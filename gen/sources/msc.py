@@ -87,7 +87,10 @@ def parse_sessions(record: dict, conversation_id: str, file) -> tuple[Session, .
     for k, dialog in enumerate(previous):
         label = f"previous_dialogs[{k}]"
         raw = dialog.get("dialog") if isinstance(dialog, dict) else None
-        alternating = [SPEAKERS[i % 2] for i in range(len(raw or []))]  # no ids: alternate from Speaker 1
+        raw = require_list(
+            raw, file=file, record=f"{conversation_id}, {label}", field="dialog", expected="a list of turns"
+        )
+        alternating = [SPEAKERS[i % 2] for i in range(len(raw))]  # no ids: alternate from Speaker 1
         turns = session_turns(raw, alternating, file=file, record=f"{conversation_id}, {label}", field="dialog")
         gap_before = (
             gap(previous[k - 1], file=file, record=f"{conversation_id}, previous_dialogs[{k - 1}]") if k else None
@@ -113,11 +116,14 @@ def episode_id(record: dict, position: int) -> str:
     return str(metadata.get("initial_data_id") or record.get("initial_data_id") or f"episode-{position}")
 
 
-def personas_of(record: dict) -> dict[str, list[str]]:
-    personas = record.get("personas")
-    if isinstance(personas, list) and len(personas) == 2:
-        return {SPEAKERS[i]: [str(p) for p in personas[i]] for i in range(2)}
-    return {}
+def personas_of(record: dict, key: str, conversation_id: str, file) -> dict[str, list[str]]:
+    """Each speaker's persona facts, from `key` (personas, init_personas): two lists of facts, or nothing."""
+    personas = record.get(key)
+    if not (isinstance(personas, list) and len(personas) == 2):
+        return {}
+    for i, facts in enumerate(personas):
+        require_list(facts, file=file, record=conversation_id, field=f"{key}[{i}]", expected="a list of facts")
+    return {SPEAKERS[i]: [str(p) for p in personas[i]] for i in range(2)}
 
 
 def parse(records: Iterable[dict], origin, prefix: str = "msc") -> Iterator[Conversation]:
@@ -136,7 +142,7 @@ def parse(records: Iterable[dict], origin, prefix: str = "msc") -> Iterator[Conv
                 "question": record["self_instruct"].get("B"),
                 "answer": record["self_instruct"].get("A"),
             }
-        initial = personas_of({"personas": record.get("init_personas")})
+        initial = personas_of(record, "init_personas", conversation_id, origin)
         if initial:  # the PersonaChat personas the episode began with (persona products may use them)
             metadata["init_personas"] = initial
         for speaker in (1, 2):
@@ -146,7 +152,7 @@ def parse(records: Iterable[dict], origin, prefix: str = "msc") -> Iterator[Conv
             conversation_id=conversation_id,
             speakers=SPEAKERS,
             sessions=parse_sessions(record, conversation_id, origin),
-            personas=personas_of(record),
+            personas=personas_of(record, "personas", conversation_id, origin),
             metadata=metadata,
             source_file=str(origin),
         )

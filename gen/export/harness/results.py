@@ -9,6 +9,7 @@ LoCoMo summary's `S<n>`) stands for every response of that session, in order.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -157,6 +158,21 @@ def locomo_id(dia_id: Any, layout: Layout, results: Path, where: str) -> list[in
     return located(layout, int(found["session"]), int(found["turn"]), results, where)
 
 
+BEIR_DOCS = "{document id: score, ...} for each query id"
+TREC_LINE = "query Q0 document rank score tag"
+
+
+def run_score(value: Any, results: Path, record: str, expected: str) -> float:
+    """A retriever's score: a finite number (or its text, in a TREC run file)."""
+    try:
+        score = float(value) if isinstance(value, int | float | str) and not isinstance(value, bool) else None
+    except ValueError:
+        score = None
+    if score is None or not math.isfinite(score):
+        raise GenError(f"the score {str(value)[:40]!r} is not a number", file=results, record=record, expected=expected)
+    return score
+
+
 def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
     """A BEIR run: the JSON dict a retriever returns ({query id: {document id: score}}), or a TREC run file
     (`query Q0 document rank score tag`). Document ids are response indices; higher scores rank first, ties as
@@ -165,7 +181,12 @@ def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
     scored: dict[str, dict[str, float]] = {}
     if text.lstrip().startswith("{"):
         data = read_json(results)
-        scored = {str(query): dict(docs) for query, docs in data.items()} if isinstance(data, dict) else {}
+        for query, docs in data.items() if isinstance(data, dict) else ():
+            if not isinstance(docs, dict):
+                raise GenError("not a mapping", file=results, record=f"query {query}", expected=BEIR_DOCS)
+            scored[str(query)] = {
+                doc: run_score(value, results, f"query {query}", BEIR_DOCS) for doc, value in docs.items()
+            }
     else:
         for number, line in enumerate(text.splitlines(), start=1):
             parts = line.split()
@@ -176,12 +197,12 @@ def beir(results: Path) -> Iterator[tuple[str, list[int]]]:
                     "not a TREC run line",
                     file=results,
                     record=f"line {number}",
-                    expected="query Q0 document rank score tag",
+                    expected=TREC_LINE,
                 )
-            scored.setdefault(parts[0], {})[parts[2]] = float(parts[4])
+            scored.setdefault(parts[0], {})[parts[2]] = run_score(parts[4], results, f"line {number}", TREC_LINE)
     for query, docs in scored.items():
         # higher scores first; ties as trec_eval (and so BEIR's evaluator) breaks them: larger id as text first
-        ranked = sorted(docs, key=lambda doc: (float(docs[doc]), doc), reverse=True)
+        ranked = sorted(docs, key=lambda doc: (docs[doc], doc), reverse=True)
         try:
             yield query, unique(int(doc) for doc in ranked)
         except ValueError:
