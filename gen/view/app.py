@@ -23,7 +23,7 @@ from gen.about import DISTRIBUTION
 from gen.errors import shorten
 from gen.templating import builtin_templates_dir
 from gen.view import pages, questions, rejects_compare, urls
-from gen.view.index import QueryError
+from gen.view.tables import QueryError
 
 STATIC_TYPES = {".css": "text/css", ".svg": "image/svg+xml", ".js": "text/javascript"}
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -232,3 +233,23 @@ def check_last_record(config: ConfigFiles) -> None:
             record=f"config {config.name}",
             expected="a run folder gen finished or stopped, whose files end with whole records",
         )
+
+
+def whole_lines_snapshot(config: ConfigFiles, workdir: Path) -> ConfigFiles:
+    """A config gen is still writing, as a copy (in the index's own folder) of its whole lines at this moment:
+    the writer may be in the middle of the last one."""
+    source = config.files[0]
+    copy = workdir / f"writing-{len(list(workdir.glob('writing-*')))}.jsonl"
+    with source.open("rb") as reader, copy.open("wb") as writer:
+        tail = b""
+        while chunk := reader.read(1 << 20):
+            data = tail + chunk
+            end = data.rfind(b"\n") + 1
+            writer.write(data[:end])
+            tail = data[end:]
+    return replace(config, files=[copy], still_writing=False)
+
+
+def lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        yield from handle

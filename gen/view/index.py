@@ -20,53 +20,34 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from gen.view import search
-from gen.view.folder import ConfigFiles, RunFolder
+from gen.view.folder import ConfigFiles, RunFolder, lines, whole_lines_snapshot
 from gen.view.store import Store, open_store
+from gen.view.tables import (
+    NONE_VALUE,
+    REJECTS,
+    Column,
+    Page,
+    QueryError,
+    RecordsQuery,
+    first_row,
+    import_sql,
+    literal,
+    order_by,
+    quoted,
+    table_name,
+)
 
-REJECTS = "(rejects)"  # the rejects' table, beside the configs
 FACET_LIMIT = 40  # a scalar field with at most this many distinct values gets a pick-list with counts
-NONE_VALUE = "(none)"  # a filter value that matches a missing (null) field
 HEAD_PAGES_MAX_LINES = 200_000  # before the index is ready, pages are read from the file up to this line
-DTYPES = {
-    "string": "VARCHAR",
-    "large_string": "VARCHAR",
-    "int64": "BIGINT",
-    "int32": "BIGINT",
-    "int16": "BIGINT",
-    "int8": "BIGINT",
-    "float64": "DOUBLE",
-    "float32": "DOUBLE",
-    "bool": "BOOLEAN",
-}  # any other value (timestamp[s], date32) stays the ISO text the file holds; lists and structs stay JSON
-SCALAR = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "BOOLEAN", "DATE", "TIMESTAMP")
 DIRECT_SORT_ROWS = 5_000  # a sorted page this near either end is a top-N query while the sort's index is built
 MAX_SEARCH_MATCHES_COMBINED = 2_000_000  # a search filtered or sorted too hands DuckDB this many record numbers
 DONE = '"gen view done"'  # what the builder finished: part name → details (a config's facets)
-
-
-class QueryError(Exception):
-    """A page asked for something the config does not have (a field, a value of the wrong type)."""
-
-
-@dataclass
-class Column:
-    name: str
-    type: str
-
-    @property
-    def scalar(self) -> bool:
-        return self.type in SCALAR or self.type.startswith("TIMESTAMP")
-
-    @property
-    def searchable(self) -> bool:
-        return not self.scalar or self.type == "VARCHAR"
 
 
 @dataclass
@@ -77,65 +58,6 @@ class TableState:
     seconds: float | None = None
     columns: list[Column] = field(default_factory=list)
     facets: dict[str, list[tuple[Any, int]]] = field(default_factory=dict)
-
-
-@dataclass
-class RecordsQuery:
-    page: int = 1
-    size: int = 50
-    sort: str | None = None
-    desc: bool = False
-    text: str = ""
-    filters: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def plain(self) -> bool:
-        """File order, everything: a page any reader of the file can serve."""
-        return not (self.sort or self.text or self.filters)
-
-
-@dataclass
-class Page:
-    rows: list[dict[str, Any]]
-    total: int  # records that match
-    from_index: bool  # False: read from the file while the index is built
-
-
-def quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def table_name(config: str) -> str:
-    return quoted(f"config {config}")
-
-
-def column_types(features: list[dict[str, Any]]) -> dict[str, str]:
-    return {
-        str(entry["name"]): DTYPES.get(str(entry.get("dtype")), "VARCHAR") if "dtype" in entry else "JSON"
-        for entry in features
-        if isinstance(entry, dict) and "name" in entry
-    }
-
-
-def import_sql(config: ConfigFiles) -> str:
-    if not config.files:  # a config without records: its declared columns, no rows
-        declared = column_types(config.features or []) or {"record": "JSON"}
-        columns = ", ".join(f"{quoted(name)} {kind}" for name, kind in declared.items())
-        return f"CREATE TABLE {table_name(config.name)} ({columns})"
-    files = "[" + ", ".join(literal(str(path)) for path in config.files) + "]"
-    if config.format == "parquet":
-        return f"CREATE TABLE {table_name(config.name)} AS SELECT * FROM read_parquet({files})"
-    options = ["format='newline_delimited'"]
-    if config.features:
-        types = ", ".join(f"{literal(name)}: {literal(kind)}" for name, kind in column_types(config.features).items())
-        options.append(f"columns={{{types}}}")
-    else:
-        options.append("sample_size=-1")
-    return f"CREATE TABLE {table_name(config.name)} AS SELECT * FROM read_json({files}, {', '.join(options)})"
 
 
 class Index:
@@ -513,43 +435,6 @@ class Index:
             self.db.close()
         finally:
             self.store.close()
-
-
-def first_row(query: RecordsQuery, total: int) -> int:
-    """The first row of the page asked for; a page past the last one is refused (a big number costs nothing)."""
-    pages = max(1, -(-total // query.size))
-    if query.page > pages:
-        raise QueryError(
-            f"these records fill {pages:,} page{'s' if pages > 1 else ''}; there is no page {query.page:,}"
-        )
-    return (query.page - 1) * query.size
-
-
-def order_by(column: str, desc: bool, reverse: bool = False) -> str:
-    """A sort by `column` with missing values last and ties in file order; `reverse` is that order backwards."""
-    if reverse:
-        return f"{quoted(column)} {'ASC' if desc else 'DESC'} NULLS FIRST, rowid DESC"
-    return f"{quoted(column)} {'DESC' if desc else 'ASC'} NULLS LAST, rowid"
-
-
-def whole_lines_snapshot(config: ConfigFiles, workdir: Path) -> ConfigFiles:
-    """A config gen is still writing, as a copy (in the index's own folder) of its whole lines at this moment:
-    the writer may be in the middle of the last one."""
-    source = config.files[0]
-    copy = workdir / f"writing-{len(list(workdir.glob('writing-*')))}.jsonl"
-    with source.open("rb") as reader, copy.open("wb") as writer:
-        tail = b""
-        while chunk := reader.read(1 << 20):
-            data = tail + chunk
-            end = data.rfind(b"\n") + 1
-            writer.write(data[:end])
-            tail = data[end:]
-    return replace(config, files=[copy], still_writing=False)
-
-
-def lines(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as handle:
-        yield from handle
 
 
 def first_line(text: str) -> str:

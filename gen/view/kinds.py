@@ -19,8 +19,8 @@ from itertools import zip_longest
 from typing import Any
 from urllib.parse import quote
 
-from gen.view.index import table_name
 from gen.view.pages import Viewer, cell, decoded, has_columns
+from gen.view.tables import table_name
 
 KindPage = dict[str, Any]
 QUALITY_TURNS = "quality_turns"

@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 
 from gen.view import charts, reject_groups, urls
 from gen.view.folder import RunFolder
-from gen.view.index import NONE_VALUE, REJECTS, Index, QueryError, RecordsQuery, table_name
+from gen.view.index import Index
+from gen.view.tables import NONE_VALUE, REJECTS, QueryError, RecordsQuery, table_name
 
 if TYPE_CHECKING:
     from gen.view.verdicts import Verdicts

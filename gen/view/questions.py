@@ -9,7 +9,6 @@ from typing import Any
 
 from gen.errors import shorten
 from gen.view import charts, urls
-from gen.view.index import quoted, table_name
 from gen.view.kinds import kind_page
 from gen.view.pages import (
     TEXT_FIELDS,
@@ -21,6 +20,7 @@ from gen.view.pages import (
     question_configs,
     require_config,
 )
+from gen.view.tables import quoted, table_name
 
 
 # -- one record: a question with its responses ---------------------------------------------------------------

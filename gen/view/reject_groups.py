@@ -11,7 +11,8 @@ import re
 import threading
 from typing import Any
 
-from gen.view.index import REJECTS, Index, table_name
+from gen.view.index import Index
+from gen.view.tables import REJECTS, table_name
 
 NO_REASON = "(no reason)"
 KINDS = table_name("(reject kinds)")  # config names never hold a parenthesis, so no config has this table

@@ -10,9 +10,9 @@ from urllib.parse import urlencode
 
 from gen.view import charts, reject_groups
 from gen.view.folder import RunFolder
-from gen.view.index import REJECTS, QueryError, RecordsQuery, first_row
 from gen.view.pages import KEYS, NotFound, Viewer, cell, short
 from gen.view.questions import shown_field
+from gen.view.tables import REJECTS, QueryError, RecordsQuery, first_row
 
 REJECTS_PER_GROUP = 5  # on the page of every reason
 REJECTS_PAGE = 50  # on the page of one reason
