@@ -15,7 +15,10 @@ raises `gen.errors.GenError` with the file, record and field of a problem, as th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,9 +85,8 @@ def plan(
     made and no key is needed."""
     import pandas as pd
 
-    steps, engine = llm_steps(recipe, limit, cache_dir)
     rows = []
-    with engine:
+    with planning(recipe, limit, cache_dir) as (steps, engine):
         for name, tasks, most in steps:
             step = engine.plan(name, tasks)
             rows.append(
@@ -133,9 +135,6 @@ def validate(
     `probe`: also send each endpoint with calls to make a few small real requests (short timeout, nothing
     cached): does it answer, and does it have what its steps' calls need (log-probabilities, /completions with
     echo, the structured-output mode; gen/llm/features.py)? One GenError lists every endpoint that fails."""
-    import tempfile
-
-    from gen.llm.config import RunSettings
     from gen.llm.features import endpoint_needs
     from gen.run.shards import prepare
 
@@ -151,18 +150,15 @@ def validate(
         responses=responses,
         products=[b.name + ("" if b.written else " (needed, not written)") for b in prepared.products],
     )
-    with tempfile.TemporaryDirectory(prefix="gen-validate-") as scratch:
-        cache_exists = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None).cache_path().exists()
-        steps, engine = llm_steps(loaded, cache_dir=cache_dir if cache_exists else scratch, prepared=prepared)
-        with engine:
-            calling: set[str] = set()
-            for name, tasks, _ in steps:
-                found.calls_needed[name] = engine.plan(name, tasks).calls_needed
-                if found.calls_needed[name]:
-                    calling |= {task.endpoint for task in tasks}
-            refuse_unset_keys(loaded, calling)
-            if probe:
-                found.probes = engine.probe(endpoint_needs((n, t) for n, t, _ in steps if found.calls_needed[n]))
+    with planning(loaded, cache_dir=cache_dir, prepared=prepared) as (steps, engine):
+        calling: set[str] = set()
+        for name, tasks, _ in steps:
+            found.calls_needed[name] = engine.plan(name, tasks).calls_needed
+            if found.calls_needed[name]:
+                calling |= {task.endpoint for task in tasks}
+        refuse_unset_keys(loaded, calling)
+        if probe:
+            found.probes = engine.probe(endpoint_needs((n, t) for n, t, _ in steps if found.calls_needed[n]))
     if found.probes:
         refuse_failed_probes(loaded, found.probes)
     return found
@@ -205,14 +201,16 @@ def refuse_unset_keys(recipe: Recipe, endpoints: set[str]) -> None:
         )
 
 
-def llm_steps(
+@contextmanager
+def planning(
     recipe: str | Path | Mapping[str, Any] | Recipe,
     limit: int | None = None,
     cache_dir: str | Path | None = None,
     prepared: Prepared | None = None,
-) -> tuple[list[tuple[str, list[Task], int]], Engine]:
+) -> Iterator[tuple[list[tuple[str, list[Task], int]], Engine]]:
     """The recipe's LLM steps as (step, first-round tasks, most calls), and a planning engine (no network, no
-    key), for plan, preview and validate (which gives the sources it has already read as `prepared`)."""
+    key), for plan, preview and validate (which gives the sources it has already read as `prepared`). They only
+    read the cache: one that does not exist yet is not created (an empty one in a temporary folder stands in)."""
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
     from gen.products.base import BuildContext
@@ -223,8 +221,36 @@ def llm_steps(
     units = [prepared.unit(position) for position in range(len(prepared.conversations))]
     ctx = BuildContext(loaded)
     steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
-    settings = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None)
-    return steps, Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates)
+    with contextlib.ExitStack() as stack:
+        settings = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None)
+        if not settings.cache_path().exists():
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gen-plan-"))
+            settings = RunSettings(cache_dir=Path(scratch))
+        yield steps, stack.enter_context(Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates))
+
+
+def preview(
+    recipe: str | Path | Mapping[str, Any] | Recipe,
+    product: str,
+    index: int = 0,
+    *,
+    limit: int | None = None,
+    cache_dir: str | Path | None = None,
+) -> str:
+    """The prompt item `index` of the LLM product `product` would send, exactly as the endpoint would receive it,
+    with its cache status (`gen preview`)."""
+    with planning(recipe, limit, cache_dir) as (steps, engine):
+        tasks = {name: step_tasks for name, step_tasks, _ in steps}.get(product)
+        if tasks is None:
+            raise GenError(
+                f"no LLM product {product!r} in this recipe",
+                file=recipe if isinstance(recipe, (str, Path)) else None,
+                field="--product",
+                expected=", ".join(name for name, _, _ in steps) or "a recipe with an LLM product",
+            )
+        if index >= len(tasks):
+            raise GenError(f"index {index} is past the last item ({len(tasks) - 1})", field="--index")
+        return engine.preview([tasks[index]])
 
 
 PLAN_COLUMNS = (

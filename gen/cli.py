@@ -212,23 +212,9 @@ def preview(
 
     Example: gen preview recipes/locomo-temporal.yaml --product time_content_questions --index 3
     """
-    from gen.api import llm_steps
+    from gen.api import preview as prompt_of
 
-    steps, engine = llm_steps(recipe, limit, cache_dir)
-    try:
-        tasks = {name: step_tasks for name, step_tasks, _ in steps}.get(product)
-        if tasks is None:
-            raise GenError(
-                f"no LLM product {product!r} in this recipe",
-                file=recipe,
-                field="--product",
-                expected=", ".join(name for name, _, _ in steps) or "a recipe with an LLM product",
-            )
-        if index >= len(tasks):
-            raise GenError(f"index {index} is past the last item ({len(tasks) - 1})", field="--index")
-        typer.echo(engine.preview([tasks[index]]))
-    finally:
-        engine.close()
+    typer.echo(prompt_of(recipe, product, index, limit=limit, cache_dir=cache_dir))
 
 
 @app.command()

@@ -57,3 +57,15 @@ def test_a_prompt_template_that_does_not_render_is_named(tmp_path, capsys, monke
     assert code == 2, err
     assert "time_content_question.j2" in err and "no_such_variable" in err
     assert "Traceback" not in err
+
+
+def test_plan_preview_and_validate_create_no_cache(tmp_path, capsys, monkeypatch):
+    """They only read the cache: without one, none is made (a fuzzed `gen plan --cache-dir .` left llm.sqlite)."""
+    monkeypatch.setenv("GEN_TEST_VALIDATE_KEY", "sk-not-a-real-key")
+    recipe = llm_recipe(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for args in (["plan", recipe], ["preview", recipe, "--product", "time_content_questions"], ["validate", recipe]):
+        code, _, err = run_cli([*args, "--cache-dir", cache], capsys)
+        assert code == 0, err
+        assert not any(cache.iterdir()), args
