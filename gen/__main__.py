@@ -1,3 +1,3 @@
-from gen.cli import entry
+from gen.program import main
 
-entry()
+main()
