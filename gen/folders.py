@@ -30,11 +30,11 @@ from typing import Literal, Self
 
 from gen import stopping
 from gen.errors import GenError
+from gen.write_guard import MARKER
 
 log = logging.getLogger(__name__)
 
 SIBLING = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)$")
-MARKER = ".gen-files.json"
 WRITER = "gen"
 # Run folders written before the marker existed: recognised by run.json's report keys and the files a run writes
 LEGACY_FILES = {"README.md", "run.json", "recipe.yaml", "rejects.jsonl"}

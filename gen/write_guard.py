@@ -21,6 +21,7 @@ from pathlib import Path
 from gen.errors import GenError
 
 Named = Mapping[str, "str | os.PathLike[str] | None"]
+MARKER = ".gen-files.json"  # what marks a folder gen wrote (gen/folders.py): a run folder, an export
 
 
 def refuse_writing_into(outputs: Named, inputs: Named, adds_to: Collection[str] = ()) -> None:
@@ -29,7 +30,8 @@ def refuse_writing_into(outputs: Named, inputs: Named, adds_to: Collection[str] 
     `outputs` and `inputs` map what the user calls each path (an option such as `--json`, an argument such as
     `DATASET`, a recipe field such as `sources[0].path`) to the path; None means not given. An output is
     replaced whole unless its name is in `adds_to`: a folder gen only adds files to (`--batch-export`), which
-    may hold inputs."""
+    may hold inputs. Nor may an output lie inside a folder gen published (its marker file says so): such a
+    folder is sealed with the list of its files, and is only ever replaced whole."""
     written = {name: Path(path) for name, path in outputs.items() if path is not None}
     read = {name: Path(path) for name, path in inputs.items() if path is not None}
     for option, output in written.items():
@@ -42,6 +44,11 @@ def refuse_writing_into(outputs: Named, inputs: Named, adds_to: Collection[str] 
             if option not in adds_to and lies_within(source, output):
                 why = f"the input {what} ({source}) lies inside it, and the command replaces it whole"
                 raise refusal(option, output, why)
+    for option, output in written.items():
+        published = next((folder for folder in real(output).parents if (folder / MARKER).is_file()), None)
+        if published is not None:
+            why = f"this lies inside {published}, a run or export gen published and only ever replaces whole"
+            raise refusal(option, output, why)
     for (first, one), (second, other) in combinations(written.items(), 2):
         if (lies_within(one, other) and second not in adds_to) or (lies_within(other, one) and first not in adds_to):
             raise refusal(second, other, f"{first} ({one}) overlaps it, so one would overwrite the other")

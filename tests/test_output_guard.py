@@ -366,6 +366,20 @@ def test_files_a_command_reads_may_sit_beside_its_outputs(world, capsys):
     )
 
 
+def test_no_command_writes_into_a_run_folder_it_does_not_read(world, capsys):
+    """A run folder (or an export) is sealed with the list of its files and replaced whole: a predictions file
+    written into an earlier run that the command does not read would corrupt it all the same (found by the
+    fuzzer: `import-predictions --output out/earlier-run/run.json`)."""
+    other = world.tmp / "other-run"
+    shutil.copytree(world.dataset, other)
+    before = snapshot(other)
+    code, _, err = run_cli(
+        ["import-predictions", world.results, "--format", "beir", "--output", other / "run.json"], capsys
+    )
+    assert code == 2 and "a run or export gen published" in err and str(other) in err, err
+    assert snapshot(other) == before
+
+
 # --- a published folder is replaced whole or not at all -------------------------------------------------
 
 

@@ -113,6 +113,14 @@ def test_beir_results(content, what):
     assert_promises_kept(execute(beir_case(content, what)))
 
 
+def test_locomo_results_with_a_sample_id_that_is_a_list():
+    """results | names | exit 1 | TypeError at results.py:locomo (unhashable type: 'list')."""
+    files = {**datasets.dataset_files(), "results.json": json.dumps([{"sample_id": [], "qa": []}]).encode()}
+    args = ("import-predictions", "results.json", "--format", "locomo", "--export", "exp-locomo")
+    case = Case("results", (*args, "--output", "out/preds.jsonl"), files, names=("results.json",), what="[] id")
+    assert_promises_kept(execute(case))
+
+
 def test_longmemeval_results_with_a_lone_surrogate():
     """results | traceback | TypeError at gen/jsonl.py:encode_lines."""
     line = {"question_id": "\ud800", "retrieval_results": {"ranked_items": [{"corpus_id": "locomo-sample-1_s1"}]}}

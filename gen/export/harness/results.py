@@ -79,6 +79,8 @@ def longmemeval(results: Path, layouts: dict[str, Layout]) -> Iterator[tuple[str
                 field="retrieval_results.ranked_items",
                 expected="the retrieval log run_retrieval.py writes",
             ) from None
+        if not isinstance(question_id, str):
+            raise GenError("question_id is not a string", file=results, record=where, field="question_id")
         yield (
             question_id,
             unique(index for corpus_id in ranked for index in longmemeval_id(corpus_id, layouts, results, where)),
@@ -117,12 +119,17 @@ def locomo(results: Path, layouts: dict[str, Layout], key: str | None) -> Iterat
         raise GenError("not a list of LoCoMo samples", file=results, expected="the file LoCoMo's QA evaluation writes")
     for position, sample in enumerate(samples):
         name = sample.get("sample_id") if isinstance(sample, dict) else None
-        if name not in layouts:
+        if not isinstance(name, str) or name not in layouts:
             raise GenError(
-                f"sample_id {name!r} is not one this export wrote", file=results, record=f"sample {position}"
+                f"sample_id {str(name)[:80]!r} is not one this export wrote", file=results, record=f"sample {position}"
             )
-        for number, qa in enumerate(sample.get("qa") or []):
+        entries = sample.get("qa") or []
+        if not isinstance(entries, list):
+            raise GenError("qa is not a list", file=results, record=f"sample {name}", field="qa")
+        for number, qa in enumerate(entries):
             where = f"sample {name}, qa {number}"
+            if not isinstance(qa, dict):
+                raise GenError("a qa entry is not an object", file=results, record=where)
             context = qa.get(context_key(qa, key, results, where))
             if not isinstance(qa.get("question_id"), str) or not isinstance(context, list):
                 raise GenError("a qa entry without question_id or a list of retrieved ids", file=results, record=where)
