@@ -66,6 +66,30 @@ def write_recipe(path: Path, recipe: dict) -> Path:
     return path
 
 
+def tcq_recipe(path: Path, base_url: str) -> Path:
+    """A recipe of the log and two time+content questions per conversation of the bundled sample, asked of the
+    fake server at `base_url` (key in GEN_TEST_KEY, JSON mode): with a server that never answers JSON, a run
+    stopped by its reject limit."""
+    sample = REPO / "gen" / "data" / "sample_locomo.json"
+    llm = {
+        "model": "fake-model",
+        "base_url": base_url,
+        "api_key_env": "GEN_TEST_KEY",
+        "structured_output": "json_object",
+    }
+    return write_recipe(
+        path,
+        {
+            "name": "tcq",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(sample)}],
+            "timeline": {"padding": {"mode": "donor", "target_words": 800}},
+            "llm": {"main": llm},
+            "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 2}],
+        },
+    )
+
+
 def gen_subprocess(
     *args, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:

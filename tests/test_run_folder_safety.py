@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from gen.folders import recover_and_clean
-from tests.conftest import REPO, gen_subprocess, read_jsonl, write_json, write_recipe
+from tests.conftest import REPO, gen_subprocess, read_jsonl, tcq_recipe, write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
@@ -202,24 +202,7 @@ def test_folders_named_like_gen_s_temporary_ones_but_not_gen_s_are_never_swept(t
 
 def test_a_reject_limit_stop_keeps_the_rejects_with_raw_replies_and_a_report(tmp_path):
     with FakeOpenAI(lambda request: "I am not JSON at all") as server:
-        recipe = write_recipe(
-            tmp_path / "r.yaml",
-            {
-                "name": "tcq",
-                "seed": 13,
-                "sources": [{"format": "locomo", "path": str(SAMPLE)}],
-                "timeline": {"padding": {"mode": "donor", "target_words": 800}},
-                "llm": {
-                    "main": {
-                        "model": "fake-model",
-                        "base_url": server.base_url,
-                        "api_key_env": "GEN_TEST_KEY",
-                        "structured_output": "json_object",
-                    }
-                },
-                "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 2}],
-            },
-        )
+        recipe = tcq_recipe(tmp_path / "r.yaml", server.base_url)
         env = {"GEN_TEST_KEY": "sk-test", "GEN_CACHE_DIR": str(tmp_path / "cache")}
         done = gen_subprocess("run", recipe, "--output-dir", tmp_path / "out", env=env)
         calls = server.count

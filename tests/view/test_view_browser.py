@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import REPO, extra_marks, gen_subprocess, read_jsonl, write_recipe
+from tests.conftest import REPO, extra_marks, gen_subprocess, read_jsonl, tcq_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.view.viewer import VIEW_MODULES, running_viewer, tree_state, wait_indexed
 
@@ -42,24 +42,7 @@ def stopped_folder(tmp_path_factory) -> Path:
     its raw reply and the run is kept as .tcq.stopped."""
     tmp = tmp_path_factory.mktemp("stopped")
     with FakeOpenAI(lambda request: NOT_JSON) as server:
-        recipe = write_recipe(
-            tmp / "tcq.yaml",
-            {
-                "name": "tcq",
-                "seed": 13,
-                "sources": [{"format": "locomo", "path": str(SAMPLE)}],
-                "timeline": {"padding": {"mode": "donor", "target_words": 800}},
-                "llm": {
-                    "main": {
-                        "model": "fake-model",
-                        "base_url": server.base_url,
-                        "api_key_env": "GEN_TEST_KEY",
-                        "structured_output": "json_object",
-                    }
-                },
-                "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 2}],
-            },
-        )
+        recipe = tcq_recipe(tmp / "tcq.yaml", server.base_url)
         done = gen_subprocess(
             "run", recipe, "--output-dir", tmp / "out", env={"GEN_TEST_KEY": "sk-test", "GEN_CACHE_DIR": str(tmp)}
         )
