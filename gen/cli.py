@@ -313,6 +313,7 @@ def run_command() -> NoReturn:
     STATE["debug"] = False  # set again by the callback, once the options before the command are read
     configure(0)  # likewise
     try:
+        refuse_empty_arguments(sys.argv[1:])
         with warnings.catch_warnings():
             warnings.simplefilter("always", DataWarning)
             warnings.showwarning = show_warning
@@ -338,6 +339,17 @@ def run_command() -> NoReturn:
     if code == 130:  # typer turns an interrupt inside a command into exit code 130, whichever signal it was
         interrupted(stopping.signal_of())
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def refuse_empty_arguments(arguments: list[str]) -> None:
+    """An empty argument is refused, naming it: given to a path it would read as the current folder ("" is "."
+    to pathlib), so a command would act on something the user never named."""
+    for position, value in enumerate(arguments):
+        option, equals, given = value.partition("=") if value.startswith("--") else ("", "", value)
+        if given == "" and (equals or not option):
+            before = arguments[position - 1] if position else ""
+            where = option or (before if before.startswith("-") else f"argument {position + 1}")
+            raise GenError("'' is empty", field=where, expected="a value")
 
 
 def say(line: str) -> None:

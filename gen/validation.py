@@ -18,7 +18,7 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from gen.errors import GenError, shorten
 
@@ -50,6 +50,14 @@ class InputModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def no_empty_path(cls, value: Any, info: ValidationInfo) -> Any:
+        """An empty path would read as the recipe's own folder ("" is "." to pathlib): refused as what it is."""
+        if isinstance(value, str) and not value.strip() and info.field_name and takes_path(cls, info.field_name):
+            raise ValueError("an empty path")
+        return value
+
     @field_validator("*", mode="after")
     @classmethod
     def whole_numbers_in_range(cls, value: Any) -> Any:
@@ -59,6 +67,12 @@ class InputModel(BaseModel):
                 f"a whole number{f' (at {place})' if place else ''} outside ±{MAX_WHOLE_NUMBER:,} (2**53 - 1)"
             )
         return value
+
+
+def takes_path(model: type[BaseModel], name: str) -> bool:
+    """Is the field `name` of `model` a path (alone, optional, or in a union)?"""
+    annotation = model.model_fields[name].annotation
+    return annotation is Path or Path in typing.get_args(annotation)
 
 
 def validate_model(model: type[BaseModel], data: Any, file: Path, prefix: tuple) -> Any:
@@ -95,7 +109,8 @@ def describe(model: type[BaseModel], error: ErrorDetails, loc: tuple) -> str:
         near = difflib.get_close_matches(key, valid_keys(model, loc[:-1]), n=1)
         return f"unknown key {key!r}" + (f"; did you mean {near[0]!r}?" if near else "")
     given = error.get("input")
-    return f"{error['msg']}, got {shown_value(given)}"
+    message = error["msg"].removeprefix("Value error, ")  # gen's own validators say what is wrong themselves
+    return f"{message}, got {shown_value(given)}"
 
 
 def shown_value(given: Any) -> str:

@@ -280,3 +280,26 @@ def test_plan_shows_a_small_cost_instead_of_zero(tmp_path, monkeypatch, capsys):
     assert expected < 0.001 and cost != "0.00"
     assert re.fullmatch(r"0\.0+[1-9]\d", cost), cost  # two significant digits
     assert float(cost) == pytest.approx(expected, rel=0.06)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["validate", ""], "argument 2"),
+        (["eval", "d", "--predictions", ""], "--predictions"),
+        (["eval", "d", "--predictions="], "--predictions"),
+        (["run", "r.yaml", "--output-dir", ""], "--output-dir"),
+    ],
+)
+def test_an_empty_argument_is_refused_naming_it(tmp_path, monkeypatch, capsys, args, named):
+    """To pathlib "" is ".": an empty value would make a command act on the current folder, never named."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(args, capsys)
+    assert (code, err.strip()) == (2, f"error: {named}: '' is empty (expected a value)")
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_empty_path_in_a_recipe_is_refused_naming_the_field(tmp_path, capsys):
+    recipe = write_recipe(tmp_path / "r.yaml", {"name": "x", "sources": [{"format": "msc", "path": ""}]})
+    code, _, err = run_cli(["validate", recipe], capsys)
+    assert code == 2 and err.strip() == f'error: {recipe}: sources[0].path: an empty path, got ""'

@@ -455,7 +455,11 @@ def check_files(case: Case, code: int, before: dict[str, str], after: dict[str, 
     temp = sorted(path for path in changed if under(path, ("tmp",)) and path in after)
     if temp:
         found.append(Violation("temp", f"files left in TMPDIR: {temp[:5]}", ""))
-    outside = sorted(path for path in changed if not under(path, (*case.outputs, "tmp", "out/earlier-run")))
+    outside = sorted(
+        path
+        for path in changed
+        if not under(path, (*case.outputs, "tmp", "out/earlier-run")) and not made_for(path, case.outputs, after)
+    )
     if outside:
         found.append(Violation("outside", f"changed outside the outputs: {outside[:5]}", outside_shape(outside)))
     if code != 0:
@@ -463,6 +467,11 @@ def check_files(case: Case, code: int, before: dict[str, str], after: dict[str, 
         if new:
             found.append(Violation("partial", f"a failed run left new output: {new[:5]}", ""))
     return found
+
+
+def made_for(path: str, outputs: tuple[str, ...], after: dict[str, str]) -> bool:
+    """A new folder on the way to a declared output (`--output a/b/c` makes `a` and `a/b`, as mkdir -p would)."""
+    return after.get(path) == "folder" and any(output.startswith(path.rstrip("/") + "/") for output in outputs)
 
 
 def unfinished(path: str, outputs: tuple[str, ...], after: dict[str, str]) -> bool:
