@@ -431,6 +431,8 @@ def cli_cases(draw) -> Case:
     files["mine.jsonl"] = jsonl_bytes(datasets.valid_predictions()[:3])
     files["results.json"] = to_json(datasets.valid_results("beir"))
     names = (*args[1:], "cache")  # every argument, option and value given; the default cache
+    if args[0] != words[0]:  # the command word itself was replaced: the message may name it
+        names = (args[0], *names)
     if name == "run" and "--output-dir" not in args:
         outputs.append("outputs")  # a run's default output folder, ./outputs
     return Case("cli", tuple(args), files, outputs=tuple(outputs), names=names, what=", ".join(what) or "valid")
