@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,13 @@ def write_json(path: Path, data: Any, what: str = "JSON file") -> None:
 def replace_file(output: Path, data: bytes, what: str) -> None:
     """A file a command was asked to write (`what` says what it holds), all or nothing: written beside the target
     and renamed into place, so an interrupted write never leaves half a file where a whole one was."""
-    if output.is_dir():
-        raise GenError("the output is a folder", file=output, expected=f"a file name for the {what}")
+    try:
+        mode: int | None = output.lstat().st_mode
+    except OSError:  # nothing there yet
+        mode = None
+    kind = "a symbolic link" if mode is not None and stat.S_ISLNK(mode) else mode and reading.not_a_file(mode)
+    if kind:  # renaming over it would replace a device, a pipe or a link with a file: never gen's to replace
+        raise GenError(f"the output is {kind}, not a file", file=output, expected=f"a file name for the {what}")
     partial = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     try:
         partial.write_bytes(data)

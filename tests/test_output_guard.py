@@ -518,3 +518,23 @@ def test_push_killed_from_outside_leaves_the_earlier_export_or_the_new_one_whole
         code, _, err = run_cli(push_args(small_run, export_dir), capsys)  # back to the earlier layout
         assert code == 0, err
         assert snapshot(export_dir) == before and no_siblings(export_dir.parent)
+
+
+@pytest.mark.parametrize("kind", ["pipe", "link", "folder"])
+def test_a_file_output_that_is_a_pipe_a_link_or_a_folder_is_refused_and_left_as_it_was(world, capsys, kind):
+    """Found by hand: `--output /dev/full` was renamed over, leaving a plain file where the device node was (a
+    named pipe stands in for a device here: a test never touches /dev)."""
+    if kind == "pipe":
+        target = world.tmp / "pipe.jsonl"
+        os.mkfifo(target)
+    elif kind == "link":
+        target = world.tmp / "link.jsonl"
+        target.symlink_to(world.predictions)
+    else:
+        target = world.tmp / "folder"
+        target.mkdir()
+    before = target.lstat()
+    code, _, err = run_cli(["import-predictions", world.results, "--format", "beir", "--output", target], capsys)
+    assert code == 2 and "not a file" in err, err
+    after = target.lstat()
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
