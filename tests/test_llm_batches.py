@@ -69,7 +69,7 @@ def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
     monkeypatch.setattr(executors, "process_batch", recording)
     written = {}
     with FakeOpenAI(tcq_question) as server:
-        for name, first, most in (("one-batch", 64, 256), ("small-batches", 5, 7)):
+        for name, first, most in (("one-batch", 64, 256), ("small-batches", 5, 7), ("sized-batches", 5, 20)):
             monkeypatch.setattr(executors, "LLM_BATCH", first)
             monkeypatch.setattr(executors, "LLM_BATCH_MAX", most)
             recipe = copies_recipe(tmp_path, server.base_url, name)
@@ -79,10 +79,32 @@ def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
             }
     # 24 conversations, 2 items each, 2 in flight. Two batches start at once, both of the first size (5); once
     # the first has finished (5 conversations, 10 items) the next wants 8 x 2 x 5 / 10 = 8 conversations, capped
-    # at 7, and so does the one after (10 conversations, 20 items): 5, 5, 7, then the last 7
-    assert sorted(batches) == [(0, 5), (0, 24), (5, 5), (10, 7), (17, 7)]  # (the one batch of 64 at most: 24)
-    assert written["one-batch"] == written["small-batches"]
+    # at 7, and so does the one after (10 conversations, 20 items): 5, 5, 7, then the last 7.
+    # With at most 20, the size comes from the items alone: 8 conversations after the first batch (5 asked 10),
+    # and 8 again after the second (10 asked 20), then the last 6
+    assert sorted(batches) == [(0, 5), (0, 5), (0, 24), (5, 5), (5, 5), (10, 7), (10, 8), (17, 7), (18, 6)]
+    assert written["one-batch"] == written["small-batches"] == written["sized-batches"]
     assert written["one-batch"]["time_content_questions"].count(b"\n") == 48
+
+
+def test_batches_one_at_a_time_follow_the_items_too(tmp_path, monkeypatch):
+    """Products that count over the whole run take their batches one after another, sized the same way."""
+    batches: list[tuple[int, int]] = []
+    process_batch = executors.process_batch
+
+    def recording(prepared, positions, products, engine):
+        batches.append((positions[0], len(positions)))
+        return process_batch(prepared, positions, products, engine)
+
+    monkeypatch.setattr(executors, "process_batch", recording)
+    monkeypatch.setattr(TimeContentQuestions, "concurrent_batches", False)
+    monkeypatch.setattr(executors, "LLM_BATCH", 5)
+    monkeypatch.setattr(executors, "LLM_BATCH_MAX", 20)
+    with FakeOpenAI(tcq_question) as server:
+        recipe = copies_recipe(tmp_path, server.base_url, "one-at-a-time")
+        run(recipe, tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path / "cache", progress="off"))
+    # 5 conversations asked 10 items: 8 x 2 x 5 / 10 = 8 conversations next, and 8 again, then the last 3
+    assert batches == [(0, 5), (5, 8), (13, 8), (21, 3)]
 
 
 def test_a_batch_writes_each_conversation_then_the_llm_products(tmp_path):

@@ -324,9 +324,10 @@ def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Ge
                     _cancel(pending)  # and wait for their threads, so that nothing changes the lane merged below
                     raise
                 finally:
+                    asked = batch.lane.items  # (merging empties the lane)
                     engine.merge(batch.lane)
                 pending.popleft()
-                items, conversations = items + batch.lane.items, conversations + batch.conversations
+                items, conversations = items + asked, conversations + batch.conversations
         finally:
             _cancel(pending)
 
@@ -348,8 +349,9 @@ def _one_batch_at_a_time(
             with engine.lane(lane):
                 yield from process_batch(prepared, range(first, last), products, engine)
         finally:
+            asked = lane.items  # (merging empties the lane)
             engine.merge(lane)
-        size = llm_batch_size(lane.items, last - first, concurrency, most)
+        size = llm_batch_size(asked, last - first, concurrency, most)
         first = last
 
 
