@@ -121,8 +121,12 @@ class _Display:
             return cls.progress
 
     @classmethod
-    def close(cls) -> None:
+    def close(cls, progress: Any) -> None:
+        """One user of `progress` is done; nothing, when that display was already closed (by `close_all`: a
+        thread still finishing its step must not close a display opened after)."""
         with cls.lock:
+            if progress is not cls.progress:
+                return
             cls.users -= 1
             if cls.users <= 0:
                 cls._stop()
@@ -172,8 +176,8 @@ def open_display() -> Any:
     return _Display.open()
 
 
-def close_display() -> None:
-    _Display.close()
+def close_display(progress: Any) -> None:
+    _Display.close(progress)
 
 
 # --- a step ----------------------------------------------------------------------------------------------
@@ -220,4 +224,4 @@ def task(description: str, total: float | None = None, detail: str = "") -> Iter
             with contextlib.suppress(KeyError):
                 progress.remove_task(task_id)
     finally:
-        close_display()
+        close_display(progress)

@@ -181,7 +181,7 @@ class LiveReporter(NullReporter):
                     if line:
                         progress.console.print(line, markup=False, highlight=False)
         finally:
-            close_display()
+            close_display(progress)
 
 
 def announce(text: str, mode: str = "auto", stream: TextIO | None = None) -> None:
