@@ -220,6 +220,7 @@ def task(description: str, total: float | None = None, detail: str = "") -> Iter
         progress.refresh()  # shown at once: a step shorter than a refresh still says it ran
         try:
             yield Bar(progress, task_id)
+            progress.refresh()  # and how far it got, before its row goes
         finally:
             with contextlib.suppress(KeyError):
                 progress.remove_task(task_id)

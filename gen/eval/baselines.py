@@ -56,7 +56,7 @@ def write_baseline(
     for config in dataset.question_configs:
         by_conversation = questions_by_conversation(dataset, config, whole_dialogue, responses_of)
         log.info("%s: %s, %s questions", name, config, f"{sum(len(q) for q in by_conversation.values()):,}")
-        with progress.task(f"{name}: {config}", len(by_conversation), "conversations") as bar:
+        with progress.task(f"{name} ranking {config}", len(by_conversation), "conversations") as bar:
             for conversation_id, asked in by_conversation.items():
                 responses = before_now(responses_of[conversation_id], nows.get(conversation_id))
                 ranked = ranker(responses, asked, k)
@@ -75,7 +75,7 @@ def write_turn_baseline(name: str, dataset_path: Path, output: Path, k: int) -> 
     dataset = open_dataset(dataset_path)
     lines = []
     log_of = dataset.log()
-    with progress.task(f"{name}: every turn", len(log_of), "conversations") as bar:
+    with progress.task(f"{name} ranking every turn", len(log_of), "conversations") as bar:
         for conversation_id, responses in log_of.items():
             lines += turn_lines(ranker, dataset, conversation_id, responses, k)
             bar.advance()
