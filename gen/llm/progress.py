@@ -3,6 +3,9 @@
 Shown per step: calls done / total, served from cache, the step's items rejected so far out of its items
 (the one count of gen.llm.accounting, so the live line and run.json agree), requests per minute and tokens per
 minute (over the last minute). The engine updates :class:`StepCounters`; a reporter only reads them.
+
+Whether a step shows a live bar, plain lines or nothing is decided by gen/progress.py (``llm_mode``), the one
+place that decides it for every progress display, and the live bars are rows of its one display.
 """
 
 from __future__ import annotations
