@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gen import reading
+from gen import progress, reading
 from gen.errors import GenError
 
 if TYPE_CHECKING:
@@ -143,7 +143,11 @@ def validate(
     count = len(prepared.conversations)
     responses = None
     if prepared.needs_timelines:
-        responses = sum(len(prepared.timeline(position).responses) for position in range(count))
+        responses = 0
+        with progress.task("placing conversations on the clock", count, "conversations") as bar:
+            for position in range(count):
+                responses += len(prepared.timeline(position).responses)
+                bar.advance()
     found = Validation(
         recipe=loaded.name,
         conversations=count,
@@ -218,9 +222,15 @@ def planning(
 
     loaded = as_recipe(recipe)
     prepared = prepare(loaded, limit) if prepared is None else prepared
-    units = [prepared.unit(position) for position in range(len(prepared.conversations))]
+    count = len(prepared.conversations)
+    with progress.task("preparing the conversations", count, "conversations") as bar:
+        units = []
+        for position in range(count):
+            units.append(prepared.unit(position))
+            bar.advance()
     ctx = BuildContext(loaded)
-    steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
+    with progress.task("rendering the LLM prompts"):
+        steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
     with contextlib.ExitStack() as stack:
         settings = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None)
         if not settings.cache_path().exists():

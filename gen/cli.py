@@ -18,7 +18,7 @@ from typing import NoReturn, TextIO
 import typer
 from rich.console import Console
 
-from gen import stopping
+from gen import progress, stopping
 from gen.about import DISTRIBUTION
 from gen.cli_eval import baseline, evaluate
 from gen.cli_options import (
@@ -66,7 +66,7 @@ def show_version(value: bool) -> None:
 def main_options(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show debug messages (retries, choices made)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only warnings and errors (progress stays)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only warnings and errors (and no progress display)."),
     version: bool = typer.Option(
         False, "--version", callback=show_version, is_eager=True, help="Print gen's version and exit."
     ),
@@ -75,6 +75,7 @@ def main_options(
         raise GenError("--verbose and --quiet contradict each other", field="--quiet", expected="one of them")
     STATE["debug"] = debug
     configure(1 if verbose else -1 if quiet else 0)
+    progress.enable(not quiet)
 
 
 RECIPE = typer.Argument(..., metavar="RECIPE", help="The recipe YAML file.")
@@ -301,7 +302,10 @@ def main(process: bool = False) -> None:
     file (gen/crash.py). `process`: this process ends with the command (the `gen` program), so the signal
     handlers before are not put back (a program that calls main() gets them back)."""
     with stopping.installed(restore=not process):  # first: a stop from now on takes the path Ctrl-C takes
-        run_command()
+        try:
+            run_command()
+        finally:
+            progress.disable()  # the next command in this process (a test, a program) starts silent
 
 
 def entry() -> None:
@@ -312,6 +316,7 @@ def entry() -> None:
 def run_command() -> NoReturn:
     STATE["debug"] = False  # set again by the callback, once the options before the command are read
     configure(0)  # likewise
+    progress.enable()  # likewise
     try:
         refuse_empty_arguments(sys.argv[1:])
         with warnings.catch_warnings():
@@ -353,7 +358,9 @@ def refuse_empty_arguments(arguments: list[str]) -> None:
 
 
 def say(line: str) -> None:
-    """One line on stderr; a terminal that hung up (SIGHUP) cannot take it, and that must not become a traceback."""
+    """One line on stderr, the command's last: a progress display still shown is closed first, so the line is not
+    drawn over. A terminal that hung up (SIGHUP) cannot take it, and that must not become a traceback."""
+    progress.disable()
     with contextlib.suppress(OSError, ValueError):
         err.print(line, markup=False)
 
@@ -397,8 +404,9 @@ def show_warning(
 ) -> None:
     """Data warnings (input accepted, but maybe not what was meant) as one line each; others as Python shows
     them."""
-    if issubclass(category, DataWarning):
-        err.print(f"warning: {message}", markup=False)
+    if issubclass(category, DataWarning):  # through sys.stderr: above a progress display, when one is shown
+        with contextlib.suppress(OSError, ValueError):
+            print(f"warning: {message}", file=sys.stderr, flush=True)
     else:
         PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
 

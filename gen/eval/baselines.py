@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from gen import progress
 from gen.calendar_names import month_name, weekday_name
 from gen.embedding import Embedder, MiniLM, default_store, model_folder, require_eval_packages
 from gen.errors import GenError
@@ -55,10 +56,12 @@ def write_baseline(
     for config in dataset.question_configs:
         by_conversation = questions_by_conversation(dataset, config, whole_dialogue, responses_of)
         log.info("%s: %s, %s questions", name, config, f"{sum(len(q) for q in by_conversation.values()):,}")
-        for conversation_id, asked in by_conversation.items():
-            responses = before_now(responses_of[conversation_id], nows.get(conversation_id))
-            ranked = ranker(responses, asked, k)
-            lines += [{"question_id": q.question_id, "retrieved": ranked[q.question_id]} for q, _ in asked]
+        with progress.task(f"{name} ranking {config}", len(by_conversation), "conversations") as bar:
+            for conversation_id, asked in by_conversation.items():
+                responses = before_now(responses_of[conversation_id], nows.get(conversation_id))
+                ranked = ranker(responses, asked, k)
+                lines += [{"question_id": q.question_id, "retrieved": ranked[q.question_id]} for q, _ in asked]
+                bar.advance()
     write_lines(Path(output), lines)
     return len(lines)
 
@@ -71,31 +74,41 @@ def write_turn_baseline(name: str, dataset_path: Path, output: Path, k: int) -> 
     ranker = make_ranker(name)
     dataset = open_dataset(dataset_path)
     lines = []
-    for conversation_id, responses in dataset.log().items():
-        by_session: dict[int, list[tuple[Question, str]]] = defaultdict(list)
-        for before, reply in itertools.pairwise(responses):
-            if before["session_index"] == reply["session_index"]:
-                turn = Question(
-                    f"{conversation_id}/{reply['response_index']}",
-                    conversation_id,
-                    "turn",
-                    [],
-                    Located({"now": reply["timestamp"]}, dataset.folder, f"response {reply['response_index']}"),
-                )
-                by_session[reply["session_index"]].append((turn, before["text"]))
-        for session, asked in by_session.items():
-            earlier = [r for r in responses if r["session_index"] < session and not r.get("is_padding")]
-            ranked = ranker(earlier, asked, k) if earlier else {}
-            lines += [
-                {
-                    "conversation_id": conversation_id,
-                    "response_index": int(turn.question_id.rsplit("/", 1)[1]),
-                    "retrieved": ranked.get(turn.question_id, []),
-                }
-                for turn, _ in asked
-            ]
+    log_of = dataset.log()
+    with progress.task(f"{name} ranking every turn", len(log_of), "conversations") as bar:
+        for conversation_id, responses in log_of.items():
+            lines += turn_lines(ranker, dataset, conversation_id, responses, k)
+            bar.advance()
     write_lines(Path(output), lines)
     return len(lines)
+
+
+def turn_lines(ranker: Ranker, dataset: Dataset, conversation_id: str, responses: Responses, k: int) -> list[dict]:
+    """One conversation's lines of write_turn_baseline."""
+    by_session: dict[int, list[tuple[Question, str]]] = defaultdict(list)
+    for before, reply in itertools.pairwise(responses):
+        if before["session_index"] == reply["session_index"]:
+            turn = Question(
+                f"{conversation_id}/{reply['response_index']}",
+                conversation_id,
+                "turn",
+                [],
+                Located({"now": reply["timestamp"]}, dataset.folder, f"response {reply['response_index']}"),
+            )
+            by_session[reply["session_index"]].append((turn, before["text"]))
+    lines: list[dict] = []
+    for session, asked in by_session.items():
+        earlier = [r for r in responses if r["session_index"] < session and not r.get("is_padding")]
+        ranked = ranker(earlier, asked, k) if earlier else {}
+        lines += [
+            {
+                "conversation_id": conversation_id,
+                "response_index": int(turn.question_id.rsplit("/", 1)[1]),
+                "retrieved": ranked.get(turn.question_id, []),
+            }
+            for turn, _ in asked
+        ]
+    return lines
 
 
 def make_ranker(name: str) -> Ranker:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gen import reading
+from gen import progress, reading
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Question, finished_report, open_dataset
 from gen.eval.metrics import GroupScore, QuestionScore, mean_over_tests, means_per_test, pooled, question_score
@@ -44,8 +44,14 @@ def evaluate(
 ) -> EvalResult:
     report = finished_report(Path(dataset_path), "scored")
     dataset = open_dataset(dataset_path)
-    questions = {config: dataset.questions(config) for config in require_questions(dataset)}
-    predictions = read_predictions(predictions_path, targets(dataset, questions))
+    configs = require_questions(dataset)
+    questions = {}
+    with progress.task("reading the questions", len(configs), "configs") as bar:
+        for config in configs:
+            questions[config] = dataset.questions(config)
+            bar.advance()
+    with progress.task(f"reading {Path(predictions_path).name}"):
+        predictions = read_predictions(predictions_path, targets(dataset, questions))
     if subset is not None:
         questions = only_exported(questions, subset)
     result = EvalResult(Path(dataset_path), Path(predictions_path), k, subset=subset, quality=quality_of(report))

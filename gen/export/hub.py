@@ -14,10 +14,11 @@ Every Hub error becomes one GenError line that says what to do.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -25,7 +26,7 @@ from typing import Literal
 
 import yaml
 
-from gen import stopping
+from gen import progress, stopping
 from gen.errors import GenError, Stopped
 from gen.export.files import human_size
 from gen.export.hub_folder import Export, building_export
@@ -227,7 +228,7 @@ def publish(export: Export, target: HubTarget, message: str, out: Say) -> PushRe
         f"committing {len(files)} files ({human_size(sum(f.size for f in files))})"
         + (f" and deleting {len(stale)} stale data files" if stale else "")
     )
-    with hub_errors("committing", repo_id, source):
+    with hub_errors("committing", repo_id, source), uploading(len(files)):
         commit = api.create_commit(
             repo_id,
             operations,
@@ -245,6 +246,22 @@ def publish(export: Export, target: HubTarget, message: str, out: Say) -> PushRe
     else:
         out(f"pushed {len(files)} files to {result.repo_url} ({visibility}) in one commit: {commit.commit_url}")
     return result
+
+
+@contextlib.contextmanager
+def uploading(files: int) -> Iterator[None]:
+    """The upload as a step of gen's own progress display (gen/progress.py): huggingface_hub's tqdm bars are
+    turned off meanwhile, since they would draw over it, and draw under -q and into a pipe too."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    were_off = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        with progress.task(f"uploading {files} files to the Hub"):
+            yield
+    finally:
+        if not were_off:
+            enable_progress_bars()
 
 
 def check_namespace(identity: dict, repo_id: str, source: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from gen import reading
+from gen import progress, reading
 from gen.errors import GenError
 from gen.export.files import ExportFile
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
@@ -196,7 +196,9 @@ class Written:
     nbytes: int  # in memory, as arrow holds the data (the card's dataset_size)
 
 
-def write_config(source: Path, folder: Path, stem: str, declared: Schema, max_bytes: int) -> Written:
+def write_config(
+    source: Path, folder: Path, stem: str, declared: Schema, max_bytes: int, bar: progress.Bar | None = None
+) -> Written:
     """The config's records streamed into parquet files `<stem>-NNNNN-of-MMMMM.parquet` under `folder`, a new
     file whenever the next batch would take the current one past `max_bytes` (in memory, as arrow counts it):
     memory holds one batch, whatever the config's size. Files are named once their count is known."""
@@ -209,6 +211,8 @@ def write_config(source: Path, folder: Path, stem: str, declared: Schema, max_by
         for first, batch in batches(source):
             table = to_table(batch, declared, source, first)
             rows, nbytes = rows + table.num_rows, nbytes + table.nbytes
+            if bar is not None:
+                bar.advance(table.num_rows)
             while table.num_rows:
                 if writer is None:
                     parts.append((folder / f".{stem}.part{len(parts):05d}", 0))
@@ -289,30 +293,42 @@ def building_export(
 
 def write_configs(export: Export, max_bytes: int) -> None:
     """Each config's records as parquet under data/<config>/, counted against run.json."""
+    with progress.task("writing parquet", export_records(export.report), "records") as bar:
+        for name, info in export.report["configs"].items():
+            write_parquet(export, name, info, max_bytes, bar)
+
+
+def export_records(report: dict) -> int | None:
+    """The records of every config, as run.json counts them (None if it does not say: the bar has no end)."""
+    counts = [info.get("records") for info in report["configs"].values()]
+    return sum(counts) if all(isinstance(n, int) for n in counts) else None
+
+
+def write_parquet(export: Export, name: str, info: dict, max_bytes: int, bar: progress.Bar) -> None:
+    """One config's parquet files, counted against run.json and entered in the card's metadata."""
     split = export.report["split"]
-    for name, info in export.report["configs"].items():
-        source = export.run_dir / info["path"]
-        declared = product_features(name, source)
-        written = write_config(source, export.folder / "data" / name, split, declared, max_bytes)
-        if written.rows != info["records"]:
-            raise GenError(
-                f"run.json counts {info['records']} records for {name}, the file holds {written.rows}",
-                file=source,
-                expected="the run folder as `gen run` wrote it",
-            )
-        for file in written.files:
-            file.path = Path(file.path).relative_to(export.folder).as_posix()
-        export.files += written.files
-        export.data_files[name] = f"data/{name}/{split}-*"
-        export.dataset_info.append(
-            {
-                "config_name": name,
-                "features": copy.deepcopy(declared),
-                "splits": [{"name": split, "num_bytes": written.nbytes, "num_examples": written.rows}],
-                "download_size": sum(file.size for file in written.files),
-                "dataset_size": written.nbytes,
-            }
+    source = export.run_dir / info["path"]
+    declared = product_features(name, source)
+    written = write_config(source, export.folder / "data" / name, split, declared, max_bytes, bar)
+    if written.rows != info["records"]:
+        raise GenError(
+            f"run.json counts {info['records']} records for {name}, the file holds {written.rows}",
+            file=source,
+            expected="the run folder as `gen run` wrote it",
         )
+    for file in written.files:
+        file.path = Path(file.path).relative_to(export.folder).as_posix()
+    export.files += written.files
+    export.data_files[name] = f"data/{name}/{split}-*"
+    export.dataset_info.append(
+        {
+            "config_name": name,
+            "features": copy.deepcopy(declared),
+            "splits": [{"name": split, "num_bytes": written.nbytes, "num_examples": written.rows}],
+            "download_size": sum(file.size for file in written.files),
+            "dataset_size": written.nbytes,
+        }
+    )
 
 
 def copy_extras(run_dir: Path, dest: Path, export: Export) -> None:

@@ -3,6 +3,9 @@
 Shown per step: calls done / total, served from cache, the step's items rejected so far out of its items
 (the one count of gen.llm.accounting, so the live line and run.json agree), requests per minute and tokens per
 minute (over the last minute). The engine updates :class:`StepCounters`; a reporter only reads them.
+
+Whether a step shows a live bar, plain lines or nothing is decided by gen/progress.py (``llm_mode``), the one
+place that decides it for every progress display, and the live bars are rows of its one display.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ import asyncio
 import contextlib
 import logging
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from gen.progress import close_display, llm_mode, open_display
 
 if TYPE_CHECKING:
     from gen.llm.lanes import Tally
@@ -143,39 +147,19 @@ class PlainReporter(NullReporter):
 
 
 class LiveReporter(NullReporter):
-    """A rich progress bar with the step's counters, refreshed by rich's own thread. Steps running at once (two
-    batches in flight) show their bars in one display, which stops when the last of them ends."""
-
-    _shared: Any = None  # the rich.progress.Progress of the steps now running
-    _users = 0
-    _shared_lock = threading.Lock()
+    """The step's bar with its counters in gen's one progress display (gen/progress.py), refreshed by rich's own
+    thread; steps running at once (two batches in flight) show their bars together. When the step ends its bar
+    leaves the display and its last line stays printed above it, with the summary."""
 
     def __init__(self) -> None:
-        self._progress: Any = None  # rich.progress.Progress, imported only when a live display is shown
+        self._progress: Any = None  # the shared rich.progress.Progress while the step runs
         self._task: Any = None
         self.counters: StepCounters | None = None
 
     def start(self, counters: StepCounters) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         self.counters = counters
-        with LiveReporter._shared_lock:
-            if LiveReporter._shared is None:
-                LiveReporter._shared = Progress(
-                    TextColumn("[bold]{task.description}"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TextColumn("{task.fields[detail]}"),
-                    TimeElapsedColumn(),
-                    console=Console(stderr=True),
-                    refresh_per_second=4,
-                    transient=False,
-                )
-                LiveReporter._shared.start()
-            LiveReporter._users += 1
-            self._progress = LiveReporter._shared
-            self._task = self._progress.add_task(counters.step, total=counters.total, detail="")
+        self._progress = open_display()
+        self._task = self._progress.add_task(counters.step, total=counters.total, detail="")
         self.tick()
 
     def tick(self) -> None:
@@ -188,36 +172,39 @@ class LiveReporter(NullReporter):
         progress.update(self._task, completed=counters.done, detail=detail)
 
     def stop(self, summary: str = "") -> None:
-        if self._progress is not None:
-            self.tick()
-            with LiveReporter._shared_lock:
-                LiveReporter._users -= 1
-                if not LiveReporter._users:
-                    self._progress.stop()
-                    LiveReporter._shared = None
-            if summary:
-                self._progress.console.print(summary, markup=False, highlight=False)
-        self._progress = None
-        self.counters = None
+        progress, counters = self._progress, self.counters
+        self._progress = self.counters = None
+        if progress is None or counters is None:
+            return
+        try:
+            with contextlib.suppress(KeyError):
+                progress.remove_task(self._task)
+            with contextlib.suppress(OSError, ValueError):  # a terminal that hung up takes nothing
+                for line in (counters.line(), summary):
+                    if line:
+                        progress.console.print(line, markup=False, highlight=False)
+        finally:
+            close_display(progress)
 
 
 def announce(text: str, mode: str = "auto", stream: TextIO | None = None) -> None:
     """A one-off line about the run (e.g. the structured-output mode an endpoint uses): logged, and shown on
     stderr unless progress is ``off``."""
     log.info(text, extra={"shown": True})  # printed below when progress is on; the run log keeps it
-    if mode != "off":
+    if llm_mode(mode, stream) != "off":
         with contextlib.suppress(OSError, ValueError):
             print(text, file=stream or sys.stderr, flush=True)
 
 
 def make_reporter(mode: str = "auto", interval: float = 10.0, stream: TextIO | None = None) -> Reporter:
-    """``auto``: live on a terminal, plain lines otherwise; ``live``; ``plain``; ``off``."""
-    if mode == "off":
+    """``live``, ``plain`` or ``off``; ``auto``: what gen/progress.py decides (nothing unless the command line
+    asked for progress, live on a terminal, plain lines otherwise)."""
+    chosen = llm_mode(mode, stream)
+    if chosen == "off":
         return NullReporter()
-    stream = stream or sys.stderr
-    if mode == "live" or (mode == "auto" and getattr(stream, "isatty", lambda: False)()):
+    if chosen == "live":
         return LiveReporter()
-    return PlainReporter(stream, interval)
+    return PlainReporter(stream or sys.stderr, interval)
 
 
 @contextlib.asynccontextmanager

@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gen import stopping
+from gen import progress, stopping
 from gen.about import DISTRIBUTION
 from gen.errors import GenError, Stopped
 from gen.export.card import render_card
@@ -203,14 +203,18 @@ def build_and_write(
         shards = ShardWriter(folder.path, recipe.split)
         report: dict | None = None
         try:
-            for results in stages(prepared, products, engine, workers, ray, shards):
-                with contextlib.closing(results):  # on the way out: stop the workers before the folder is kept
-                    for result in results:
-                        with stopping.held():  # a shard is written and counted together, or not at all
-                            shards.write(result)
-                            tallies.add(result)
+            with product_bars(products, len(prepared.conversations)) as bars:
+                for results in stages(prepared, products, engine, workers, ray, shards):
+                    with contextlib.closing(results):  # on the way out: stop the workers before the folder is kept
+                        for result in results:
+                            with stopping.held():  # a shard is written and counted together, or not at all
+                                shards.write(result)
+                                tallies.add(result)
+                            for name, conversations in result.built.items():
+                                bars[name].advance(conversations)
             shards.close()
-            with stopping.held():  # a stop that comes now keeps the finished folder, report and all
+            with stopping.held(), progress.task("writing run.json, rejects.jsonl and README.md"):
+                # a stop that comes now keeps the finished folder, report and all
                 report = finish_folder(folder.path, prepared, tallies, engine, final)
         except (Exception, KeyboardInterrupt) as exc:
             shards.close()
@@ -230,6 +234,18 @@ def build_and_write(
                 exit_code=1,
             )
     return final
+
+
+@contextlib.contextmanager
+def product_bars(products: list[Bound], conversations: int) -> Iterator[dict[str, progress.Bar]]:
+    """A progress bar per product written, counting its conversations built, checked and written. The shards
+    say what they built (ShardResult.built), wherever they ran: a worker process draws nothing itself."""
+    with contextlib.ExitStack() as stack:
+        yield {
+            bound.name: stack.enter_context(progress.task(f"building {bound.name}", conversations, "conversations"))
+            for bound in products
+            if bound.written
+        }
 
 
 def rejected_lines(report: dict) -> list[str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gen import progress
 from gen.conversation import Conversation
 from gen.errors import GenError
 from gen.jsonl import encode_lines
@@ -122,8 +123,10 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
     sources = []
     for index, spec in enumerate(recipe.sources):
         first = len(store)
-        for conversation in read_source(spec):
-            store.add(conversation)
+        with progress.task(f"reading {Path(spec.origin).name}", detail="conversations") as bar:
+            for conversation in read_source(spec):
+                store.add(conversation)
+                bar.advance()
         loaded = store.summaries[first:]
         selected = select(loaded, spec)[:limit] if limit is not None else select(loaded, spec)
         log.info("%s: %d of %d conversations from %s", spec.format, len(selected), len(loaded), spec.origin)
@@ -186,6 +189,7 @@ class ShardResult:
     counts: dict[str, Counter] = field(default_factory=dict)
     rejects: dict[str, list[dict]] = field(default_factory=dict)
     seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    built: Counter = field(default_factory=Counter)  # product → its conversations written here (for progress)
 
 
 def process_shard(
@@ -233,6 +237,7 @@ def build_products(
             unit_built.update(records)
         if bound.written:
             tally(product.name, bound, inputs, outputs, ctx, result)
+            result.built[product.name] += len(units)
     for reject in ctx.rejects:
         result.rejects.setdefault(reject.product, []).append(reject.to_dict())
     return result

@@ -25,6 +25,7 @@ from typing import Any
 
 import duckdb
 
+from gen import progress
 from gen.view import search
 from gen.view.folder import ConfigFiles, RunFolder, lines, whole_lines_snapshot
 from gen.view.store import Store, open_store
@@ -95,13 +96,17 @@ class Index:
 
     def build_all(self) -> None:
         order = sorted(self.folder.configs.values(), key=lambda config: config.size)
-        self.build_rejects()
-        for config in order:
-            if not self.stopping.is_set():
-                self.build(config)
-        for config in order:
-            if not self.stopping.is_set() and self.ready(config.name):
-                self.build_search(config.name)
+        with progress.task("indexing the run for gen view", 1 + 2 * len(order), "tables") as bar:
+            self.build_rejects()
+            bar.advance()
+            for config in order:
+                if not self.stopping.is_set():
+                    self.build(config)
+                bar.advance()
+            for config in order:
+                if not self.stopping.is_set() and self.ready(config.name):
+                    self.build_search(config.name)
+                bar.advance()
 
     def done(self, cur: duckdb.DuckDBPyConnection, part: str) -> Any:
         """The details recorded when `part` was finished, or None if it was not."""

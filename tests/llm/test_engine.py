@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task, estimate_input_tokens
-from gen.llm.progress import PlainReporter, make_reporter
+from gen.llm.progress import PlainReporter
 from gen.llm.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI, Reply, count_words
 
@@ -397,7 +397,6 @@ def test_progress_plain_lines_and_error_summary(api_key, cache_dir):
     assert lines[0] == "[llm] summaries: 4 calls"
     assert "4/4 calls done, 0 cached, items: 4 ok, 0 rejected of 4" in lines[-2]
     assert lines[-1] == "[llm] summaries: errors by type: http_500 ×1"
-    assert isinstance(make_reporter("auto", stream=io.StringIO()), PlainReporter)  # not a terminal
 
 
 def test_preview_renders_prompts_with_cache_status(api_key, cache_dir):

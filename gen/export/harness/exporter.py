@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from gen import progress
 from gen.export.harness import beir, locomo, longmemeval
 from gen.export.harness.names import safe_names
 from gen.export.harness.questions import one_per_group, read_questions
@@ -35,8 +36,11 @@ def export(dataset: Path, format_name: str, output: Path, config: str | None = N
     configs = source.question_configs(config)
     # LongMemEval reads "answer" in an id as evidence: its conversation names must not hold the word
     names = safe_names(list(source.conversations), avoid=longmemeval.EVIDENCE if format_name == "longmemeval" else None)
-    with OutputFolder(output) as out:
-        written = [write_config(format_name, source, name, out.path, names) for name in configs]
+    with OutputFolder(output) as out, progress.task(f"exporting for {format_name}", len(configs), "configs") as bar:
+        written = []
+        for name in configs:
+            written.append(write_config(format_name, source, name, out.path, names))
+            bar.advance()
         out.write_manifest(manifest(format_name, source, written, names))
     return written
 

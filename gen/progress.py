@@ -1,0 +1,228 @@
+"""Progress displays: the one place that decides whether gen draws one, and the one display every step shares.
+
+A step that can take more than a few seconds (reading a source, building a product, writing the run folder,
+an export, a push, a baseline, scoring, the viewer's index) wraps its work as
+
+    with progress.task("reading locomo10.json", total=None) as bar:
+        for item in work:
+            ...
+            bar.advance()
+
+The rule of whether anything is drawn is :func:`decide`, and nothing else decides it:
+
+- only after :func:`enable` (the command line calls it unless ``-q`` was given; a program calling gen's
+  functions gets silence unless it calls ``enable`` itself);
+- only when stderr is a terminal (piped, redirected or under a test's capture: nothing, and no control codes in
+  a log file);
+- only in the process that enabled it: a worker forked from it (the run's pool) inherits the switch but must not
+  draw over its parent; the parent advances the bars from what each shard sends back.
+
+The LLM steps' live bars (gen/llm/progress.py) join the same display through :func:`open_display`, and their
+choice between a live bar, plain lines and nothing is :func:`llm_mode`, so one display is on the terminal at a
+time and log lines printed meanwhile go above it (rich redirects stderr while it is shown). The display is
+transient: when the last step using it ends, its lines are erased, the cursor is shown again, and the line
+is left empty, also when the step ends by Ctrl-C or SIGTERM (the exception unwinds through ``task``), and,
+as a last resort, when the command line ends (:func:`disable`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, TextIO
+
+from gen import stopping
+
+__all__ = ["Bar", "close_display", "decide", "disable", "drawing", "enable", "llm_mode", "open_display", "task"]
+
+LlmMode = Literal["live", "plain", "off"]
+REFRESHES_PER_SECOND = 4
+
+
+@dataclass
+class _Switch:
+    """Who asked for displays: the process id that called `enable` (None: nobody, or -q)."""
+
+    pid: int | None = None
+
+
+_switch = _Switch()
+
+
+def enable(on: bool = True) -> None:
+    """Displays on (or off) for this process: the command line's choice (on unless -q)."""
+    _switch.pid = os.getpid() if on else None
+
+
+def disable() -> None:
+    """Displays off, and a display still shown is closed (the command line's last word: the cursor is shown
+    again and the line ended, whatever happened before)."""
+    _switch.pid = None
+    _Display.close_all()
+
+
+def decide(*, enabled: bool, terminal: bool, same_process: bool) -> bool:
+    """Whether a live display is drawn: asked for (no -q, the command line), on a terminal, by the process that
+    asked (not a worker forked from it)."""
+    return enabled and terminal and same_process
+
+
+def is_terminal(stream: TextIO | None) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, OSError, ValueError):  # a closed or replaced stream is no terminal
+        return False
+
+
+def drawing() -> bool:
+    """:func:`decide` for this process and its stderr now."""
+    same = _switch.pid == os.getpid()
+    return decide(enabled=_switch.pid is not None, terminal=is_terminal(_real_stderr()), same_process=same)
+
+
+def llm_mode(requested: str, stream: TextIO | None = None) -> LlmMode:
+    """What the LLM steps show for their `progress` setting. ``auto`` follows the rule of :func:`decide`, except
+    that off a terminal they print plain lines every few seconds (a log of a long run says how far it got); a
+    mode set explicitly (``live``, ``plain``, ``off``) is kept."""
+    if requested in ("live", "plain", "off"):
+        return requested  # type: ignore[return-value]
+    if _switch.pid is None or _switch.pid != os.getpid():
+        return "off"
+    return "live" if is_terminal(stream or _real_stderr()) else "plain"
+
+
+def _real_stderr() -> TextIO:
+    """stderr itself, also while a display shows (rich replaces sys.stderr by a proxy then)."""
+    return getattr(sys.stderr, "rich_proxied_file", sys.stderr)
+
+
+# --- the one display --------------------------------------------------------------------------------------
+
+
+class _Display:
+    """The rich Progress on screen, shared by every step running (the LLM steps' bars included) and closed when
+    the last of them ends."""
+
+    lock = threading.Lock()
+    progress: Any = None  # rich.progress.Progress, imported only when something is drawn
+    users = 0
+
+    @classmethod
+    def open(cls) -> Any:
+        with cls.lock:
+            if cls.progress is None:
+                cls.progress = _new_progress()
+                cls.progress.start()
+            cls.users += 1
+            return cls.progress
+
+    @classmethod
+    def close(cls, progress: Any) -> None:
+        """One user of `progress` is done; nothing, when that display was already closed (by `close_all`: a
+        thread still finishing its step must not close a display opened after)."""
+        with cls.lock:
+            if progress is not cls.progress:
+                return
+            cls.users -= 1
+            if cls.users <= 0:
+                cls._stop()
+
+    @classmethod
+    def close_all(cls) -> None:
+        with cls.lock:
+            cls._stop()
+
+    @classmethod
+    def _stop(cls) -> None:
+        progress, cls.progress, cls.users = cls.progress, None, 0
+        if progress is not None:
+            with stopping.ignored(), contextlib.suppress(OSError, ValueError):  # a hung-up terminal takes nothing
+                progress.stop()  # erases the display, shows the cursor
+
+
+def _new_progress() -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class Count(ProgressColumn):
+        """done/total, or what is done so far when the total is not known ahead (nothing before the first)."""
+
+        def render(self, task: Any) -> Text:
+            done = f"{int(task.completed):,}" if task.completed or task.total is not None else ""
+            return Text(done if task.total is None else f"{done}/{int(task.total):,}", style="progress.download")
+
+    return Progress(
+        TextColumn("{task.description}", style="bold", markup=False),
+        BarColumn(),
+        Count(),
+        TextColumn("{task.fields[detail]}", markup=False),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        refresh_per_second=REFRESHES_PER_SECOND,
+        transient=True,
+        redirect_stdout=False,  # a command's results on stdout are not moved to stderr
+        redirect_stderr=True,  # log lines printed meanwhile go above the display
+    )
+
+
+def open_display() -> Any:
+    """The shared rich Progress, started if it was not (a caller that checked :func:`llm_mode` or
+    :func:`drawing`); every call is matched by one :func:`close_display`."""
+    return _Display.open()
+
+
+def close_display(progress: Any) -> None:
+    _Display.close(progress)
+
+
+# --- a step ----------------------------------------------------------------------------------------------
+
+
+class Bar:
+    """One step's row in the display; without a display every method does nothing."""
+
+    def __init__(self, progress: Any = None, task_id: Any = None) -> None:
+        self._progress = progress
+        self._task = task_id
+
+    @property
+    def shown(self) -> bool:
+        return self._progress is not None
+
+    def advance(self, steps: float = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, steps)
+
+    def update(self, *, total: float | None = None, detail: str | None = None) -> None:
+        if self._progress is None:
+            return
+        fields: dict[str, Any] = {} if detail is None else {"detail": detail}
+        if total is not None:
+            fields["total"] = total
+        self._progress.update(self._task, **fields)
+
+
+@contextlib.contextmanager
+def task(description: str, total: float | None = None, detail: str = "") -> Iterator[Bar]:
+    """A step's row in the display while the block runs (`total`: its units, None when not known ahead), removed
+    when the block ends however it ends. Draws nothing unless :func:`drawing`."""
+    if not drawing():
+        yield Bar()
+        return
+    progress = open_display()
+    try:
+        task_id = progress.add_task(description, total=total, detail=detail)
+        progress.refresh()  # shown at once: a step shorter than a refresh still says it ran
+        try:
+            yield Bar(progress, task_id)
+            progress.refresh()  # and how far it got, before its row goes
+        finally:
+            with contextlib.suppress(KeyError):
+                progress.remove_task(task_id)
+    finally:
+        close_display(progress)
