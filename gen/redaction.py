@@ -65,6 +65,7 @@ BARE = re.compile(
 )
 TRAILING = ".,;:!?'\"…。，、；：！？"  # end a sentence, not a link
 CLOSERS = {")": "(", "]": "[", "}": "{", "）": "（", "」": "「", "』": "『", "】": "【", ">": "<"}
+BRACKETS = set(CLOSERS) | set(CLOSERS.values())
 DIGIT = re.compile(r"\d")  # Unicode digits too: a phone number needs one, and most texts have none
 # a name must not go on into a letter, a digit or a combining mark (e + U+0308 is "ë" written in two parts)
 NAME_END = r"(?![\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f])"
@@ -174,9 +175,7 @@ class Redactor:
 
     def text(self, text: str, counts: Counter[str]) -> str:
         """`text` with every match replaced; the replacements are added to `counts`."""
-        spans = sorted(
-            (span for find in self.finders for span in find(text)), key=lambda s: (s.start, s.start - s.end)
-        )
+        spans = sorted((span for find in self.finders for span in find(text)), key=lambda s: (s.start, s.start - s.end))
         if not spans:
             return text
         parts: list[str] = []
@@ -285,15 +284,16 @@ def find_urls(text: str) -> Iterator[Span]:
 
 def link_end(text: str, start: int, end: int) -> int:
     """Where a link really ends: sentence punctuation after it is left out, and a closing bracket too unless
-    the link holds its opening one."""
+    the link holds its opening one. Brackets are counted once, so a link that ends in a long run of them takes
+    linear time."""
+    held = Counter(char for char in text[start:end] if char in BRACKETS)
     while end > start:
         last = text[end - 1]
-        if last in TRAILING:
-            end -= 1
-        elif last in CLOSERS and text.count(CLOSERS[last], start, end) < text.count(last, start, end):
-            end -= 1
-        else:
+        if last in CLOSERS and held[CLOSERS[last]] < held[last]:
+            held[last] -= 1
+        elif last not in TRAILING:
             break
+        end -= 1
     return end
 
 
@@ -314,8 +314,12 @@ def phone_finder(region: str | None) -> Finder:
 def name_finder(names: list[str], ignore_case: bool) -> Finder:
     """One pattern for every name, longest first (so "Ann Lee" wins over "Ann"), each in its composed and
     decomposed Unicode forms (Zoë typed either way)."""
-    forms = {form for name in names for form in (unicodedata.normalize("NFC", name), unicodedata.normalize("NFD", name))}
-    alternatives = [r"\s+".join(re.escape(word) for word in form.split()) for form in sorted(forms, key=len, reverse=True)]
+    forms = {
+        form for name in names for form in (unicodedata.normalize("NFC", name), unicodedata.normalize("NFD", name))
+    }
+    alternatives = [
+        r"\s+".join(re.escape(word) for word in form.split()) for form in sorted(forms, key=len, reverse=True)
+    ]
     pattern = re.compile(rf"(?<!\w)(?:{'|'.join(alternatives)}){NAME_END}", re.IGNORECASE if ignore_case else 0)
 
     def find(text: str) -> Iterator[Span]:

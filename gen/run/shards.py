@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from gen.conversation import Conversation
 from gen.errors import GenError
 from gen.jsonl import encode_lines
+from gen.personal import source_is_personal
 from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
 from gen.products.record_check import RecordCheck, check_conversation
 from gen.products.registry import REGISTRY, Bound, bind, closure
-from gen.personal import source_is_personal
 from gen.recipe import BUNDLED, Recipe
 from gen.redaction import Redactor
 from gen.sources import read_source, select
@@ -167,7 +167,9 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
     if redactor is not None:
         prepared.redaction = redactor.report()
         replaced = ", ".join(f"{kind} {count:,}" for kind, count in prepared.redaction["replaced"].items())
-        log.info("redact: replaced %s (%d of %d conversations changed)", replaced, redactor.changed, redactor.conversations)
+        log.info(
+            "redact: replaced %s (%d of %d conversations changed)", replaced, redactor.changed, redactor.conversations
+        )
     prepared.timings["prepare"] = time.perf_counter() - started
     return prepared
 
