@@ -294,7 +294,7 @@ def test_a_source_marked_not_personal_pushes_without_the_flag(tmp_path, hub: Fak
     assert code == 0, err
     card = hub.repos["me/mine"].files()["README.md"].decode()
     assert "Made from people's own conversations" not in card
-    assert "The sources are published research corpora" in card
+    assert "The sources are not people's own logs: a source gen has no facts about." in card
 
 
 def test_a_run_json_without_the_personal_mark_is_judged_by_its_format(tmp_path, hub: FakeHub, capsys):
