@@ -24,6 +24,9 @@ PORTABLE_HEADER = (
     "# bundled sample needs no DIR).\n"
 )
 PUBLIC_HEADER = "# The recipe of this dataset; input paths are reduced to their file names.\n"
+WITHHELD_NAMES = (
+    "# redact.names is withheld: it listed {count} name(s) of people in the sources, which the redaction hides.\n"
+)
 
 
 def recipe_data(recipe: Recipe) -> dict[str, Any]:
@@ -61,10 +64,17 @@ def portable_recipe(recipe: Recipe, final: Path) -> str:
 
 
 def public_recipe(text: str) -> str:
-    """A run folder's recipe.yaml as published: input paths reduced to file names, local endpoints hidden."""
+    """A run folder's recipe.yaml as published: input paths reduced to file names, local endpoints hidden, and
+    the names `redact:` replaces left out (published, the list would name the very people it hides). The card
+    and `gen push` both publish the recipe through here."""
     data = reading.load_yaml(text, Path("recipe.yaml"))
     if not isinstance(data, dict):
         return text
+    header = PUBLIC_HEADER
+    redact = data.get("redact")
+    if isinstance(redact, dict) and "names" in redact:
+        names = redact.pop("names")
+        header += WITHHELD_NAMES.format(count=len(names) if isinstance(names, list) else "some")
     for source in data.get("sources") or []:
         if isinstance(source, dict) and source.get("path"):
             source["path"] = Path(str(source["path"])).name
@@ -76,7 +86,7 @@ def public_recipe(text: str) -> str:
     for endpoint in (data.get("llm") or {}).values():
         if isinstance(endpoint, dict) and "base_url" in endpoint:
             endpoint["base_url"] = public_url(str(endpoint["base_url"]))
-    return PUBLIC_HEADER + dump(data)
+    return header + dump(data)
 
 
 def dump(data: dict[str, Any]) -> str:

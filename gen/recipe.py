@@ -31,6 +31,7 @@ from gen.errors import GenError
 from gen.export.spec import ExportSpec
 from gen.hashing import canonical_json
 from gen.llm.config import EndpointConfig, data_params
+from gen.redaction import RedactSpec
 from gen.validation import InputModel, dotted, validate_model
 
 if TYPE_CHECKING:
@@ -71,6 +72,11 @@ class SourceSpec(StrictModel):
     )
     session_break_minutes: float | None = Field(
         default=None, gt=0, description="chat_logs only: a new session after this long without a message (default 30)"
+    )
+    personal: bool | None = Field(
+        default=None,
+        description="whether the file holds people's own conversations (default: as its format says, true for "
+        "chat_logs); `gen push` asks for --personal-data-ok before uploading a run made from one",
     )
 
     @model_validator(mode="after")
@@ -199,6 +205,9 @@ class Recipe(StrictModel):
     output_dir: Path | None = None
     templates_dir: Path | None = Field(default=None, description="templates here shadow the built-in ones")
     llm: dict[str, EndpointConfig] = Field(default={}, description="named LLM endpoints that products refer to")
+    redact: RedactSpec | None = Field(
+        default=None, description="replace emails, phone numbers, links and listed names before anything is built"
+    )
     export: ExportSpec = Field(
         default=ExportSpec(), description="export: {hub: {repo_id: ...}} pushes the run at the end"
     )
@@ -289,11 +298,16 @@ def data_affecting(recipe: Recipe) -> dict:
     for source in data["sources"]:
         source["path"] = file_name(source["path"])
         source.pop("sha256", None)  # a check on the file, not a setting: the fingerprint stays the recipe's
+        source.pop("personal", None)  # says who is in the data, changes none of it
         for key in LATER_FIELDS:
             if source[key] is None:
                 source.pop(key)
     data["timeline"]["padding"]["path"] = file_name(data["timeline"]["padding"]["path"])
     data["templates_dir"] = file_name(data["templates_dir"])
+    if recipe.redact is None:  # added later: a recipe without it keeps its fingerprint
+        data.pop("redact")
+    else:
+        data["redact"] = recipe.redact.fingerprinted()
     return data
 
 

@@ -30,6 +30,7 @@ from gen.export.card_header import (
     read_card_metadata,
 )
 from gen.jsonl import read_jsonl
+from gen.personal import entry_is_personal
 from gen.products.registry import config_spec
 from gen.products.schema import Schema, Type, feature_type, list_item
 from gen.provenance import public_recipe, public_url
@@ -46,12 +47,14 @@ EXAMPLE_CHARS = 200  # characters of a text an example record shows
 @dataclass(frozen=True)
 class Published:
     """What a Hub export changes in the card: its parquet data files and their features, the repo (None for a
-    local export folder) and the files it holds."""
+    local export folder), the files it holds, and whether the publisher gave the word to upload people's own
+    logs (--personal-data-ok)."""
 
     data_files: dict[str, str]
     dataset_info: list[dict]
     repo_id: str | None
     files: Sequence[ExportFile]
+    personal_data_ok: bool = False
 
 
 # --- facts ----------------------------------------------------------------------------------------
@@ -326,7 +329,10 @@ def card_data(
         recipe = load_yaml(recipe_text) if recipe_text else {}
     except yaml.YAMLError:
         recipe = {}
-    sources = [{**source, "facts": source_facts(source, facts)} for source in report.get("sources", [])]
+    sources = [
+        {**source, "facts": source_facts(source, facts), "own_logs": entry_is_personal(source)}
+        for source in report.get("sources", [])
+    ]
     methods = {name: {"id": key, **method} for key, method in facts["methods"].items() for name in method["configs"]}
     features = {name: config_features(name) for name in configs}
     config_list = [
@@ -359,6 +365,11 @@ def card_data(
         "files": published.files if published else [],
         "timings": report.get("timings_s", {}),
         "padding": ((recipe.get("timeline") or {}).get("padding") or {}).get("mode", "donor"),
+        "personal": {  # the section "Personal and sensitive information" (templates/card/sections/personal.md.j2)
+            "redaction": report.get("redaction"),
+            "published": published is not None,
+            "consented": bool(published and published.personal_data_ok),
+        },
         "citations": list(dict.fromkeys(c.strip() for c in citations if c)),
         "scoring": {"retrieval": retrieval, "group_field": groups[retrieval[0]] if retrieval else "test"},
         "local_dataset_info": local_dataset_info(features, data_sizes(folder, configs)),

@@ -29,8 +29,9 @@ import yaml
 from gen import progress, stopping
 from gen.errors import GenError, Stopped
 from gen.export.files import human_size
-from gen.export.hub_folder import Export, building_export
+from gen.export.hub_folder import Export, building_export, read_run
 from gen.export.spec import ExportSpec, HubTarget
+from gen.personal import FLAG, describe, personal_sources, refuse_unconsented_upload
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,7 @@ def describe_plan(export: Export, target: HubTarget, message: str) -> str:
             else "public when the repo is created"
         ),
         "  token       " + (f"from {source} (never shown)" if source else f"none found: {TOKEN_HELP}"),
+        *personal_line(export, target),
         "",
         f"Files in the commit ({len(files)}, {human_size(sum(f.size for f in files))}):",
     ]
@@ -140,6 +142,15 @@ def describe_plan(export: Export, target: HubTarget, message: str) -> str:
     return "\n".join(lines)
 
 
+def personal_line(export: Export, target: HubTarget) -> list[str]:
+    """The dry run's line about people's own logs, when the run was made from some."""
+    own = personal_sources(export.report)
+    if not own:
+        return []
+    word = f"given ({FLAG})" if target.personal_data_ok else f"a real push is refused without {FLAG}"
+    return [f"  own logs    made from people's own conversations: {describe(own)}; {word}"]
+
+
 # --- the push -------------------------------------------------------------------------------------
 
 
@@ -153,7 +164,11 @@ def push(
     templates_dir: str | None = None,
     out: Say = print,
 ) -> PushResult | None:
-    """Build the export of `run_dir` and publish it to `target` as one commit (or only describe it)."""
+    """Build the export of `run_dir` and publish it to `target` as one commit (or only describe it). A run made
+    from people's own logs is refused before any work unless the target carries the publisher's word (a dry run
+    sends nothing, so it only says so)."""
+    if not dry_run:
+        refuse_unconsented_upload(read_run(Path(run_dir).resolve()), target.personal_data_ok, Path(run_dir))
     with tempfile.TemporaryDirectory(prefix="gen-push-") as scratch:
         folder = Path(export_dir) if export_dir else Path(scratch) / "export"
         built = building_export(
@@ -163,6 +178,7 @@ def push(
             templates_dir=templates_dir,
             repo_id=target.repo_id,
             overrides=target.card,
+            personal_data_ok=target.personal_data_ok,
         )
         with built as export:  # --export-dir is replaced only once the card is final and the push went through
             message = message or target.commit_message or default_message(export.report)

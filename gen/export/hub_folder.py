@@ -48,6 +48,7 @@ class Export:
     files: list[ExportFile] = field(default_factory=list)  # everything except README.md
     templates_dir: str | None = None
     card: str = ""
+    personal_data_ok: bool = False  # the publisher's word for a run made from people's own logs (the card says it)
 
     def write_card(
         self, repo_id: str | None = None, existing: Iterable[dict] = (), overrides: dict | None = None
@@ -60,7 +61,7 @@ class Export:
             self.templates_dir,
             folder=self.run_dir,
             previous=self.run_dir / "README.md",
-            published=Published(self.data_files, self.dataset_info, repo_id, self.files),
+            published=Published(self.data_files, self.dataset_info, repo_id, self.files, self.personal_data_ok),
             existing=existing,
             overrides=overrides,
         )
@@ -254,9 +255,12 @@ def build_export(
     repo_id: str | None = None,
     existing: Iterable[dict] = (),
     overrides: dict | None = None,
+    personal_data_ok: bool = False,
 ) -> Export:
     """Write the export of `run_dir` at `dest` (new, empty, or an earlier export, which is replaced whole)."""
-    with building_export(run_dir, dest, max_shard_size, templates_dir, repo_id, existing, overrides) as export:
+    with building_export(
+        run_dir, dest, max_shard_size, templates_dir, repo_id, existing, overrides, personal_data_ok
+    ) as export:
         pass
     return export
 
@@ -270,6 +274,7 @@ def building_export(
     repo_id: str | None = None,
     existing: Iterable[dict] = (),
     overrides: dict | None = None,
+    personal_data_ok: bool = False,
 ) -> Iterator[Export]:
     """The export of `run_dir`, written in a sibling of `dest` and yielded; it replaces `dest` (and its `folder`
     becomes `dest`) only when the block ends without an exception, so `gen push` can finish the card with what
@@ -283,7 +288,15 @@ def building_export(
     except ValueError as exc:
         raise GenError(str(exc), field="max_shard_size") from None
     with NewFolder(Path(dest).absolute(), "the export", EXPECTED) as new:  # unresolved: a link there is refused
-        export = Export(new.path, run_dir, report, data_files={}, dataset_info=[], templates_dir=templates_dir)
+        export = Export(
+            new.path,
+            run_dir,
+            report,
+            data_files={},
+            dataset_info=[],
+            templates_dir=templates_dir,
+            personal_data_ok=personal_data_ok,
+        )
         write_configs(export, max_bytes)
         copy_extras(run_dir, new.path, export)
         export.write_card(repo_id, existing, overrides)

@@ -35,6 +35,12 @@ def push(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Build the export and print the target, the files and the card; send nothing."
     ),
+    personal_data_ok: bool = typer.Option(
+        False,
+        "--personal-data-ok",
+        help="Upload a run made from people's own logs (chat_logs sources, or sources marked personal: true); "
+        "without it such a push is refused. The card records it.",
+    ),
 ) -> None:
     """Publish a run folder to the Hugging Face Hub in one commit: parquet per config with explicit features,
     the dataset card, the recipe and the run report.
@@ -68,6 +74,7 @@ def push(
     overrides = {"repo_id": repo_id, "private": private, "revision": revision, "max_shard_size": max_shard_size}
     settings.update({key: value for key, value in overrides.items() if value is not None})
     settings["create_pr"] = create_pr or settings.get("create_pr", False)
+    settings["personal_data_ok"] = personal_data_ok or settings.get("personal_data_ok", False)
     try:
         target = HubTarget.model_validate(settings)
     except ValidationError as exc:

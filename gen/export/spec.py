@@ -48,6 +48,10 @@ class HubTarget(InputModel):
     card: dict[str, Any] = Field(
         default={}, description="extra card metadata (tags, language, license of your own data...)"
     )
+    personal_data_ok: bool = Field(
+        default=False,
+        description="upload a run made from people's own logs (gen push --personal-data-ok); the card records it",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 
 # run.json names gen itself "gen"; its distribution on the package index is DISTRIBUTION. The others are the
 # libraries whose releases can change what a run writes (sqlglot rewrites the SQL labels, pyarrow writes the
-# parquet, num2words spells numbers, jinja2 renders every wording, orjson and dateutil read and write records)
+# parquet, num2words spells numbers, jinja2 renders every wording, orjson and dateutil read and write records,
+# phonenumbers finds the numbers `redact:` replaces)
 PACKAGES = {"gen": DISTRIBUTION} | {
     name: name
     for name in (
@@ -68,6 +69,7 @@ PACKAGES = {"gen": DISTRIBUTION} | {
         "pyarrow",
         "orjson",
         "python-dateutil",
+        "phonenumbers",
     )
 }
 
@@ -407,6 +409,8 @@ def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engi
         "validation": {},
         "timings_s": dict(prepared.timings),
     }
+    if prepared.redaction is not None:  # the recipe's `redact:` settings (names counted) and what it replaced
+        report["redaction"] = prepared.redaction
     for bound in products:
         if not bound.written:
             continue

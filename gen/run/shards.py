@@ -22,11 +22,13 @@ from gen import progress
 from gen.conversation import Conversation
 from gen.errors import GenError
 from gen.jsonl import encode_lines
+from gen.personal import source_is_personal
 from gen.products.base import BuildContext, Records, Unit
 from gen.products.checks import Checks
 from gen.products.record_check import RecordCheck, check_conversation
 from gen.products.registry import REGISTRY, Bound, bind, closure
 from gen.recipe import BUNDLED, Recipe
+from gen.redaction import Redactor
 from gen.sources import read_source, select
 from gen.sources.store import ConversationStore, SourcePool, Store, Stored, Summary
 from gen.timeline import Timeline, build_timeline, donor_choice
@@ -49,6 +51,7 @@ class Prepared:
     source_of: list[int]  # per selected conversation: its source's index in `pools`
     sources: list[dict] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
+    redaction: dict[str, Any] | None = None  # what the recipe's `redact:` replaced (run.json's `redaction`)
 
     @property
     def needs_timelines(self) -> bool:
@@ -121,11 +124,13 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
     pools: list[SourcePool] = []
     source_of: list[int] = []
     sources = []
+    # applied as each conversation is read, before it is stored: every product and validator reads the store
+    redactor = Redactor(recipe.redact) if recipe.redact is not None else None
     for index, spec in enumerate(recipe.sources):
         first = len(store)
         with progress.task(f"reading {Path(spec.origin).name}", detail="conversations") as bar:
             for conversation in read_source(spec):
-                store.add(conversation)
+                store.add(redactor.conversation(conversation) if redactor is not None else conversation)
                 bar.advance()
         loaded = store.summaries[first:]
         selected = select(loaded, spec)[:limit] if limit is not None else select(loaded, spec)
@@ -138,6 +143,7 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
                 "bundled": spec.path is not None and spec.path.resolve().parent == BUNDLED.resolve(),
                 "loaded": len(loaded),
                 "selected": len(selected),
+                "personal": source_is_personal(spec),
             }
         )
         pools.append(SourcePool(store, range(first, len(store))))
@@ -161,6 +167,12 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
         source_of = [s for s, c in zip(source_of, chosen) if c.session_count]
         chosen = [c for c in chosen if c.session_count]
     prepared = Prepared(recipe, products, Stored(store, [c.position for c in chosen]), pools, source_of, sources)
+    if redactor is not None:
+        prepared.redaction = redactor.report()
+        replaced = ", ".join(f"{kind} {count:,}" for kind, count in prepared.redaction["replaced"].items())
+        log.info(
+            "redact: replaced %s (%d of %d conversations changed)", replaced, redactor.changed, redactor.conversations
+        )
     prepared.timings["prepare"] = time.perf_counter() - started
     return prepared
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from gen.conversation import Conversation
@@ -53,6 +54,25 @@ FORMATS: dict[str, tuple[str, Reader, Parser]] = {
         ),
     ),
 }
+
+
+# format → the module of its reader, which declares `PERSONAL = True` when the format holds people's own logs
+READERS: dict[str, ModuleType] = {
+    "locomo": locomo,
+    "msc": msc,
+    "msc_self_instruct": msc,
+    "msc_personas": msc,
+    "cc": cc,
+    "chat_logs": chat_logs,
+}
+
+
+def reads_own_logs(format: str) -> bool:
+    """Whether a format's reader declares that it reads people's own logs (`PERSONAL = True`). A format this
+    gen has no reader for (named in a run made by a gen with more readers) counts as own logs: asking once too
+    often before publishing is the safe side."""
+    reader = READERS.get(format)
+    return True if reader is None else bool(getattr(reader, "PERSONAL", False))
 
 
 def read_source(spec: SourceSpec) -> Iterator[Conversation]:

@@ -29,6 +29,9 @@ from gen.conversation import Conversation, Session, Turn
 from gen.errors import GenError
 from gen.sources._io import require_str
 
+# People's own conversations, not a published corpus: the card says so, and `gen push` asks before uploading
+# them (gen/personal.py). Every reader may declare it; one that does not reads no one's own logs.
+PERSONAL = True
 EXPECTED = (
     'JSON lines, one message each: {"conversation": ..., "speaker": ..., "text": ..., "time": ...} '
     '(and optionally "session")'
