@@ -7,6 +7,9 @@ exactly as an outside package registers its. A package adds to `gen` by declarin
     [project.entry-points."gen.templates"]
     my_package = "my_package:templates_dir"              # a callable returning the folder of its templates
 
+    [project.entry-points."gen.sources"]
+    my_format = "my_package.source:MY_FORMAT"            # a SourceFormat; the entry point's name is the format's
+
 gen's own entry points come first; other packages' follow, by distribution name, then entry point name, so the
 order never depends on how the environment was installed.
 """
@@ -21,6 +24,7 @@ from gen.errors import GenError
 
 PRODUCTS = "gen.products"
 TEMPLATES = "gen.templates"
+SOURCES = "gen.sources"  # source formats: gen/sources/registry.py, docs/adding-a-source.md
 
 
 def entry_points(group: str) -> list[metadata.EntryPoint]:
@@ -36,6 +40,11 @@ def entry_points(group: str) -> list[metadata.EntryPoint]:
         (ep for ep in found if distribution(ep) != DISTRIBUTION), key=lambda ep: (distribution(ep), ep.name)
     )
     return own + others
+
+
+def names(group: str) -> list[str]:
+    """The names of a group's entry points, without importing what they point to."""
+    return [ep.name for ep in entry_points(group)]
 
 
 def distribution(ep: metadata.EntryPoint) -> str:

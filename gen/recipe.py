@@ -7,6 +7,7 @@ when the registry binds the recipe's products (gen/products/registry.py).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import typing
@@ -25,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from gen import reading
+from gen import plugins, reading
 from gen.conversation import MIN_YEAR
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
@@ -42,7 +43,6 @@ MAX_SECONDS_PER_WORD = 60
 MAX_MINUTES = 10 * 365 * 24 * 60
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
-SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc", "chat_logs"]
 
 
 class StrictModel(InputModel):
@@ -51,7 +51,7 @@ class StrictModel(InputModel):
 
 
 class SourceSpec(StrictModel):
-    format: SourceFormat
+    format: str = Field(description="a source format: one of the `gen.sources` entry points (gen/plugins.py)")
     path: Path | None = None
     hf: str | None = Field(default=None, description="owner/name of a Hugging Face dataset")
     hf_config: str | None = Field(default=None, description="hf only: the dataset's configuration (subset) name")
@@ -72,6 +72,23 @@ class SourceSpec(StrictModel):
     session_break_minutes: float | None = Field(
         default=None, gt=0, description="chat_logs only: a new session after this long without a message (default 30)"
     )
+    clock: Literal["observed", "simulated"] | None = Field(
+        default=None,
+        description="message sources: keep each message's own time (observed; the default when messages have "
+        "times) or simulate them from the speaking rate",
+    )
+    options: dict[str, Any] | None = Field(default=None, description="the format's own options (its reader checks them)")
+
+    @field_validator("format")
+    @classmethod
+    def installed_format(cls, value: str) -> str:
+        """A format some installed package registers (gen's own among them), named without importing any reader."""
+        known = plugins.names(plugins.SOURCES)
+        if value not in known:
+            near = difflib.get_close_matches(value, known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ValueError(f"unknown source format {value!r}{hint} (installed: {', '.join(known)})")
+        return value
 
     @model_validator(mode="after")
     def one_location(self) -> SourceSpec:
@@ -242,6 +259,9 @@ def recipe_from_data(data: Any, path: Path, source_dir: Path | None = None) -> R
     recipe = validate_model(Recipe, data, path, prefix=())
     recipe._file = path
     check_endpoints(recipe)
+    from gen.sources.registry import check_sources  # the readers import this module: imported when first used
+
+    check_sources(recipe)
     recipe._fingerprint = fingerprint(data_affecting(recipe))
     resolve_paths(recipe, path.parent, source_dir)
     return recipe
@@ -277,7 +297,7 @@ def non_finite(value: Any, where: str) -> typing.Iterator[tuple[str, float]]:
 
 # Fields added after recipes were first fingerprinted: left out of the fingerprint while unset, so recipes
 # that do not use them keep theirs
-LATER_FIELDS = ("dayfirst", "session_break_minutes", "hf_config")
+LATER_FIELDS = ("dayfirst", "session_break_minutes", "hf_config", "clock", "options")
 
 
 def data_affecting(recipe: Recipe) -> dict:

@@ -122,8 +122,10 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
     sources = []
     for index, spec in enumerate(recipe.sources):
         first = len(store)
+        clocks: set[str] = set()
         for conversation in read_source(spec):
             store.add(conversation)
+            clocks.add(conversation.clock)
         loaded = store.summaries[first:]
         selected = select(loaded, spec)[:limit] if limit is not None else select(loaded, spec)
         log.info("%s: %d of %d conversations from %s", spec.format, len(selected), len(loaded), spec.origin)
@@ -135,6 +137,7 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
                 "bundled": spec.path is not None and spec.path.resolve().parent == BUNDLED.resolve(),
                 "loaded": len(loaded),
                 "selected": len(selected),
+                "clock": " and ".join(sorted(clocks)) or None,  # observed or simulated (the card says which)
             }
         )
         pools.append(SourcePool(store, range(first, len(store))))
