@@ -218,7 +218,7 @@ def planning(
 
     loaded = as_recipe(recipe)
     prepared = prepare(loaded, limit) if prepared is None else prepared
-    units = [prepared.unit(position) for position in range(len(prepared.conversations))]
+    units = prepared.units()
     ctx = BuildContext(loaded)
     steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]
     with contextlib.ExitStack() as stack:

@@ -51,9 +51,12 @@ def distribution(ep: metadata.EntryPoint) -> str:
     return ep.dist.name if ep.dist is not None else ""
 
 
-def loaded(group: str) -> Iterator[tuple[metadata.EntryPoint, object]]:
-    """Each entry point with the object it names; one that cannot be imported is one error naming it."""
+def loaded(group: str, only: str | None = None) -> Iterator[tuple[metadata.EntryPoint, object]]:
+    """Each entry point (or each called `only`) with the object it names; one that cannot be imported is one
+    error naming it."""
     for ep in entry_points(group):
+        if only is not None and ep.name != only:
+            continue
         try:
             yield ep, ep.load()
         except Exception as exc:  # a plugin's import can fail in any way; say which plugin and why
@@ -63,3 +66,11 @@ def loaded(group: str) -> Iterator[tuple[metadata.EntryPoint, object]]:
                 field=group,
                 expected="an importable object (check that the plugin is installed with its dependencies)",
             ) from None
+
+
+def load(group: str, name: str) -> object:
+    """The object of the group's entry point called `name` (the first one, gen's before others'); only it is
+    imported."""
+    for _, found in loaded(group, only=name):
+        return found
+    raise GenError(f"no {group} entry point named {name!r}", field=group)

@@ -77,7 +77,9 @@ class SourceSpec(StrictModel):
         description="message sources: keep each message's own time (observed; the default when messages have "
         "times) or simulate them from the speaking rate",
     )
-    options: dict[str, Any] | None = Field(default=None, description="the format's own options (its reader checks them)")
+    options: dict[str, Any] | None = Field(
+        default=None, description="the format's own options (its reader checks them)"
+    )
 
     @field_validator("format")
     @classmethod
@@ -259,12 +261,18 @@ def recipe_from_data(data: Any, path: Path, source_dir: Path | None = None) -> R
     recipe = validate_model(Recipe, data, path, prefix=())
     recipe._file = path
     check_endpoints(recipe)
-    from gen.sources.registry import check_sources  # the readers import this module: imported when first used
-
-    check_sources(recipe)
+    check_source_options(recipe)
     recipe._fingerprint = fingerprint(data_affecting(recipe))
     resolve_paths(recipe, path.parent, source_dir)
     return recipe
+
+
+def check_source_options(recipe: Recipe) -> None:
+    """Each source entry's `options:` against its format's own model (gen/sources/registry.py's SourceFormat,
+    loaded through its entry point, so this bottom layer imports no reader), before any file is read."""
+    for index, spec in enumerate(recipe.sources):
+        source: Any = plugins.load(plugins.SOURCES, spec.format)
+        validate_model(source.Options, spec.options or {}, recipe.file, prefix=("sources", index, "options"))
 
 
 def check_endpoints(recipe: Recipe) -> None:

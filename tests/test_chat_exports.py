@@ -53,8 +53,10 @@ def test_messages_grouped_into_sessions_of_one_relationship_keep_their_times(tmp
         {"pair": "p1", "messages": chat("And today?", "Rain.", stamps=["2024-05-02T08:00:00", "2024-05-02T08:00:30"])},
         {
             "pair": "p1",
-            "messages": [{"role": "system", "content": "be brief"}]
-            + chat("Weather?", "Sunny.", stamps=["2024-05-01T08:00:00", "2024-05-01T08:01:00"]),
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                *chat("Weather?", "Sunny.", stamps=["2024-05-01T08:00:00", "2024-05-01T08:01:00"]),
+            ],
         },
     ]
     path = write_lines(tmp_path / "chats.jsonl", records)
@@ -181,7 +183,10 @@ def test_a_column_not_in_the_header_is_named(tmp_path, capsys):
     ("source", "said"),
     [
         ({"format": "chat_log"}, "unknown source format 'chat_log'; did you mean 'chat_logs'?"),
-        ({"format": "csv", "options": {"speaker": "a", "text": "b", "colour": "c"}}, "sources[0].options.colour: unknown key"),
+        (
+            {"format": "csv", "options": {"speaker": "a", "text": "b", "colour": "c"}},
+            "sources[0].options.colour: unknown key",
+        ),
         ({"format": "csv", "options": {"text": "b"}}, "missing key 'speaker'"),
         ({"format": "sharegpt", "options": {"group": "x"}}, "sources[0].options.group: unknown key 'group'"),
     ],

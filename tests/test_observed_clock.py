@@ -26,7 +26,9 @@ def observed_lines(conversation: str = "c1", step_minutes: int = 1) -> list[dict
         for k, text in enumerate(TEXTS):
             when = day + timedelta(minutes=k * step_minutes)
             speaker = "Ann" if k % 2 == 0 else "Bob"
-            lines.append({"conversation": conversation, "speaker": speaker, "text": text, "time": f"{when:%Y-%m-%d %H:%M}"})
+            lines.append(
+                {"conversation": conversation, "speaker": speaker, "text": text, "time": f"{when:%Y-%m-%d %H:%M}"}
+            )
     return lines
 
 
@@ -73,6 +75,9 @@ def test_messages_a_minute_apart_keep_their_own_times(tmp_path, capsys):
     report = json.loads((folder / "run.json").read_text())
     assert report["sources"][0]["clock"] == "observed"
     assert report["validation"]["log"]["passed"]
+    assert "the clock is observed for log.jsonl (each response keeps the time its source gives it" in " ".join(
+        (folder / "README.md").read_text().split()
+    )
 
 
 def test_clock_simulated_keeps_only_each_sittings_first_time(tmp_path, capsys):
@@ -127,8 +132,14 @@ def test_donor_padding_after_an_observed_clock_is_simulated_after_the_last_messa
     ("change", "said"),
     [
         (lambda lines: lines[5].pop("time"), "line 6: time: this message has no time"),
-        (lambda lines: lines[2].update(time="2024-03-04 08:00"), "line 3: time: this message (2024-03-04 08:00:00) is earlier"),
-        (lambda lines: lines[1].update(time="2024-03-04T09:01:00+01:00"), "line 2: time: the time '2024-03-04T09:01:00+01:00' has a UTC offset"),
+        (
+            lambda lines: lines[2].update(time="2024-03-04 08:00"),
+            "line 3: time: this message (2024-03-04 08:00:00) is earlier",
+        ),
+        (
+            lambda lines: lines[1].update(time="2024-03-04T09:01:00+01:00"),
+            "line 2: time: the time '2024-03-04T09:01:00+01:00' has a UTC offset",
+        ),
     ],
 )
 def test_bad_observed_times_are_one_error_naming_the_line(tmp_path, capsys, change, said):
@@ -147,8 +158,12 @@ def test_overlapping_sessions_are_refused_naming_both(tmp_path, capsys):
         line["session"] = "b"
     lines[4]["time"] = "2024-03-04 09:02"  # session b starts before session a's last message (09:03)
     lines[5]["time"] = "2024-03-04 09:04"
-    code, _, err = run_cli(["validate", recipe(tmp_path, [{"format": "chat_logs", "path": str(write_log(tmp_path, lines))}])], capsys)
-    assert code == 2 and "line 5: time: this session starts at 2024-03-04 09:02:00, before the session from line 1" in err
+    code, _, err = run_cli(
+        ["validate", recipe(tmp_path, [{"format": "chat_logs", "path": str(write_log(tmp_path, lines))}])], capsys
+    )
+    assert (
+        code == 2 and "line 5: time: this session starts at 2024-03-04 09:02:00, before the session from line 1" in err
+    )
 
 
 def test_times_with_offsets_are_converted_to_utc(tmp_path, capsys):
@@ -156,7 +171,10 @@ def test_times_with_offsets_are_converted_to_utc(tmp_path, capsys):
     for line in lines:
         line["time"] = line["time"].replace(" ", "T") + ":00+02:00"
     folder = run(tmp_path, capsys, recipe(tmp_path, [{"format": "chat_logs", "path": str(write_log(tmp_path, lines))}]))
-    assert [r["timestamp"] for r in read_jsonl(folder / "log" / "test.jsonl")][:2] == ["2024-03-04T07:00:00", "2024-03-04T07:01:00"]
+    assert [r["timestamp"] for r in read_jsonl(folder / "log" / "test.jsonl")][:2] == [
+        "2024-03-04T07:00:00",
+        "2024-03-04T07:01:00",
+    ]
 
 
 def test_same_time_messages_keep_file_order(tmp_path, capsys):
@@ -164,7 +182,10 @@ def test_same_time_messages_keep_file_order(tmp_path, capsys):
     lines[1]["time"] = lines[0]["time"]
     folder = run(tmp_path, capsys, recipe(tmp_path, [{"format": "chat_logs", "path": str(write_log(tmp_path, lines))}]))
     log = read_jsonl(folder / "log" / "test.jsonl")
-    assert [(r["speaker"], r["timestamp"]) for r in log[:2]] == [("Ann", "2024-03-04T09:00:00"), ("Bob", "2024-03-04T09:00:00")]
+    assert [(r["speaker"], r["timestamp"]) for r in log[:2]] == [
+        ("Ann", "2024-03-04T09:00:00"),
+        ("Bob", "2024-03-04T09:00:00"),
+    ]
 
 
 def test_interleaved_conversations_are_gathered(tmp_path, capsys):
@@ -172,7 +193,10 @@ def test_interleaved_conversations_are_gathered(tmp_path, capsys):
     mixed = [line for pair in zip(a, b) for line in pair]
     folder = run(tmp_path, capsys, recipe(tmp_path, [{"format": "chat_logs", "path": str(write_log(tmp_path, mixed))}]))
     log = read_jsonl(folder / "log" / "test.jsonl")
-    assert [r["timestamp"] for r in log if r["conversation_id"] == "chat_logs/b"][:2] == ["2024-03-04T09:00:00", "2024-03-04T09:02:00"]
+    assert [r["timestamp"] for r in log if r["conversation_id"] == "chat_logs/b"][:2] == [
+        "2024-03-04T09:00:00",
+        "2024-03-04T09:02:00",
+    ]
     assert [r["conversation_id"] for r in log][::12] == ["chat_logs/a", "chat_logs/b"]
 
 

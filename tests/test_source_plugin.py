@@ -46,7 +46,9 @@ def recipe(tmp_path: Path, **source) -> Path:
 
 
 def test_a_recipe_reads_the_plugins_format_with_its_times(site, tmp_path):
-    done = gen_subprocess("run", recipe(tmp_path), "--output-dir", tmp_path / "out", env={"PYTHONPATH": f"{site}:{REPO}"})
+    done = gen_subprocess(
+        "run", recipe(tmp_path), "--output-dir", tmp_path / "out", env={"PYTHONPATH": f"{site}:{REPO}"}
+    )
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "out" / "diary"
     log = read_jsonl(folder / "log" / "test.jsonl")

@@ -27,26 +27,34 @@ def document_or_rows(records: Records) -> Any:
 
 
 def _cc(records: Records, origin: Any, spec: SourceSpec, options: Any) -> Any:
-    return cc.parse(bare(records), origin, interval_phrases=spec.interval_phrases,
-                    default_interval=spec.default_interval)
+    return cc.parse(
+        bare(records), origin, interval_phrases=spec.interval_phrases, default_interval=spec.default_interval
+    )
 
 
-LOCOMO = SourceFormat(locomo.EXPECTED_FILE, lambda records, origin, spec, options: locomo.parse(
-    bare(records), origin, Path(str(origin)).stem))
-MSC = SourceFormat("ParlAI MSC session records as JSON lines",
-                   lambda records, origin, spec, options: msc.parse(bare(records), origin))
-MSC_SELF_INSTRUCT = SourceFormat("MSC-Self-Instruct records as JSON lines",
-                                 lambda records, origin, spec, options: msc.parse_self_instruct(bare(records), origin))
+LOCOMO = SourceFormat(
+    locomo.EXPECTED_FILE,
+    lambda records, origin, spec, options: locomo.parse(bare(records), origin, Path(str(origin)).stem),
+)
+MSC = SourceFormat(
+    "ParlAI MSC session records as JSON lines", lambda records, origin, spec, options: msc.parse(bare(records), origin)
+)
+MSC_SELF_INSTRUCT = SourceFormat(
+    "MSC-Self-Instruct records as JSON lines",
+    lambda records, origin, spec, options: msc.parse_self_instruct(bare(records), origin),
+)
 MSC_PERSONAS = SourceFormat(
     '{"train": [{"Speaker 1": [...], "Speaker 2": [...]}, ...], ...}',
     lambda records, origin, spec, options: msc.parse_personas(document_or_rows(records), origin),
     read=whole_document,
 )
 CC = SourceFormat("Conversation Chronicles episodes (JSON lines or a JSON list)", _cc)
-CHAT_LOGS = SourceFormat(chat_logs.EXPECTED, lambda records, origin, spec, options: chat_logs.parse(
-    records, origin, spec))
-MESSAGES = SourceFormat(chat_exports.MESSAGES_EXPECTED, chat_exports.parse_messages,
-                        Options=chat_exports.MessagesOptions)
+CHAT_LOGS = SourceFormat(
+    chat_logs.EXPECTED, lambda records, origin, spec, options: chat_logs.parse(records, origin, spec)
+)
+MESSAGES = SourceFormat(
+    chat_exports.MESSAGES_EXPECTED, chat_exports.parse_messages, Options=chat_exports.MessagesOptions
+)
 SHAREGPT = SourceFormat(chat_exports.SHAREGPT_EXPECTED, chat_exports.parse_sharegpt)
 CHATGPT = SourceFormat(chat_exports.CHATGPT_EXPECTED, chat_exports.parse_chatgpt)
 CSV = SourceFormat(table.EXPECTED, table.parse, read=table.read_csv, Options=table.TableOptions)

@@ -54,12 +54,22 @@ def when(value: Any, time_of: TimeReader, where: str, field: str) -> Any:
         try:
             return from_unix(value)
         except OverflowError:
-            raise GenError(f"{value} is not a Unix time gen can place", file=time_of.origin, record=where,
-                           field=field, expected="seconds since 1970 (UTC)") from None
+            raise GenError(
+                f"{value} is not a Unix time gen can place",
+                file=time_of.origin,
+                record=where,
+                field=field,
+                expected="seconds since 1970 (UTC)",
+            ) from None
     if isinstance(value, str):
         return time_of(value, where, field)
-    raise GenError(f"got {type(value).__name__}", file=time_of.origin, record=where, field=field,
-                   expected="a Unix time (number) or a date and time (text)")
+    raise GenError(
+        f"got {type(value).__name__}",
+        file=time_of.origin,
+        record=where,
+        field=field,
+        expected="a Unix time (number) or a date and time (text)",
+    )
 
 
 def text_of(content: Any, origin: Any, where: str, field: str) -> str:
@@ -71,8 +81,13 @@ def text_of(content: Any, origin: Any, where: str, field: str) -> str:
         return "\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
     if content is None:
         return ""
-    raise GenError(f"got {type(content).__name__}", file=origin, record=where, field=field,
-                   expected="text, or a list of text parts")
+    raise GenError(
+        f"got {type(content).__name__}",
+        file=origin,
+        record=where,
+        field=field,
+        expected="text, or a list of text parts",
+    )
 
 
 def key_of(record: dict, name: str | None, where: str, origin: Any) -> str | None:
@@ -80,8 +95,13 @@ def key_of(record: dict, name: str | None, where: str, origin: Any) -> str | Non
         return None
     value = record.get(name)
     if isinstance(value, bool) or not isinstance(value, str | int) or str(value).strip() == "":
-        raise GenError("missing" if value is None else f"got {value!r}"[:80], file=origin, record=where, field=name,
-                       expected="a string or a whole number on every record")
+        raise GenError(
+            "missing" if value is None else f"got {value!r}"[:80],
+            file=origin,
+            record=where,
+            field=name,
+            expected="a string or a whole number on every record",
+        )
     return str(value).strip()
 
 
@@ -94,19 +114,34 @@ def parse_messages(records: Records, origin: Any, spec: SourceSpec, options: Mes
                 raise GenError("a record is not a JSON object", file=origin, record=where, expected=MESSAGES_EXPECTED)
             listed = record.get("messages")
             if not isinstance(listed, list):
-                raise GenError("missing" if listed is None else f"got {type(listed).__name__}", file=origin,
-                               record=where, field="messages", expected=MESSAGES_EXPECTED)
+                raise GenError(
+                    "missing" if listed is None else f"got {type(listed).__name__}",
+                    file=origin,
+                    record=where,
+                    field="messages",
+                    expected=MESSAGES_EXPECTED,
+                )
             own = key_of(record, options.id, where, origin) or where
             conversation = key_of(record, options.group, where, origin) or own
             for number, message in enumerate(listed, start=1):
                 place = f"{where}, message {number}"
                 if not isinstance(message, dict):
-                    raise GenError("a message is not an object", file=origin, record=place, field="messages",
-                                   expected='{"role": ..., "content": ...}')
+                    raise GenError(
+                        "a message is not an object",
+                        file=origin,
+                        record=place,
+                        field="messages",
+                        expected='{"role": ..., "content": ...}',
+                    )
                 role = message.get("role")
                 if not isinstance(role, str) or not role.strip():
-                    raise GenError("missing" if role is None else f"got {role!r}"[:80], file=origin, record=place,
-                                   field="role", expected="a role such as user or assistant")
+                    raise GenError(
+                        "missing" if role is None else f"got {role!r}"[:80],
+                        file=origin,
+                        record=place,
+                        field="role",
+                        expected="a role such as user or assistant",
+                    )
                 text = text_of(message.get("content"), origin, place, "content")
                 if role.strip() in SKIPPED_ROLES or not text:
                     continue
@@ -123,16 +158,26 @@ def parse_sharegpt(records: Records, origin: Any, spec: SourceSpec, options: Any
                 raise GenError("a record is not a JSON object", file=origin, record=where, expected=SHAREGPT_EXPECTED)
             listed = record.get("conversations")
             if not isinstance(listed, list):
-                raise GenError("missing" if listed is None else f"got {type(listed).__name__}", file=origin,
-                               record=where, field="conversations", expected=SHAREGPT_EXPECTED)
+                raise GenError(
+                    "missing" if listed is None else f"got {type(listed).__name__}",
+                    file=origin,
+                    record=where,
+                    field="conversations",
+                    expected=SHAREGPT_EXPECTED,
+                )
             conversation = key_of(record, "id", where, origin) if "id" in record else where
             for number, message in enumerate(listed, start=1):
                 place = f"{where}, turn {number}"
                 message = message if isinstance(message, dict) else {}
                 role = message.get("from")
                 if not isinstance(role, str) or not role.strip():
-                    raise GenError("missing" if role is None else f"got {role!r}"[:80], file=origin, record=place,
-                                   field="from", expected="a speaker such as human or gpt")
+                    raise GenError(
+                        "missing" if role is None else f"got {role!r}"[:80],
+                        file=origin,
+                        record=place,
+                        field="from",
+                        expected="a speaker such as human or gpt",
+                    )
                 text = text_of(message.get("value"), origin, place, "value")
                 if role.strip() in SKIPPED_ROLES or not text:
                     continue
@@ -147,8 +192,9 @@ def parse_chatgpt(records: Records, origin: Any, spec: SourceSpec, options: Any)
     def said() -> Iterator[Said]:
         for where, record in records:
             if not isinstance(record, dict):
-                raise GenError("a conversation is not a JSON object", file=origin, record=where,
-                               expected=CHATGPT_EXPECTED)
+                raise GenError(
+                    "a conversation is not a JSON object", file=origin, record=where, expected=CHATGPT_EXPECTED
+                )
             name = record.get("conversation_id") or record.get("id")
             conversation = str(name) if isinstance(name, str) and name.strip() else where
             for node_id, message in current_branch(record, origin, where):
@@ -156,8 +202,14 @@ def parse_chatgpt(records: Records, origin: Any, spec: SourceSpec, options: Any)
                 kept = visible_text(message, origin, place)
                 if kept is not None:
                     role, text = kept
-                    yield Said(conversation, role, text, when(message.get("create_time"), time_of, place,
-                                                              "create_time"), None, place)
+                    yield Said(
+                        conversation,
+                        role,
+                        text,
+                        when(message.get("create_time"), time_of, place, "create_time"),
+                        None,
+                        place,
+                    )
 
     yield from conversations(said(), rules(origin, spec, "chatgpt"))
 
@@ -167,8 +219,9 @@ def current_branch(record: dict, origin: Any, where: str) -> list[tuple[str, dic
     mapping, node_id = record.get("mapping"), record.get("current_node")
     if not isinstance(mapping, dict) or not isinstance(node_id, str):
         field = "mapping" if not isinstance(mapping, dict) else "current_node"
-        raise GenError("missing or not the right type", file=origin, record=where, field=field,
-                       expected=CHATGPT_EXPECTED)
+        raise GenError(
+            "missing or not the right type", file=origin, record=where, field=field, expected=CHATGPT_EXPECTED
+        )
     branch: list[tuple[str, dict]] = []
     seen: set[str] = set()
     current: Any = node_id
@@ -176,8 +229,13 @@ def current_branch(record: dict, origin: Any, where: str) -> list[tuple[str, dic
         node = mapping.get(current) if isinstance(current, str) else None
         if not isinstance(node, dict) or current in seen:
             why = f"node {current!r} is not in the mapping" if not isinstance(node, dict) else "parents loop"
-            raise GenError(why, file=origin, record=f"{where}, node {current}", field="parent",
-                           expected="parents that lead from current_node to the root")
+            raise GenError(
+                why,
+                file=origin,
+                record=f"{where}, node {current}",
+                field="parent",
+                expected="parents that lead from current_node to the root",
+            )
         seen.add(current)
         if isinstance(node.get("message"), dict):
             branch.append((current, node["message"]))

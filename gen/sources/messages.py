@@ -22,6 +22,7 @@ a time: what is held is one conversation and an offset per message, never the fi
 
 from __future__ import annotations
 
+import itertools
 import marshal
 import os
 import tempfile
@@ -56,7 +57,9 @@ class Said:
     @staticmethod
     def unpacked(conversation: str, blob: bytes) -> Said:
         speaker, text, stamp, session, where = marshal.loads(blob)
-        return Said(conversation, speaker, text, None if stamp is None else datetime.fromisoformat(stamp), session, where)
+        return Said(
+            conversation, speaker, text, None if stamp is None else datetime.fromisoformat(stamp), session, where
+        )
 
 
 def utc_naive(moment: datetime) -> datetime:
@@ -197,7 +200,9 @@ def build(key: str, said: list[Said], rules: Rules, clock: str) -> Conversation:
         start = group[0].time
         turns = tuple(Turn(m.speaker, m.text, time=m.time if clock == OBSERVED else None) for m in group)
         gap_before = None if start is not None or number == 1 else SIMULATED_GAP
-        sessions.append(Session(turns, start=start, gap_before=gap_before, label=f"session {number} ({group[0].where})"))
+        sessions.append(
+            Session(turns, start=start, gap_before=gap_before, label=f"session {number} ({group[0].where})")
+        )
     return Conversation(
         conversation_id=f"{rules.prefix}/{key}",
         speakers=(speakers[0], speakers[1]),
@@ -209,7 +214,7 @@ def build(key: str, said: list[Said], rules: Rules, clock: str) -> Conversation:
 
 
 def in_time_order(key: str, group: list[Said], rules: Rules) -> None:
-    for previous, message in zip(group, group[1:]):
+    for previous, message in itertools.pairwise(group):
         if previous.time is not None and message.time is not None and message.time < previous.time:
             raise GenError(
                 f"this message ({message.time:%Y-%m-%d %H:%M:%S}) is earlier than the one before it "
@@ -228,7 +233,7 @@ def in_session_order(key: str, groups: list[list[Said]], rules: Rules, clock: st
         return groups
     ordered = sorted(groups, key=lambda group: group[0].time or datetime.min)
     if clock == OBSERVED:
-        for previous, current in zip(ordered, ordered[1:]):
+        for previous, current in itertools.pairwise(ordered):
             last, first = previous[-1].time, current[0].time
             assert last is not None and first is not None  # every message of an observed source has a time
             if first < last:

@@ -2,7 +2,8 @@
 (gen/plugins.py), where gen's own readers are registered exactly as an outside package registers its
 (docs/adding-a-source.md). A recipe's `format` is checked against the group's names when the recipe is read
 (gen/recipe.py, with "did you mean"), without importing any reader; a format's `options:` are checked by
-`check_sources` against the reader's own model, so a bad option stops `gen validate` before any file is read.
+gen/recipe.py (`check_source_options`) against the reader's own model, so a bad option stops `gen validate`
+before any file is read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import BaseModel
 from gen.conversation import Conversation
 from gen.errors import GenError
 from gen.plugins import SOURCES, distribution, loaded
-from gen.recipe import Recipe, SourceSpec
+from gen.recipe import SourceSpec
 from gen.sources._io import numbered_records
 from gen.validation import InputModel, validate_model
 
@@ -80,9 +81,3 @@ def options_of(spec: SourceSpec, file: Any, index: int | None = None) -> Any:
     model = lookup(spec.format).Options
     prefix = ("sources", index, "options") if index is not None else ("options",)
     return validate_model(model, spec.options or {}, file, prefix=prefix)
-
-
-def check_sources(recipe: Recipe) -> None:
-    """Every source entry's options, checked when the recipe is read."""
-    for index, spec in enumerate(recipe.sources):
-        options_of(spec, recipe.file, index)

@@ -14,7 +14,6 @@ the clock and ordering are chat_logs' rules (gen/sources/messages.py).
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,8 +53,12 @@ def rows(path: Path, expected: str, delimiter: str) -> Records:
                 raise GenError("the file is empty", file=path, expected=expected)
             if len(set(header)) != len(header):
                 repeated = next(name for name in header if header.count(name) > 1)
-                raise GenError(f"the column {repeated!r} appears twice in the header", file=path, record="line 1",
-                               expected=expected)
+                raise GenError(
+                    f"the column {repeated!r} appears twice in the header",
+                    file=path,
+                    record="line 1",
+                    expected=expected,
+                )
             start = reader.line_num + 1
             for cells in reader:
                 where = f"line {start}"
@@ -63,12 +66,17 @@ def rows(path: Path, expected: str, delimiter: str) -> Records:
                 if not any(cell.strip() for cell in cells):
                     continue
                 if len(cells) != len(header):
-                    raise GenError(f"{len(cells)} cells, and the header names {len(header)} columns", file=path,
-                                   record=where, expected=expected)
+                    raise GenError(
+                        f"{len(cells)} cells, and the header names {len(header)} columns",
+                        file=path,
+                        record=where,
+                        expected=expected,
+                    )
                 yield where, dict(zip(header, cells))
         except csv.Error as exc:
-            raise GenError(f"not a valid table row ({exc})", file=path, record=f"line {reader.line_num}",
-                           expected=expected) from None
+            raise GenError(
+                f"not a valid table row ({exc})", file=path, record=f"line {reader.line_num}", expected=expected
+            ) from None
 
 
 def bounded_lines(handle: Any, path: Path, expected: str, limit: int) -> Iterator[str]:
@@ -78,8 +86,12 @@ def bounded_lines(handle: Any, path: Path, expected: str, limit: int) -> Iterato
     while raw := handle.readline(limit + 1):
         number += 1
         if len(raw) > limit and not raw.endswith(b"\n"):
-            raise GenError(f"the line is longer than {reading.size_text(limit)}", file=path, record=f"line {number}",
-                           expected=f"{expected}; a longer line needs {reading.RECORD_LIMIT_VARIABLE} set higher")
+            raise GenError(
+                f"the line is longer than {reading.size_text(limit)}",
+                file=path,
+                record=f"line {number}",
+                expected=f"{expected}; a longer line needs {reading.RECORD_LIMIT_VARIABLE} set higher",
+            )
         yield reading.decode(raw, path, expected, number)
 
 
@@ -102,17 +114,17 @@ def parse(records: Records, origin: Any, spec: SourceSpec, options: TableOptions
             if not checked:
                 for role, column in named.items():
                     if column not in row:
-                        raise GenError(f"no column {column!r} in the header (it has {', '.join(row)[:200]})",
-                                       file=origin, record="line 1", field=f"options.{role}",
-                                       expected="the name of a column of the header row")
+                        raise GenError(
+                            f"no column {column!r} in the header (it has {', '.join(row)[:200]})",
+                            file=origin,
+                            record="line 1",
+                            field=f"options.{role}",
+                            expected="the name of a column of the header row",
+                        )
                 checked = True
 
-            def cell(role: str, required: bool = True) -> str | None:
-                value = row[named[role]].strip() if role in named else ""
-                if not value and required:
-                    raise GenError("the cell is empty", file=origin, record=where, field=named[role],
-                                   expected="a non-empty cell")
-                return value or None
+            def cell(role: str, required: bool = True, row: dict = row, where: str = where) -> str | None:
+                return cell_of(row, named, role, origin, where, required)
 
             stamp = cell("time", required=False)
             conversation = (cell("conversation") if "conversation" in named else whole) or whole
@@ -120,5 +132,15 @@ def parse(records: Records, origin: Any, spec: SourceSpec, options: TableOptions
             time = None if stamp is None else time_of(stamp, where, named["time"])
             yield Said(conversation, speaker, text, time, cell("session", required=False), where)
 
-    yield from conversations(said(), Rules(origin, spec.format, spec.clock,
-                                           spec.session_break_minutes or DEFAULT_BREAK_MINUTES, spec.format))
+    yield from conversations(
+        said(), Rules(origin, spec.format, spec.clock, spec.session_break_minutes or DEFAULT_BREAK_MINUTES, spec.format)
+    )
+
+
+def cell_of(row: dict, named: dict[str, str], role: str, origin: Any, where: str, required: bool) -> str | None:
+    """The cell of the column named for `role` (None when empty or when no column is named for it); a required
+    cell that is empty is an error naming the line and the column."""
+    value = row[named[role]].strip() if role in named else ""
+    if not value and required:
+        raise GenError("the cell is empty", file=origin, record=where, field=named[role], expected="a non-empty cell")
+    return value or None

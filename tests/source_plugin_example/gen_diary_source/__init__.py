@@ -41,12 +41,18 @@ def parse(records, origin, spec, options: DiaryOptions):
             try:
                 time = datetime.fromisoformat(parts[0])
             except ValueError:
-                raise GenError(f"cannot read {parts[0]!r}", file=origin, record=where, field="time",
-                               expected="an ISO date and time") from None
+                raise GenError(
+                    f"cannot read {parts[0]!r}",
+                    file=origin,
+                    record=where,
+                    field="time",
+                    expected="an ISO date and time",
+                ) from None
             yield Said(conversation, parts[1], parts[2], time, None, where)
 
-    rules = Rules(origin=origin, prefix="diary", clock=spec.clock, break_minutes=options.break_minutes,
-                  source_format="diary")
+    rules = Rules(
+        origin=origin, prefix="diary", clock=spec.clock, break_minutes=options.break_minutes, source_format="diary"
+    )
     return conversations(said(), rules)
 
 
