@@ -222,12 +222,7 @@ def planning(
 
     loaded = as_recipe(recipe)
     prepared = prepare(loaded, limit) if prepared is None else prepared
-    count = len(prepared.conversations)
-    with progress.task("preparing the conversations", count, "conversations") as bar:
-        units = []
-        for position in range(count):
-            units.append(prepared.unit(position))
-            bar.advance()
+    units = prepared.units()
     ctx = BuildContext(loaded)
     with progress.task("rendering the LLM prompts"):
         steps = [step for bound in prepared.products if bound.written for step in bound.product.llm_tasks(units, ctx)]

@@ -15,6 +15,7 @@ class Turn:
     text: str
     source_turn_id: str | None = None
     image_caption: str | None = None
+    time: datetime | None = None  # when it was said, where the source says so (an observed clock keeps it)
     word_count: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:  # counted once: timestamps, padding and selection all need it
@@ -23,15 +24,16 @@ class Turn:
     # A run pickles every turn into its store and reads them back in each worker: as a plain tuple, both take
     # half the time of the dataclass default (which looks up the fields for every turn).
     def __getstate__(self) -> tuple:
-        return (self.speaker, self.text, self.source_turn_id, self.image_caption, self.word_count)
+        return (self.speaker, self.text, self.source_turn_id, self.image_caption, self.time, self.word_count)
 
     def __setstate__(self, state: tuple) -> None:
-        speaker, text, source_turn_id, image_caption, word_count = state
+        speaker, text, source_turn_id, image_caption, time, word_count = state
         set_field = object.__setattr__
         set_field(self, "speaker", speaker)
         set_field(self, "text", text)
         set_field(self, "source_turn_id", source_turn_id)
         set_field(self, "image_caption", image_caption)
+        set_field(self, "time", time)
         set_field(self, "word_count", word_count)
 
 
@@ -50,6 +52,11 @@ class Session:
         return sum(turn.word_count for turn in self.turns)
 
 
+SIMULATED = "simulated"  # session starts (or gaps) from the source, each response's time from the speaking rate
+OBSERVED = "observed"  # every turn keeps the time its source gives it (docs/timestamps.md, "Observed clocks")
+CLOCKS = (OBSERVED, SIMULATED)
+
+
 @dataclass(frozen=True, slots=True)
 class Conversation:
     conversation_id: str  # source-prefixed, e.g. "locomo/conv-26"
@@ -58,6 +65,7 @@ class Conversation:
     personas: dict[str, list[str]] = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
     source_file: str = ""
+    clock: str = SIMULATED  # OBSERVED: every turn has its `time`, checked by gen/sources/clock.py
 
     @property
     def word_count(self) -> int:

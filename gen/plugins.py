@@ -7,6 +7,9 @@ exactly as an outside package registers its. A package adds to `gen` by declarin
     [project.entry-points."gen.templates"]
     my_package = "my_package:templates_dir"              # a callable returning the folder of its templates
 
+    [project.entry-points."gen.sources"]
+    my_format = "my_package.source:MY_FORMAT"            # a SourceFormat; the entry point's name is the format's
+
 gen's own entry points come first; other packages' follow, by distribution name, then entry point name, so the
 order never depends on how the environment was installed.
 """
@@ -21,6 +24,7 @@ from gen.errors import GenError
 
 PRODUCTS = "gen.products"
 TEMPLATES = "gen.templates"
+SOURCES = "gen.sources"  # source formats: gen/sources/registry.py, docs/adding-a-source.md
 
 
 def entry_points(group: str) -> list[metadata.EntryPoint]:
@@ -38,13 +42,21 @@ def entry_points(group: str) -> list[metadata.EntryPoint]:
     return own + others
 
 
+def names(group: str) -> list[str]:
+    """The names of a group's entry points, without importing what they point to."""
+    return [ep.name for ep in entry_points(group)]
+
+
 def distribution(ep: metadata.EntryPoint) -> str:
     return ep.dist.name if ep.dist is not None else ""
 
 
-def loaded(group: str) -> Iterator[tuple[metadata.EntryPoint, object]]:
-    """Each entry point with the object it names; one that cannot be imported is one error naming it."""
+def loaded(group: str, only: str | None = None) -> Iterator[tuple[metadata.EntryPoint, object]]:
+    """Each entry point (or each called `only`) with the object it names; one that cannot be imported is one
+    error naming it."""
     for ep in entry_points(group):
+        if only is not None and ep.name != only:
+            continue
         try:
             yield ep, ep.load()
         except Exception as exc:  # a plugin's import can fail in any way; say which plugin and why
@@ -54,3 +66,11 @@ def loaded(group: str) -> Iterator[tuple[metadata.EntryPoint, object]]:
                 field=group,
                 expected="an importable object (check that the plugin is installed with its dependencies)",
             ) from None
+
+
+def load(group: str, name: str) -> object:
+    """The object of the group's entry point called `name` (the first one, gen's before others'); only it is
+    imported."""
+    for _, found in loaded(group, only=name):
+        return found
+    raise GenError(f"no {group} entry point named {name!r}", field=group)

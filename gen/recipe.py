@@ -7,6 +7,7 @@ when the registry binds the recipe's products (gen/products/registry.py).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import typing
@@ -25,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from gen import reading
+from gen import plugins, reading
 from gen.conversation import MIN_YEAR
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
@@ -43,7 +44,6 @@ MAX_SECONDS_PER_WORD = 60
 MAX_MINUTES = 10 * 365 * 24 * 60
 
 FORMAT_VERSION = 1  # bump when the meaning of a recipe field changes, so fingerprints change with it
-SourceFormat = Literal["locomo", "msc", "msc_self_instruct", "msc_personas", "cc", "chat_logs"]
 
 
 class StrictModel(InputModel):
@@ -52,7 +52,7 @@ class StrictModel(InputModel):
 
 
 class SourceSpec(StrictModel):
-    format: SourceFormat
+    format: str = Field(description="a source format: one of the `gen.sources` entry points (gen/plugins.py)")
     path: Path | None = None
     hf: str | None = Field(default=None, description="owner/name of a Hugging Face dataset")
     hf_config: str | None = Field(default=None, description="hf only: the dataset's configuration (subset) name")
@@ -76,8 +76,27 @@ class SourceSpec(StrictModel):
     personal: bool | None = Field(
         default=None,
         description="whether the file holds people's own conversations (default: as its format says, true for "
-        "chat_logs); `gen push` asks for --personal-data-ok before uploading a run made from one",
+        "chat_logs and the other chat exports); `gen push` asks for --personal-data-ok before uploading a run made from one",
     )
+    clock: Literal["observed", "simulated"] | None = Field(
+        default=None,
+        description="message sources: keep each message's own time (observed; the default when messages have "
+        "times) or simulate them from the speaking rate",
+    )
+    options: dict[str, Any] | None = Field(
+        default=None, description="the format's own options (its reader checks them)"
+    )
+
+    @field_validator("format")
+    @classmethod
+    def installed_format(cls, value: str) -> str:
+        """A format some installed package registers (gen's own among them), named without importing any reader."""
+        known = plugins.names(plugins.SOURCES)
+        if value not in known:
+            near = difflib.get_close_matches(value, known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ValueError(f"unknown source format {value!r}{hint} (installed: {', '.join(known)})")
+        return value
 
     @model_validator(mode="after")
     def one_location(self) -> SourceSpec:
@@ -251,9 +270,18 @@ def recipe_from_data(data: Any, path: Path, source_dir: Path | None = None) -> R
     recipe = validate_model(Recipe, data, path, prefix=())
     recipe._file = path
     check_endpoints(recipe)
+    check_source_options(recipe)
     recipe._fingerprint = fingerprint(data_affecting(recipe))
     resolve_paths(recipe, path.parent, source_dir)
     return recipe
+
+
+def check_source_options(recipe: Recipe) -> None:
+    """Each source entry's `options:` against its format's own model (gen/sources/registry.py's SourceFormat,
+    loaded through its entry point, so this bottom layer imports no reader), before any file is read."""
+    for index, spec in enumerate(recipe.sources):
+        source: Any = plugins.load(plugins.SOURCES, spec.format)
+        validate_model(source.Options, spec.options or {}, recipe.file, prefix=("sources", index, "options"))
 
 
 def check_endpoints(recipe: Recipe) -> None:
@@ -286,7 +314,7 @@ def non_finite(value: Any, where: str) -> typing.Iterator[tuple[str, float]]:
 
 # Fields added after recipes were first fingerprinted: left out of the fingerprint while unset, so recipes
 # that do not use them keep theirs
-LATER_FIELDS = ("dayfirst", "session_break_minutes", "hf_config")
+LATER_FIELDS = ("dayfirst", "session_break_minutes", "hf_config", "clock", "options")
 
 
 def data_affecting(recipe: Recipe) -> dict:

@@ -1,5 +1,8 @@
 """Canonical conversations → time-stamped responses, padding session, now/today/current session.
 
+On an observed clock (Conversation.clock) every real response keeps its source's time and the sessions are the
+source's, however close; only the padding session's times are simulated, after the last real response.
+
 The rules are described in docs/timestamps.md (timestamps) and docs/padding-and-now.md (padding, now).
 """
 
@@ -14,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from gen.conversation import Conversation, Session, Turn
+from gen.conversation import OBSERVED, Conversation, Session, Turn
 from gen.errors import GenError
 from gen.recipe import MinutesRange, PaddingSpec, TimelineSpec
 from gen.sources._io import read_json, require_list, require_str
@@ -121,7 +124,12 @@ def place_on_clock(conversation: Conversation, spec: TimelineSpec, donors: Donor
     gap = timedelta(minutes=spec.session_gap_minutes)
     starts: list[datetime] = []
     stamped: list[list[datetime]] = []
+    observed = conversation.clock == OBSERVED
     for number, session in enumerate(sessions, start=1):
+        if observed:  # the source's own times; its reader refused missing times and overlaps (sources/messages.py)
+            starts.append(session_start(session, starts, stamped, spec))
+            stamped.append([turn.time or starts[-1] for turn in session.turns])
+            continue
         start = session_start(session, starts, stamped, spec)
         if stamped and start - stamped[-1][-1] <= gap:
             start = resolve_overlap(conversation, sessions, number, start, stamped[-1][-1], spec)

@@ -37,7 +37,6 @@ def test_times_in_the_forms_people_have(text, dayfirst, expected):
     [
         ("05/08/23 10:00", "reads as day first or month first"),
         ("13:56", "has no date"),
-        ("2023-05-08 13:56 +02:00", "has a time zone"),
         ("yesterday-ish", "cannot read the time"),
     ],
 )
@@ -108,11 +107,11 @@ def test_a_longer_session_break_keeps_one_sitting(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("lines", "source", "said"),
     [
-        ([message("c", "A", "x", "05/08/23 10:00"), message("c", "B", "y", "05/08/23 10:01")], {}, "record 1: time:"),
+        ([message("c", "A", "x", "05/08/23 10:00"), message("c", "B", "y", "05/08/23 10:01")], {}, "line 1: time:"),
         (
             [message("c", "A", "x", "2023-05-08 10:00"), message("c", "B", "y", "2023-05-08 09:00")],
             {},
-            "record 2: time:",
+            "line 2: time:",
         ),
         (
             [
@@ -121,9 +120,9 @@ def test_a_longer_session_break_keeps_one_sitting(tmp_path, capsys):
                 message("c", "C", "z", "2023-05-08 10:02"),
             ],
             {},
-            "conversation c: speaker: 3 distinct speakers",
+            "conversation c, from line 1: speaker: 3 distinct speakers",
         ),
-        ([{"conversation": "c", "speaker": "A", "time": "2023-05-08 10:00"}], {}, "record 1: text: missing"),
+        ([{"conversation": "c", "speaker": "A", "time": "2023-05-08 10:00"}], {}, "line 1: text: missing"),
     ],
 )
 def test_bad_logs_are_one_error_naming_the_record_and_field(tmp_path, capsys, lines, source, said):

@@ -189,7 +189,7 @@ def test_gen_run_piped_or_quiet_shows_no_display(tmp_path):
         (["baseline", "recent", "{run}", "--output", "{tmp}/recent.jsonl"], ["recent ranking time_queries"]),
         (
             ["validate", str(QUICKSTART)],
-            ["reading sample_locomo.json", "placing conversations on the clock", "preparing the conversations"],
+            ["reading sample_locomo.json", "placing conversations on the clock", "rendering the LLM prompts"],
         ),
     ],
     ids=["export", "push", "baseline", "validate"],

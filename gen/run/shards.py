@@ -16,7 +16,7 @@ from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from gen import progress
 from gen.conversation import Conversation
@@ -37,6 +37,27 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
+
+
+class Units(Sequence[Unit]):
+    """A Prepared's units, built on access."""
+
+    def __init__(self, prepared: Prepared) -> None:
+        self.prepared = prepared
+
+    def __len__(self) -> int:
+        return len(self.prepared.conversations)
+
+    @overload
+    def __getitem__(self, index: int) -> Unit: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Unit]: ...
+    def __getitem__(self, index: int | slice) -> Unit | list[Unit]:
+        if isinstance(index, slice):
+            return [self.prepared.unit(i) for i in range(len(self))[index]]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        return self.prepared.unit(index % len(self))
 
 
 @dataclass
@@ -63,6 +84,11 @@ class Prepared:
     def timeline_of(self, conversation: Conversation, position: int) -> Timeline:
         donors = self.pools[self.source_of[position]]
         return build_timeline(conversation, self.recipe.timeline, donors, self.recipe.seed)
+
+    def units(self) -> Units:
+        """Every selected conversation as a Unit, each built when it is asked for (a product that plans no LLM
+        call never asks, so `gen validate` and `gen plan` hold one conversation at a time, not the corpus)."""
+        return Units(self)
 
     def unit(self, position: int) -> Unit:
         conversation = self.conversations[position]
@@ -128,9 +154,11 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
     redactor = Redactor(recipe.redact) if recipe.redact is not None else None
     for index, spec in enumerate(recipe.sources):
         first = len(store)
+        clocks: set[str] = set()
         with progress.task(f"reading {Path(spec.origin).name}", detail="conversations") as bar:
             for conversation in read_source(spec):
                 store.add(redactor.conversation(conversation) if redactor is not None else conversation)
+                clocks.add(conversation.clock)
                 bar.advance()
         loaded = store.summaries[first:]
         selected = select(loaded, spec)[:limit] if limit is not None else select(loaded, spec)
@@ -144,6 +172,7 @@ def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
                 "loaded": len(loaded),
                 "selected": len(selected),
                 "personal": source_is_personal(spec),
+                "clock": " and ".join(sorted(clocks)) or None,  # observed or simulated (the card says which)
             }
         )
         pools.append(SourcePool(store, range(first, len(store))))

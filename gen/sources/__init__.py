@@ -4,87 +4,36 @@ The layout each format accepts is described in README.md; each adapter's module 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from gen.conversation import Conversation
 from gen.errors import GenError
 from gen.recipe import SourceSpec
-from gen.sources import cc, chat_logs, locomo, msc
-from gen.sources._io import read_json, stream_records
-
-# format → (what a file must hold, how to read it, how to parse the records)
-Parser = Callable[[Any, Any, SourceSpec], Iterator[Conversation]]
-Reader = Callable[[Path, str], Any]
-FORMATS: dict[str, tuple[str, Reader, Parser]] = {
-    "locomo": (
-        locomo.EXPECTED_FILE,
-        stream_records,
-        lambda data, origin, spec: locomo.parse(data, origin, Path(str(origin)).stem),
-    ),
-    "msc": (
-        "ParlAI MSC session records as JSON lines",
-        stream_records,
-        lambda data, origin, spec: msc.parse(data, origin),
-    ),
-    "msc_self_instruct": (
-        "MSC-Self-Instruct records as JSON lines",
-        stream_records,
-        lambda data, origin, spec: msc.parse_self_instruct(data, origin),
-    ),
-    "msc_personas": (
-        '{"train": [{"Speaker 1": [...], "Speaker 2": [...]}, ...], ...}',
-        read_json,
-        lambda data, origin, spec: msc.parse_personas(data, origin),
-    ),
-    "cc": (
-        "Conversation Chronicles episodes (JSON lines or a JSON list)",
-        stream_records,
-        lambda data, origin, spec: cc.parse(
-            data, origin, interval_phrases=spec.interval_phrases, default_interval=spec.default_interval
-        ),
-    ),
-    "chat_logs": (
-        chat_logs.EXPECTED,
-        stream_records,
-        lambda data, origin, spec: chat_logs.parse(
-            data, origin, spec.dayfirst, spec.session_break_minutes or chat_logs.DEFAULT_BREAK_MINUTES
-        ),
-    ),
-}
-
-
-# format → the module of its reader, which declares `PERSONAL = True` when the format holds people's own logs
-READERS: dict[str, ModuleType] = {
-    "locomo": locomo,
-    "msc": msc,
-    "msc_self_instruct": msc,
-    "msc_personas": msc,
-    "cc": cc,
-    "chat_logs": chat_logs,
-}
+from gen.sources import registry
 
 
 def reads_own_logs(format: str) -> bool:
-    """Whether a format's reader declares that it reads people's own logs (`PERSONAL = True`). A format this
-    gen has no reader for (named in a run made by a gen with more readers) counts as own logs: asking once too
-    often before publishing is the safe side."""
-    reader = READERS.get(format)
-    return True if reader is None else bool(getattr(reader, "PERSONAL", False))
+    """Whether a format declares that it reads people's own logs (`SourceFormat.personal`). A format no
+    installed package registers (named in a run made where another reader was installed) counts as own logs:
+    asking once too often before publishing is the safe side."""
+    source = registry.formats().get(format)
+    return True if source is None else source.personal
 
 
 def read_source(spec: SourceSpec) -> Iterator[Conversation]:
-    """The conversations of one source entry, one at a time as the file is read (LoCoMo lists are streamed)."""
-    expected, read, parse = FORMATS[spec.format]
+    """The conversations of one source entry, one at a time as the file is read, through its format's reader
+    (gen/sources/registry.py)."""
+    source = registry.lookup(spec.format)
+    options = registry.options_of(spec, spec.origin)
     origin: str | Path
     if spec.path is not None:
-        origin, data = spec.path, read(spec.path, expected)
+        origin, records = spec.path, source.read(spec.path, source.expected)
     else:  # SourceSpec holds exactly one of path and hf
-        origin, data = f"hf:{spec.hf}", load_hub_records(spec)
+        origin, records = f"hf:{spec.hf}", ((f"row {n}", row) for n, row in enumerate(load_hub_records(spec)))
     seen: set[str] = set()
-    for conversation in parse(data, origin, spec):
+    for conversation in source.parse(records, origin, spec, options):
         if conversation.conversation_id in seen:
             raise GenError(
                 "duplicate conversation id",

@@ -51,7 +51,14 @@ def line_record(path: Path, line: str, line_number: int, expected: str) -> Any:
 
 
 def stream_records(path: Path, expected: str) -> Iterator[Any]:
-    """The records of a JSON list (item by item), of JSON lines (line by line) or of one JSON document. Only
+    """The records of a file, without their places (see `numbered_records`)."""
+    for _, record in numbered_records(path, expected):
+        yield record
+
+
+def numbered_records(path: Path, expected: str) -> Iterator[tuple[str, Any]]:
+    """(place, record) of each record of a JSON list (item by item: "item 0", ...), of JSON lines (line by line:
+    "line 3", blank lines counted) or of one JSON document ("record 1"). Only
     a single document is read whole: a corpus in the other two layouts reads in the memory of its largest record
     (each at most reading.max_record_bytes())."""
     limit = reading.max_record_bytes()
@@ -61,14 +68,16 @@ def stream_records(path: Path, expected: str) -> Iterator[Any]:
         handle.seek(start)
         if handle.read(64).lstrip()[:1] == b"[":
             handle.seek(start)
-            yield from _list_items(handle, path, expected, limit)
+            for number, item in enumerate(_list_items(handle, path, expected, limit)):
+                yield f"item {number}", item  # numbered from 0, as the list's own errors name items
             return
         handle.seek(start)
         if _first_line_is_json(handle, limit):
             handle.seek(start)
             yield from _json_lines(handle, path, expected, limit)
             return
-    yield from read_json_or_jsonl(path, expected)  # one document, maybe pretty-printed; or a broken file
+    for number, record in enumerate(read_json_or_jsonl(path, expected), start=1):  # one document, or broken
+        yield f"record {number}", record
 
 
 def _first_line_is_json(handle: Any, limit: int) -> bool:
@@ -84,10 +93,10 @@ def _first_line_is_json(handle: Any, limit: int) -> bool:
     return False
 
 
-def _json_lines(handle: Any, path: Path, expected: str, limit: int) -> Iterator[Any]:
+def _json_lines(handle: Any, path: Path, expected: str, limit: int) -> Iterator[tuple[str, Any]]:
     found = False
     for line_number, text in reading.lines_of(handle, path, expected, limit):
-        yield line_record(path, text, line_number, expected)
+        yield f"line {line_number}", line_record(path, text, line_number, expected)
         found = True
     if not found:
         raise GenError("file holds no records", file=path, expected=expected)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from gen.calendar_names import weekday_name
+from gen.conversation import OBSERVED
 from gen.products.base import Record, Unit
 from gen.products.checks import Checks
 from gen.recipe import TimelineSpec
@@ -25,10 +26,30 @@ def check_log(unit: Unit, group: list[dict], session_gap_minutes: float, checks:
         f"{unit.conversation_id}: {len(real)} records, {real_turns} turns",
     )
     gap = timedelta(minutes=session_gap_minutes)
-    check_conversation(unit.conversation_id, group, gap, checks)
+    if conversation.clock == OBSERVED:
+        check_observed(unit, real, checks)
+        check_conversation(unit.conversation_id, group, None, checks)
+    else:
+        check_conversation(unit.conversation_id, group, gap, checks)
 
 
-def check_conversation(conversation_id: str, group: list[dict], gap: timedelta, checks: Checks) -> None:
+def check_observed(unit: Unit, real: list[dict], checks: Checks) -> None:
+    """An observed clock: each real response's written timestamp is its source turn's own time (the session
+    gap rules do not apply: the sessions and their spacing are the source's)."""
+    times = [turn.time for session in unit.conversation.sessions for turn in session.turns]
+    checks.add(
+        "observed timestamps are the source's own times",
+        len(real),
+        [
+            f"{unit.conversation_id} response {row['response_index']}: {row['timestamp']} != {time}"
+            for row, time in zip(real, times)
+            if time is None or row["timestamp"] != time.isoformat(timespec="seconds")
+        ],
+    )
+
+
+def check_conversation(conversation_id: str, group: list[dict], gap: timedelta | None, checks: Checks) -> None:
+    """`gap`: session_gap_minutes on a simulated clock; None on an observed one (no gap rules)."""
     """Each check over every response (or consecutive pair); a failure's detail is written only when it fails."""
     stamps = [datetime.fromisoformat(row["timestamp"]) for row in group]
 
@@ -66,10 +87,10 @@ class PairChecks:
 
 
 def check_pairs(
-    group: list[dict], stamps: list[datetime], gap: timedelta, checks: Checks, where: Callable[[int], str]
+    group: list[dict], stamps: list[datetime], gap: timedelta | None, checks: Checks, where: Callable[[int], str]
 ) -> None:
-    """Consecutive responses: time never goes back; within a session turns count up and gaps stay short;
-    across sessions the next session starts at its first turn after a long gap."""
+    """Consecutive responses: time never goes back; within a session turns count up and (with a `gap`) gaps stay
+    short; across sessions the next session starts at its first turn (with a `gap`, after a long pause)."""
     if len(group) < 2:
         return
     decreasing: list[str] = []
@@ -80,10 +101,10 @@ def check_pairs(
         if delta < timedelta(0):
             decreasing.append(where(position))
         if row["session_index"] == previous["session_index"]:
-            kind, in_order, gap_ok = within, row["turn_index"] == previous["turn_index"] + 1, delta < gap
+            kind, in_order, gap_ok = within, row["turn_index"] == previous["turn_index"] + 1, gap is None or delta < gap
         else:
             in_order = row["session_index"] == previous["session_index"] + 1 and row["turn_index"] == 0
-            kind, gap_ok = across, delta > gap
+            kind, gap_ok = across, gap is None or delta > gap
         kind.pairs += 1
         if not in_order:
             kind.order_failures.append(where(position))
@@ -94,7 +115,8 @@ def check_pairs(
     for kind in (across, within) if second_starts_a_session else (within, across):  # as they first apply
         if kind.pairs:
             checks.add(kind.order_name, kind.pairs, kind.order_failures)
-            checks.add(kind.gap_name, kind.pairs, kind.gap_failures)
+            if gap is not None:
+                checks.add(kind.gap_name, kind.pairs, kind.gap_failures)
 
 
 def check_conversations(unit: Unit, rows: list[dict], timeline: TimelineSpec, checks: Checks) -> None:

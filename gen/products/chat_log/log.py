@@ -62,9 +62,9 @@ def features() -> Schema:
 
 class Log(ConversationProduct[LogOptions]):
     name = "log"
-    description = "one record per response with its simulated timestamp"
+    description = "one record per response with its timestamp (observed or simulated)"
     Options = LogOptions
-    configs = (ConfigSpec("log", "one record per response with its simulated timestamp", features()),)
+    configs = (ConfigSpec("log", "one record per response with its timestamp (observed or simulated)", features()),)
     needs = Needs(timelines=True)
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
