@@ -14,6 +14,7 @@ import re
 import string
 from collections import Counter
 from functools import lru_cache
+from typing import Any
 
 ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -25,7 +26,7 @@ def normalise(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def stemmer():
+def stemmer() -> Any:
     from nltk.stem import PorterStemmer  # loaded once, by the first answer scored
 
     return PorterStemmer()
