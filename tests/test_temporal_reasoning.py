@@ -21,7 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, extra_marks, locomo_sample, read_jsonl, run_cli, write_json, write_recipe
+from tests.conftest import (
+    REPO,
+    extra_marks,
+    locomo_sample,
+    read_jsonl,
+    require_shared,
+    run_cli,
+    write_json,
+    write_recipe,
+)
 from tests.fakes.openai_server import FakeOpenAI
 from tests.official import locomo_evaluation
 
@@ -337,3 +346,22 @@ def test_gen_eval_answers_needs_a_config_with_gold_answers(quickstart, tmp_path,
     empty.write_text("")
     code, _, err = run_cli(["eval", quickstart, "--answers", empty], capsys)
     assert code == 2 and "no question config with gold answers" in err
+
+
+@pytest.mark.integration
+def test_locomo10_gets_every_test_and_passes_validation(tmp_path, capsys):
+    source = require_shared("locomo/locomo10.json")
+    recipe = write_recipe(
+        tmp_path / "l10.yaml",
+        {
+            "name": "l10",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(source)}],
+            "products": [{"type": "log"}, {"type": "conversations"}, {"type": "temporal_reasoning"}],
+        },
+    )
+    code, _, err = run_cli(["run", recipe, "--output-dir", tmp_path / "out"], capsys)
+    assert code == 0, err
+    rows = read_jsonl(tmp_path / "out" / "l10" / "temporal_reasoning" / "test.jsonl")
+    per_conversation = {(row["conversation_id"], row["test"]) for row in rows}
+    assert len(per_conversation) == 10 * 4  # every conversation has questions of every test
