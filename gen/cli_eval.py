@@ -19,8 +19,14 @@ log = logging.getLogger(__name__)
 def evaluate(
     dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
     revision: str | None = REVISION,
-    predictions: Path = typer.Option(
-        ..., "--predictions", help='JSONL, one line per question: {"question_id": ..., "retrieved": [index, ...]}.'
+    predictions: Path | None = typer.Option(
+        None, "--predictions", help='JSONL, one line per question: {"question_id": ..., "retrieved": [index, ...]}.'
+    ),
+    answers: Path | None = typer.Option(
+        None,
+        "--answers",
+        help='Score written answers instead: JSONL, one line per question: {"question_id": ..., "answer": "..."} '
+        "(exact match and token F1 against the gold answers).",
     ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the scores to this JSON file."),
     csv_out: Path | None = typer.Option(
@@ -35,18 +41,35 @@ def evaluate(
     ),
 ) -> None:
     """Score retrieved response indices: recall and F2 per test, their mean over tests and the pooled mean over
-    questions, per question config.
+    questions, per question config. With --answers, score written answers to the questions that have gold
+    answers: exact match and token F1 per test and pooled.
 
     Example: gen eval outputs/locomo-temporal --predictions mine.jsonl --k 10
     """
-    from gen.eval.report import format_result, result_json, scores_table
-    from gen.eval.score import evaluate as score
+    from gen.errors import GenError
     from gen.hub_dataset import dataset_folder
     from gen.write_guard import refuse_writing_into
 
+    if (predictions is None) == (answers is None):
+        raise GenError(
+            "give either --predictions (retrieved responses) or --answers (written answers)",
+            field="--predictions / --answers",
+            expected="exactly one of the two",
+        )
     folder = dataset_folder(dataset, revision)
-    read = {"DATASET": folder, "--predictions": predictions, "--questions-from": questions_from}
+    read = {"DATASET": folder, "--predictions": predictions, "--answers": answers, "--questions-from": questions_from}
     refuse_writing_into({"--json": json_out, "--csv": csv_out}, read)
+    if answers is not None:
+        if k is not None:
+            raise GenError(
+                "--k cuts rankings; written answers have none", field="--k", expected="--k with --predictions"
+            )
+        score_answers(folder, answers, questions_from, json_out, csv_out)
+        return
+    assert predictions is not None  # one of the two, checked above
+    from gen.eval.report import format_result, result_json, scores_table
+    from gen.eval.score import evaluate as score
+
     result = score(folder, predictions, k, questions_from)
     typer.echo(format_result(result))
     if json_out is not None:
@@ -57,6 +80,23 @@ def evaluate(
         from gen.jsonl import replace_file
 
         replace_file(csv_out, scores_table(result).to_csv(index=False).encode("utf-8"), "scores table")
+
+
+def score_answers(
+    folder: Path, answers: Path, questions_from: Path | None, json_out: Path | None, csv_out: Path | None
+) -> None:
+    from gen.eval.answers import answers_json, answers_table, evaluate_answers, format_answers
+
+    result = evaluate_answers(folder, answers, questions_from)
+    typer.echo(format_answers(result))
+    if json_out is not None:
+        from gen.jsonl import write_json
+
+        write_json(json_out, answers_json(result), "scores")
+    if csv_out is not None:
+        from gen.jsonl import replace_file
+
+        replace_file(csv_out, answers_table(result).encode("utf-8"), "scores table")
 
 
 class BaselineName(StrEnum):

@@ -24,10 +24,10 @@ import itertools
 
 from gen.errors import GenError, Stopped
 from gen.llm.config import RunSettings
+from gen.products import lexical
 from gen.products.chat_log.log import records as log_records
 from gen.products.registry import REGISTRY, bind, load
 from gen.products.schema import field_names
-from gen.products.time_content import lexical
 from gen.products.time_content import steps as tcq_steps
 from gen.products.time_content import time_content_questions as tcq
 from gen.products.time_content.question_rules import (

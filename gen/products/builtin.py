@@ -7,6 +7,7 @@ from gen.products.chat_log.log import Log
 from gen.products.counterfactual.teabag import TeaBag
 from gen.products.persona.persona_sql import PersonaSQL
 from gen.products.quality.quality_labels import QualityLabels
+from gen.products.reasoning.temporal_reasoning import TemporalReasoning
 from gen.products.temporal.ambiguous_time_queries import AmbiguousTimeQueries
 from gen.products.temporal.time_queries import TimeQueries
 from gen.products.time_content.time_content_questions import TimeContentQuestions
@@ -17,6 +18,7 @@ PRODUCTS = (
     TimeQueries,
     AmbiguousTimeQueries,
     TimeContentQuestions,
+    TemporalReasoning,
     PersonaSQL,
     TeaBag,
     QualityLabels,

@@ -3,11 +3,10 @@
 `eval_question_answering` returns, per qa entry, the answer F1 and the evidence recall of the retrieved dia_ids in
 `<eval_key>_context`; the tests compare the recall.
 
-Two imports are replaced, neither on the path the tests check: the `regex` package by the standard library's `re`
-(the patterns used here, word boundaries and a character class, behave the same in both), and nltk's
-PorterStemmer by one that returns a word unchanged: it only feeds the answer F1, which the tests do not compare
-(gen's time queries have no gold answer, so F1 is 0 either way). bert_score and the file-level helpers are left
-out.
+One import is replaced: the `regex` package by the standard library's `re` (the patterns used here, word
+boundaries and a character class, behave the same in both). nltk's PorterStemmer is the real one, as in the
+source: the tests compare the answer F1 too (gold answers scored as predictions, and gen eval --answers against
+this code). bert_score and the file-level helpers are left out.
 
 LoCoMo is released under the Creative Commons Attribution-NonCommercial 4.0 International license (CC BY-NC 4.0),
 https://creativecommons.org/licenses/by-nc/4.0/; copyright the LoCoMo authors (Maharana et al., 2024). This copy
@@ -18,12 +17,7 @@ import string
 from collections import Counter
 
 import numpy as np
-
-
-class PorterStemmer:
-    def stem(self, word):
-        return word
-
+from nltk.stem import PorterStemmer
 
 ps = PorterStemmer()
 

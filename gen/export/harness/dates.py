@@ -3,7 +3,7 @@ the same on every machine."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 from gen.calendar_names import month_name, weekday_name
 
@@ -24,3 +24,13 @@ def longmemeval_style(moment: datetime) -> str:
 def beir_style(moment: datetime) -> str:
     """The corpus titles' and queries' style: "Friday 2024-03-22 16:12:08", sortable and full to the second."""
     return f"{weekday_name(moment)} {moment:%Y-%m-%d %H:%M:%S}"
+
+
+def locomo_answer_date(day: date) -> str:
+    """A date as LoCoMo's own temporal answers write one: "7 May 2023"."""
+    return f"{day.day} {month_name(day.month)} {day.year}"
+
+
+def longmemeval_answer_date(day: date) -> str:
+    """A date in LongMemEval's style, the date part of its haystack_dates: "2023/05/20 (Sat)"."""
+    return f"{day:%Y/%m/%d} ({weekday_name(day)[:3]})"

@@ -4,9 +4,11 @@ Each conversation is one sample: `sample_id` (the conversation's name from safe_
 file name of it; gen-export.json maps it back), `conversation` with `speaker_a`, `speaker_b` and
 `session_N_date_time` / `session_N` pairs (the padding session included, numbered on), turns `{speaker, dia_id,
 text}` (plus `blip_caption` for a response that shared an image, as LoCoMo's image turns have), and `qa`: one entry
-per question with `question` ("now" written into it), `answer` (the gold answer, or "" where the config has
-none: LoCoMo's QA scorer reads the key unconditionally), `evidence` (the relevant responses' dia_ids),
-`category` 2 (LoCoMo's temporal category) and `question_id` (gen's id, which LoCoMo's code carries through to its
+per question with `question` ("now" written into it), `answer` (the gold answer, a date written as LoCoMo's
+own answers write one, "7 May 2023"; or "" where the config has none: LoCoMo's QA scorer reads the key
+unconditionally), `evidence` (the relevant responses' dia_ids),
+`category` 2 (LoCoMo's temporal category: its data asks "When did..." under 2, and its QA scorer takes the
+answer F1 of 2 unsplit) and `question_id` (gen's id, which LoCoMo's code carries through to its
 output, so results map back). LoCoMo's model-written annotations (event_summary, observation, session_summary) have
 no counterpart here and are left out rather than faked."""
 
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gen.export.harness.dates import locomo_style
-from gen.export.harness.questions import ExportQuestion, question_text, relevant_by_session
+from gen.export.harness.dates import locomo_answer_date, locomo_style
+from gen.export.harness.questions import ExportQuestion, gold_answer, question_text, relevant_by_session
 from gen.export.harness.source import Conversation
 
 TEMPORAL_CATEGORY = 2
@@ -65,7 +67,7 @@ def turn(session: int, position: int, response: dict[str, Any]) -> dict[str, Any
 def qa_entry(question: ExportQuestion, conversation: Conversation) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "question": question_text(question, conversation, locomo_style(conversation.now)),
-        "answer": question.answer if question.answer is not None else "",
+        "answer": gold_answer(question, locomo_answer_date),
     }
     places = relevant_by_session(question, conversation)
     entry["evidence"] = [dia_id(session, position) for session in sorted(places) for position in places[session]]

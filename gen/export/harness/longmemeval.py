@@ -8,8 +8,9 @@ whose id contains "answer" holds evidence, and at turn level a turn's id is `<se
 as gold only where the turn has `has_answer: true`. So, per instance, a session holding a relevant response is
 named `answer_<conversation>_s<N>` and the others `<conversation>_s<N>` (the conversation's name never contains
 "answer"), and every turn of an evidence session carries `has_answer` true or false. `answer_session_ids`
-lists the evidence sessions; `question_date` is the conversation's "now"; `answer` is "" where the config has
-no gold answer (retrieval only).
+lists the evidence sessions; `question_date` is the conversation's "now"; `answer` is the gold answer (a date in
+LongMemEval's style, "2023/05/20 (Sat)"), or "" where the config has no gold answer (retrieval only);
+`question_type` is "temporal-reasoning", the type LongMemEval's judge asks to forgive off-by-one day counts.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gen.export.harness.dates import longmemeval_style
-from gen.export.harness.questions import ExportQuestion, question_text, relevant_by_session
+from gen.export.harness.dates import longmemeval_answer_date, longmemeval_style
+from gen.export.harness.questions import ExportQuestion, gold_answer, question_text, relevant_by_session
 from gen.export.harness.source import Conversation
 from gen.templating import render
 
@@ -74,7 +75,7 @@ def instance(
         "question_id": question.question_id,
         "question_type": QUESTION_TYPE,
         "question": question_text(question, conversation, ""),  # "now" is question_date
-        "answer": question.answer if question.answer is not None else "",
+        "answer": gold_answer(question, longmemeval_answer_date),
         "question_date": longmemeval_style(conversation.now),
         "haystack_session_ids": ids,
         "haystack_dates": [longmemeval_style(start) for start in conversation.session_starts],

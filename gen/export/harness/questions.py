@@ -3,7 +3,9 @@ gold answer, and the one wording per group that LongMemEval's one-instance-per-q
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 
 from gen.errors import GenError
 from gen.eval.dataset import Located, Question, require
@@ -28,7 +30,10 @@ class ExportQuestion:
     # an ambiguous one's too, a time+content question's its anchor: these score retrieval only (evidence,
     # has_answer turns, qrels).
     answer: str | None
-    asked_by_speaker_a: bool  # "what did we discuss?" is asked by speaker_a; other questions name their speakers
+    asked_by_speaker_a: bool
+    # A gold answer that is a date, from the record's structured answer (`<answer_field>_value`, e.g. temporal
+    # reasoning's answer_value.date): each harness writes it in its own date style.
+    answer_date: date | None = None  # "what did we discuss?" is asked by speaker_a; other questions name their speakers
 
 
 def read_questions(source: Source, config: str) -> list[ExportQuestion]:
@@ -62,6 +67,7 @@ def export_question(config: str, question: Question, conversation_id: str, decla
     group = item.record.get("group_id") or question.question_id
     answer_field = declared.get("answer_field")
     answer = require(item, answer_field, str) if answer_field else None
+    answer_date = structured_date(item, f"{answer_field}_value") if answer_field else None
     return ExportQuestion(
         config,
         question.question_id,
@@ -73,7 +79,32 @@ def export_question(config: str, question: Question, conversation_id: str, decla
         dialogue,
         answer,
         bool(declared.get("asked_by_speaker_a")),
+        answer_date,
     )
+
+
+def structured_date(item: Located, field: str) -> date | None:
+    """The date of a structured gold answer (`{"date": "2023-05-08", ...}`), or None where the record has no such
+    field or its answer is not a date."""
+    value = item.record.get(field)
+    text = value.get("date") if isinstance(value, dict) else None
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(str(text)[:10])  # parquet rows read back a date as "2023-05-08" or a datetime
+    except ValueError:
+        raise GenError(
+            f"{text!r} is not a date", file=item.file, record=item.place, field=f"{field}.date", expected="2023-05-08"
+        ) from None
+
+
+def gold_answer(question: ExportQuestion, date_style: Callable[[date], str]) -> str:
+    """The gold answer where a harness reads it: a date in the harness's own style, any other answer as its text,
+    and "" for a config without answers (the harnesses read the key unconditionally). The one place both QA
+    exports take the answer from, so they cannot disagree on it."""
+    if question.answer_date is not None:
+        return date_style(question.answer_date)
+    return question.answer if question.answer is not None else ""
 
 
 def dialogue_turns(item: Located) -> list[dict[str, str]]:

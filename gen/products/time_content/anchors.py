@@ -43,7 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from gen.products.time_content.lexical import name_words, text_stems
+from gen.products.lexical import name_words, text_stems
 from gen.timeline import Response, Timeline
 
 RECURRENCE_CAP = 2

@@ -29,7 +29,8 @@ from typing import Any
 
 import orjson
 
-from gen.products.time_content import anchors, lexical
+from gen.products import lexical
+from gen.products.time_content import anchors
 from gen.products.time_content.anchors import Anchor, Slot
 from gen.timeline import Timeline
 

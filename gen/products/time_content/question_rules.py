@@ -29,7 +29,7 @@ from num2words import num2words
 
 from gen.calendar_names import month_name, weekday_name
 from gen.llm.step import Problem
-from gen.products.time_content.lexical import stems_without, word_stems, words
+from gen.products.lexical import stems_without, word_stems, words
 
 QUOTES = "\"'“”‘’«»`"
 

@@ -1,7 +1,8 @@
-"""Content words of a text, for anchor selection and the question checks: lower-cased word tokens minus stop
-words (function words, chat fillers, verbs of saying, time words, small numbers), words starting with a digit and
-words shorter than three letters, with a light plural strip (``dogs`` -> ``dog``, ``stories`` -> ``story``).
-No model and no dictionary, so both are fast and exactly reproducible."""
+"""Content words of a text, shared by the question products (the time+content anchors and checks, the topic
+phrases of temporal_reasoning): lower-cased word tokens minus stop words (function words, chat fillers, verbs of
+saying, time words, small numbers), words starting with a digit and words shorter than three letters, with a
+light plural strip (``dogs`` -> ``dog``, ``stories`` -> ``story``). No model and no dictionary, so both are fast
+and exactly reproducible."""
 
 from __future__ import annotations
 
