@@ -365,3 +365,25 @@ def test_locomo10_gets_every_test_and_passes_validation(tmp_path, capsys):
     rows = read_jsonl(tmp_path / "out" / "l10" / "temporal_reasoning" / "test.jsonl")
     per_conversation = {(row["conversation_id"], row["test"]) for row in rows}
     assert len(per_conversation) == 10 * 4  # every conversation has questions of every test
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase", "topic"),
+    [
+        ("we took the pottery class", "pottery class", True),  # noun noun, after "the"
+        ("I love my gaming team", "gaming team", True),  # -ing verb, noun, after "my"
+        ("The doggy daycare was full", "doggy daycare", False),  # "doggy" can be an adjective
+        ("it was a super important day", "super important", False),  # "super" can be an adjective
+        ("we sat in the park outside", "park outside", False),  # "outside" can be an adverb
+        ("we made a big decision", "big decision", False),  # adjective first word
+        ("because pottery class was full", "pottery class", False),  # no article or possessive before it
+        ("the kinda jobs I like", "kinda jobs", False),  # a first word the lexicon does not know
+        ("the amazing news came", "amazing news", False),  # an -ing word that is also an adjective
+        ("my pottery, class", "pottery class", False),  # across a comma
+    ],
+)
+def test_a_topic_is_a_thing_named_after_an_article_or_a_possessive(text, phrase, topic):
+    from gen.products import lexical
+    from gen.products.reasoning.topics import candidate
+
+    assert candidate(phrase, text, set(lexical.words(text)), frozenset()) is topic

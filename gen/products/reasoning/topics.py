@@ -1,14 +1,18 @@
 """Topic phrases: what the questions ask about, and which responses mention each one.
 
-A topic phrase is two content words that stand next to each other in a response ("pottery class"). Texts are
-compared as runs of the letters a-z, lower-cased, so "Pottery-class!" mentions "pottery class" and "pottery
-classes" does not. A phrase is asked about only when every response that mentions it is a real one (never the
-padding) and they lie in at most `max_topic_sessions` sessions: then "the last time we talked about it" has one
+A topic phrase is two content words that stand next to each other in a response and read as a thing talked about:
+the second a noun (never an adverb), the first a noun or a verb in -ing that is never an adjective ("pottery class",
+"collecting videos"; not "super important" or "big decision", whose first words say how, not what). Which parts of
+speech a word can be comes from lemminflect's English lexicon; a word it does not know ("daycare") counts as a noun.
+Texts are compared as runs of the letters a-z, lower-cased, so "Pottery-class!" mentions "pottery class" and
+"pottery classes" does not. A phrase is asked about only when every response that mentions it is a real one (never
+the padding) and they lie in at most `max_topic_sessions` sessions: then "the last time we talked about it" has one
 clear answer. The phrases kept are a seeded choice, spread over as many dates as the conversation offers.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass
@@ -51,7 +55,8 @@ def phrases_of(response: Response) -> set[str]:
 def candidate(phrase: str, text: str, whole_words: set[str], names: frozenset[str]) -> bool:
     """Whether a phrase a response mentions reads as a topic: two different content words, neither a speaker's
     name nor an adverb in -ly, each a whole word of the text (not half of "don't"), written in the text as they
-    are in the phrase: lower case (not a name such as "Daniel") with one space between (not across a comma)."""
+    are in the phrase: lower case (not a name such as "Daniel") with one space between (not across a comma),
+    opened by an article or a possessive ("the", "my"...), and a noun after a noun or an -ing verb."""
     first, second = phrase.split(" ")
     return (
         first != second
@@ -61,8 +66,37 @@ def candidate(phrase: str, text: str, whole_words: set[str], names: frozenset[st
         )
         and first in whole_words
         and second in whole_words
-        and phrase in text
+        and names_a_thing(first, second)
+        and opened(phrase, text)
     )
+
+
+# The words that open a noun phrase: a topic is "the pottery class", "my gaming team", not "pottery takes"
+OPENERS = "the|a|an|my|our|your|his|her|their|this|that|these|those|some"
+
+
+def opened(phrase: str, text: str) -> bool:
+    """Whether the text holds the phrase, as written, right after one of OPENERS (in any case)."""
+    return re.search(rf"(?<![\w'])(?i:{OPENERS}) {phrase}(?![a-z])", text) is not None
+
+
+def names_a_thing(first: str, second: str) -> bool:
+    """A noun that can be no adverb ("class", not "outside" or "better"; a word the lexicon does not know, such
+    as "daycare", counts as a noun) after a noun or a verb in -ing that can never be an adjective
+    ("pottery class", "collecting videos"; not "safe home", "cool designs" or "amazing news"). A first word the
+    lexicon does not know ("kinda") is no noun: it is as often slang as a name."""
+    head, modifier = parts_of_speech(second), parts_of_speech(first)
+    noun_or_gerund = "NOUN" in modifier or (first.endswith("ing") and "VERB" in modifier)
+    noun = not head or ("NOUN" in head and "ADV" not in head)
+    return noun and noun_or_gerund and "ADJ" not in modifier
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def parts_of_speech(word: str) -> frozenset[str]:
+    """The parts of speech the lexicon gives a word (empty when it does not know it)."""
+    from lemminflect import getAllLemmas  # its lexicon loads on first use
+
+    return frozenset(getAllLemmas(word))
 
 
 def topics(timeline: Timeline, options: TemporalReasoningOptions, seed: int, product: str) -> list[Topic]:
