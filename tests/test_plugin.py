@@ -228,3 +228,21 @@ def test_a_format_entry_point_is_checked_and_a_write_only_format_reads_no_result
             formats.registered()
     finally:
         formats.registered.cache_clear()
+
+
+def test_gen_schema_includes_the_plugins_product_and_its_options(site):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra")
+
+    done = gen(site, "schema")
+    assert done.returncode == 0, done.stderr
+    validator = jsonschema.Draft202012Validator(json.loads(done.stdout))
+    recipe = {
+        "name": "speakers",
+        "sources": [{"format": "locomo", "path": "sample_locomo.json"}],
+        "products": [{"type": "log"}, {"type": "speaker_sessions", "min_responses": 3}],
+    }
+    assert list(validator.iter_errors(recipe)) == []
+    recipe["products"][1]["min_responses"] = 0  # the plugin's option model: ge=1
+    assert [error.message for error in validator.iter_errors(recipe)] == ["0 is less than the minimum of 1"]
+    builtin = gen(site, "schema", "--builtin")
+    assert builtin.stdout == (REPO / "recipe.schema.json").read_text(encoding="utf-8")
