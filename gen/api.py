@@ -319,7 +319,8 @@ def load(run_folder: str | Path) -> DatasetDict:
 
 
 def export_harness(dataset: str | Path, format: str, output: str | Path, *, config: str | None = None) -> Path:
-    """Write a dataset's questions in a harness's layout (`gen export`): locomo, longmemeval or beir."""
+    """Write a dataset's questions in a harness's layout (`gen export`): locomo, longmemeval, beir, or an
+    installed plugin's format."""
     from gen.export.harness.exporter import export as write_export
 
     write_export(Path(dataset), format, Path(output), config)

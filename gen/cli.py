@@ -33,6 +33,7 @@ from gen.cli_options import (
     number,
     run_settings,
 )
+from gen.cli_schema import schema
 from gen.conversation import DataWarning
 from gen.crash import summary, write_crash_log
 from gen.errors import GenError, Stopped
@@ -47,6 +48,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["--help", "-h"]},  # every command and group inherits it
     help="Build evaluation datasets for long-term-memory dialogue agents from multi-session corpora.",
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -294,6 +296,7 @@ app.command("eval")(evaluate)  # `gen eval` and `gen baseline`, the scoring comm
 app.command()(baseline)
 app.command()(judge)  # `gen judge`, defined with the TeaBag judge in gen/teabag_judge/cli.py
 app.command()(view)  # `gen view`, the local web viewer in gen/view/ (the view extra)
+app.command()(schema)  # `gen schema`, the recipe's JSON Schema and options reference (gen/cli_schema.py)
 
 
 def main(process: bool = False) -> None:

@@ -1,5 +1,5 @@
-"""The plugin seam: products and template folders are found through entry point groups, gen's own registered
-exactly as an outside package registers its. A package adds to `gen` by declaring, in its pyproject.toml:
+"""The plugin seam: products, template folders and export formats are found through entry point groups, gen's
+own registered exactly as an outside package registers its. A package adds to `gen` by declaring, in its pyproject.toml:
 
     [project.entry-points."gen.products"]
     my_package = "my_package.product:MyProduct"          # a product class, or a tuple of them
@@ -9,6 +9,9 @@ exactly as an outside package registers its. A package adds to `gen` by declarin
 
     [project.entry-points."gen.sources"]
     my_format = "my_package.source:MY_FORMAT"            # a SourceFormat; the entry point's name is the format's
+
+    [project.entry-points."gen.exports"]
+    my_package = "my_package.export:MY_FORMAT"           # an export format, or a tuple of them
 
 gen's own entry points come first; other packages' follow, by distribution name, then entry point name, so the
 order never depends on how the environment was installed.
@@ -25,6 +28,7 @@ from gen.errors import GenError
 PRODUCTS = "gen.products"
 TEMPLATES = "gen.templates"
 SOURCES = "gen.sources"  # source formats: gen/sources/registry.py, docs/adding-a-source.md
+EXPORTS = "gen.exports"  # export formats: gen/export/harness/formats.py, docs/harness-exports.md
 
 
 def entry_points(group: str) -> list[metadata.EntryPoint]:
@@ -33,8 +37,9 @@ def entry_points(group: str) -> list[metadata.EntryPoint]:
     own = [ep for ep in found if distribution(ep) == DISTRIBUTION]
     if not own:
         raise GenError(
-            f"gen's own {group} entry points are missing: gen is not installed in this environment",
-            expected=f"pip install {DISTRIBUTION} (in a checkout: pip install -e .)",
+            f"gen's own {group} entry points are missing: gen is not installed in this environment, or was "
+            "installed from a version without this group",
+            expected=f"pip install {DISTRIBUTION} (in a checkout: pip install -e . again)",
         )
     others = sorted(
         (ep for ep in found if distribution(ep) != DISTRIBUTION), key=lambda ep: (distribution(ep), ep.name)

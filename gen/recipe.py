@@ -53,15 +53,15 @@ class StrictModel(InputModel):
 
 class SourceSpec(StrictModel):
     format: str = Field(description="a source format: one of the `gen.sources` entry points (gen/plugins.py)")
-    path: Path | None = None
+    path: Path | None = Field(default=None, description="a local file, relative to the recipe's folder; or give hf")
     hf: str | None = Field(default=None, description="owner/name of a Hugging Face dataset")
     hf_config: str | None = Field(default=None, description="hf only: the dataset's configuration (subset) name")
     split: str | None = Field(default=None, description="hf only: the split to read (default train)")
     revision: str | None = Field(default=None, description="hf only: a branch, tag or commit of the dataset")
-    limit: int | None = Field(default=None, ge=0)
-    ids: list[str] | None = None
-    longest: int | None = Field(default=None, ge=1)
-    min_sessions: int | None = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=0, description="keep the first N conversations (applied last)")
+    ids: list[str] | None = Field(default=None, description="keep only these conversation ids (applied first)")
+    longest: int | None = Field(default=None, ge=1, description="keep the N longest conversations (after min_sessions)")
+    min_sessions: int | None = Field(default=None, ge=1, description="keep conversations with at least N sessions")
     interval_phrases: dict[str, str] | None = Field(default=None, description="CC only: extra phrase → duration rows")
     default_interval: str | None = Field(default=None, description="CC only: the phrase used when an episode has none")
     sha256: str | None = Field(
@@ -119,8 +119,8 @@ Minutes = Annotated[float, Field(ge=0, le=MAX_MINUTES, allow_inf_nan=False)]
 class MinutesRange(StrictModel):
     """A seeded range: each conversation gets a whole number of minutes from min to max, inclusive."""
 
-    min: Minutes
-    max: Minutes
+    min: Minutes = Field(description="the fewest minutes")
+    max: Minutes = Field(description="the most minutes")
 
     @model_validator(mode="after")
     def holds_a_whole_minute(self) -> MinutesRange:
@@ -161,13 +161,15 @@ def after_minutes_form(value: Any) -> Any:
 
 
 class PaddingSpec(StrictModel):
-    mode: Literal["none", "donor", "file"] = "donor"
+    mode: Literal["none", "donor", "file"] = Field(
+        default="donor", description="donor: sessions of another conversation of the source; file: from path; none"
+    )
     after_minutes: Minutes | list[Minutes] | MinutesRange = Field(
         default=60,
         description="minutes from the last session's start: one value, a list (one chosen per conversation by "
         "seed) or {min, max} (a seeded whole number of minutes per conversation)",
     )
-    target_words: int = Field(default=3000, ge=1)
+    target_words: int = Field(default=3000, ge=1, description="padding words added per conversation")
     path: Path | None = Field(default=None, description="mode file: a JSON list of {speaker, text}")
 
     @field_validator("after_minutes", mode="before")
@@ -190,10 +192,20 @@ class PaddingSpec(StrictModel):
 
 
 class TimelineSpec(StrictModel):
-    seconds_per_word: float = Field(default=0.46, gt=0, le=MAX_SECONDS_PER_WORD, allow_inf_nan=False)
-    session_gap_minutes: float = Field(default=20, gt=0, le=MAX_MINUTES, allow_inf_nan=False)
-    now_offset_minutes: float = Field(default=50, ge=0, le=MAX_MINUTES, allow_inf_nan=False)
-    padding: PaddingSpec = PaddingSpec()
+    seconds_per_word: float = Field(
+        default=0.46, gt=0, le=MAX_SECONDS_PER_WORD, allow_inf_nan=False, description="speaking rate of each response"
+    )
+    session_gap_minutes: float = Field(
+        default=20,
+        gt=0,
+        le=MAX_MINUTES,
+        allow_inf_nan=False,
+        description="silences within a session stay below this, gaps between sessions exceed it",
+    )
+    now_offset_minutes: float = Field(
+        default=50, ge=0, le=MAX_MINUTES, allow_inf_nan=False, description='"now" is the last response plus this'
+    )
+    padding: PaddingSpec = Field(default=PaddingSpec(), description="the extra session after the last real one")
     anchor_start: datetime = Field(default=datetime(2023, 1, 2, 10, 0), description="session 1 start for MSC and CC")
     shift_overlapping: bool = Field(default=False, description="move later sessions instead of failing on an overlap")
 
@@ -216,13 +228,13 @@ class ProductEntry(BaseModel):
 
 
 class Recipe(StrictModel):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    seed: int = 0
-    split: str = Field(default="test", pattern=r"^[A-Za-z0-9_]+$")
-    sources: list[SourceSpec] = Field(min_length=1)
-    timeline: TimelineSpec = TimelineSpec()
-    products: list[ProductEntry] = Field(min_length=1)
-    output_dir: Path | None = None
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="the run folder's name")
+    seed: int = Field(default=0, description="every random choice follows from it")
+    split: str = Field(default="test", pattern=r"^[A-Za-z0-9_]+$", description="the split the files are written under")
+    sources: list[SourceSpec] = Field(min_length=1, description="the corpora to read")
+    timeline: TimelineSpec = Field(default=TimelineSpec(), description="how conversations are placed on a clock")
+    products: list[ProductEntry] = Field(min_length=1, description="what to build: one entry per product type")
+    output_dir: Path | None = Field(default=None, description="where the run folder goes (default ./outputs)")
     templates_dir: Path | None = Field(default=None, description="templates here shadow the built-in ones")
     llm: dict[str, EndpointConfig] = Field(default={}, description="named LLM endpoints that products refer to")
     redact: RedactSpec | None = Field(

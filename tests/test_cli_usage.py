@@ -303,3 +303,18 @@ def test_an_empty_path_in_a_recipe_is_refused_naming_the_field(tmp_path, capsys)
     recipe = write_recipe(tmp_path / "r.yaml", {"name": "x", "sources": [{"format": "msc", "path": ""}]})
     code, _, err = run_cli(["validate", recipe], capsys)
     assert code == 2 and err.strip() == f'error: {recipe}: sources[0].path: an empty path, got ""'
+
+
+# --- -h is --help, for gen, a command and a command group -------------------------------------------------------
+
+HELP_PLACES = {"gen": [], "export": ["export"], "cache": ["cache"], "cache repair": ["cache", "repair"]}
+
+
+def test_dash_h_prints_the_same_help_as_dash_dash_help():
+    results = gen_all(
+        {f"{name} {flag}": [*words, flag] for name, words in HELP_PLACES.items() for flag in ("-h", "--help")}
+    )
+    for name, words in HELP_PLACES.items():
+        short, long = results[f"{name} -h"], results[f"{name} --help"]
+        assert short[0] == long[0] == 0, short[2]
+        assert short[1] == long[1] and long[1].startswith(f"Usage: {' '.join(['gen', *words])} ")

@@ -462,7 +462,10 @@ def test_bad_input_is_one_message(tmp_path, capsys):
     code, _, err = run_cli(["export", tmp_path / "empty", "--format", "locomo", "--output", tmp_path / "out"], capsys)
     assert code == 2 and "run.json is missing" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(["export", tmp_path / "empty", "--format", "parquet", "--output", tmp_path / "out"], capsys)
-    assert code == 2 and "parquet" in err
+    assert code == 2 and "unknown export format 'parquet' (expected one of locomo, longmemeval, beir" in err
+    imported = ["import-predictions", tmp_path / "r.json", "--format", "beri", "--output", tmp_path / "p"]
+    code, _, err = run_cli(imported, capsys)
+    assert code == 2 and "unknown export format 'beri'; did you mean 'beir'?" in err and len(err.splitlines()) == 1
 
 
 # --- a config whose questions name their speaker: time_content_questions, written through the fake server ----

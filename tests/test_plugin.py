@@ -1,6 +1,7 @@
 """A product from another package, through the plugin seam: tests/plugin_example (the product
 docs/adding-a-product.md builds) is installed as a real wheel into a folder of its own, which gen then finds
-through its entry points in `gen products`, `gen run`, `gen push --dry-run`, `gen export` and `gen eval`.
+through its entry points in `gen products`, `gen run`, `gen push --dry-run`, `gen export` and `gen eval`; its
+export format (qa_lines, the example of docs/harness-exports.md) in `gen export` and `gen import-predictions`.
 
 Nothing of it is imported by this process: every command runs in a subprocess with the folder on PYTHONPATH,
 as a user's environment with the package installed would have it.
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from gen.errors import GenError
+from gen.export.harness import formats
+from gen.export.harness.formats import ExportFormat
 from tests.conftest import REPO, gen_subprocess, read_jsonl, write_recipe
 
 PLUGIN = REPO / "tests" / "plugin_example"
@@ -155,3 +158,91 @@ print(json.dumps([families, "sqlglot" in sys.modules, listed, "sqlglot" in sys.m
     assert families == ["chat_log", "temporal"]
     assert sqlglot is sqlglot_once_listed is False  # even the driver, which imports every product, is spared it
     assert {"log", "time_queries", "persona_sql", "quality_labels", "teabag"} <= set(registered)
+
+
+def test_the_plugins_export_format_writes_its_layout_and_reads_results_back(site, run_folder, tmp_path):
+    exported = gen(site, "export", run_folder, "--format", "qa_lines", "--output", tmp_path / "qa")
+    assert exported.returncode == 0, exported.stderr
+    rows = read_jsonl(run_folder / "speaker_sessions" / "test.jsonl")
+    now = {row["conversation_id"]: row["now"] for row in read_jsonl(run_folder / "conversations" / "test.jsonl")}
+    assert read_jsonl(tmp_path / "qa" / "speaker_sessions.jsonl") == [
+        {
+            "id": row["question_id"],
+            "conversation": row["conversation_id"].replace("/", "-"),  # "locomo/sample-1" → "locomo-sample-1"
+            "now": now[row["conversation_id"]],
+            "question": row["question"],
+            "relevant": row["relevant_response_indices"],
+        }
+        for row in rows
+    ]
+    manifest = json.loads((tmp_path / "qa" / "gen-export.json").read_text())
+    assert manifest["format"] == "qa_lines"
+    assert manifest["configs"]["speaker_sessions"]["path"] == "speaker_sessions.jsonl"
+    assert manifest["configs"]["speaker_sessions"]["tests"] == {row["question_id"]: row["test"] for row in rows}
+
+    results = tmp_path / "ranked.jsonl"  # what a harness might write back: its ranking per question
+    results.write_text("".join(json.dumps({"id": row["question_id"], "ranked": [3, 1]}) + "\n" for row in rows))
+    imported = gen(site, "import-predictions", results, "--format", "qa_lines", "--output", tmp_path / "p.jsonl")
+    assert imported.returncode == 0, imported.stderr
+    assert read_jsonl(tmp_path / "p.jsonl") == [{"question_id": r["question_id"], "retrieved": [3, 1]} for r in rows]
+
+
+def test_an_unknown_format_is_one_error_listing_every_registered_one(site, run_folder, tmp_path):
+    done = gen(site, "export", run_folder, "--format", "qa_line", "--output", tmp_path / "x")
+    assert done.returncode == 2 and not (tmp_path / "x").exists()
+    assert done.stderr.strip().splitlines() == [
+        "error: --format: unknown export format 'qa_line'; did you mean 'qa_lines'? "
+        "(expected one of locomo, longmemeval, beir, qa_lines)"
+    ]
+
+
+def write_nothing(job: formats.ConfigToWrite) -> formats.Written:
+    (job.folder / f"{job.config}.txt").touch()
+    return formats.Written.of(job, f"{job.config}.txt", [], 0)
+
+
+WRITE_ONLY = ExportFormat("write_only", "a format without a results reader", write=write_nothing)
+
+
+def test_a_format_entry_point_is_checked_and_a_write_only_format_reads_no_results(monkeypatch):
+    from importlib import metadata
+
+    from gen import plugins
+
+    real = list(metadata.entry_points(group=plugins.EXPORTS))
+    mine = metadata.EntryPoint("mine", "tests.test_plugin:WRITE_ONLY", plugins.EXPORTS)
+    monkeypatch.setattr(plugins.metadata, "entry_points", lambda group: [*real, mine])
+    formats.registered.cache_clear()
+    try:
+        assert list(formats.registered()) == ["locomo", "longmemeval", "beir", "write_only"]
+        with pytest.raises(GenError) as info:
+            formats.find("write_only", reading=True)
+        assert str(info.value) == (
+            "--format: the export format 'write_only' cannot read a harness's results back "
+            "(expected one of locomo, longmemeval, beir)"
+        )
+        wrong = metadata.EntryPoint("wrong", "tests.test_plugin:PLUGIN", plugins.EXPORTS)
+        monkeypatch.setattr(plugins.metadata, "entry_points", lambda group: [*real, wrong])
+        formats.registered.cache_clear()
+        with pytest.raises(GenError, match=r"tests\.test_plugin:PLUGIN holds PosixPath\(.*, not an export format"):
+            formats.registered()
+    finally:
+        formats.registered.cache_clear()
+
+
+def test_gen_schema_includes_the_plugins_product_and_its_options(site):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra")
+
+    done = gen(site, "schema")
+    assert done.returncode == 0, done.stderr
+    validator = jsonschema.Draft202012Validator(json.loads(done.stdout))
+    recipe = {
+        "name": "speakers",
+        "sources": [{"format": "locomo", "path": "sample_locomo.json"}],
+        "products": [{"type": "log"}, {"type": "speaker_sessions", "min_responses": 3}],
+    }
+    assert list(validator.iter_errors(recipe)) == []
+    recipe["products"][1]["min_responses"] = 0  # the plugin's option model: ge=1
+    assert [error.message for error in validator.iter_errors(recipe)] == ["0 is less than the minimum of 1"]
+    builtin = gen(site, "schema", "--builtin")
+    assert builtin.stdout == (REPO / "recipe.schema.json").read_text(encoding="utf-8")

@@ -16,7 +16,9 @@ from pathlib import Path
 import orjson
 
 from gen.export.harness.dates import beir_style
+from gen.export.harness.formats import ConfigToWrite, ExportFormat, ResultsReader, Written
 from gen.export.harness.questions import ExportQuestion, question_text
+from gen.export.harness.results import read_beir
 from gen.export.harness.source import Conversation
 from gen.templating import render
 
@@ -67,3 +69,17 @@ def document(response: dict) -> dict[str, str]:
         image_caption=response.get("image_caption") or "",
     ).strip()
     return {"_id": str(response["response_index"]), "title": title, "text": text}
+
+
+def write(job: ConfigToWrite) -> Written:
+    """`<config>/<conversation>/`: one BEIR collection per conversation the config asks about."""
+    folders = write_collections(job.folder / job.config, job.source.conversations, job.questions, job.names)
+    return Written.of(job, f"{job.config}/", job.questions, len(folders), folders=folders)
+
+
+FORMAT = ExportFormat(
+    name="beir",
+    help="retrieval folders: corpus, queries and qrels per conversation",
+    write=write,
+    results=ResultsReader(read_beir, help="a run dict as JSON, or a TREC run file", needs_export=False),
+)

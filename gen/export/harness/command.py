@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -11,17 +10,16 @@ import typer
 from gen.hub_dataset import DATASET_HELP, REVISION
 
 
-class HarnessFormat(StrEnum):
-    locomo = "locomo"
-    longmemeval = "longmemeval"
-    beir = "beir"
-
-
+# The names are checked by the format registry (gen/export/harness/formats.py), not here: plugins add formats,
+# and reading their entry points at every start of `gen` would slow down `gen --help`.
 def export(
     dataset: Path = typer.Argument(..., metavar="DATASET", help=DATASET_HELP),
     revision: str | None = REVISION,
-    format_name: HarnessFormat = typer.Option(
-        ..., "--format", help="locomo (locomo10.json samples), longmemeval (instances), or beir (retrieval folders)."
+    format_name: str = typer.Option(
+        ...,
+        "--format",
+        help="locomo (locomo10.json samples), longmemeval (instances), beir (retrieval folders), or a format an "
+        "installed plugin adds.",
     ),
     output: Path = typer.Option(
         ..., "--output", help="The folder to write (new, empty, or an earlier gen export, which is replaced)."
@@ -41,7 +39,7 @@ def export(
     from gen.export.harness.staging import MANIFEST
     from gen.hub_dataset import dataset_folder
 
-    written = write_export(dataset_folder(dataset, revision), format_name.value, output, config)
+    written = write_export(dataset_folder(dataset, revision), format_name, output, config)
     for item in written:
         typer.echo(
             f"{item.config}: {item.questions:,} questions over {item.conversations:,} conversations "
@@ -53,11 +51,11 @@ def export(
 
 def import_predictions(
     results: Path = typer.Argument(..., metavar="RESULTS", help="The result file the harness's own code wrote."),
-    format_name: HarnessFormat = typer.Option(
+    format_name: str = typer.Option(
         ...,
         "--format",
-        help="longmemeval (run_retrieval.py's retrieval log), locomo (the QA evaluation's output with RAG), or "
-        "beir (a run dict as JSON, or a TREC run file).",
+        help="longmemeval (run_retrieval.py's retrieval log), locomo (the QA evaluation's output with RAG), "
+        "beir (a run dict as JSON, or a TREC run file), or a format an installed plugin adds.",
     ),
     export_folder: Path | None = typer.Option(
         None, "--export", help="The gen export folder the harness read (needed for locomo and longmemeval)."
@@ -71,20 +69,13 @@ def import_predictions(
 
     Example: gen import-predictions retrievallog --format longmemeval --export exports/lme --output preds.jsonl
     """
-    from gen.errors import GenError
     from gen.export.harness.results import import_results
     from gen.jsonl import encode_lines, replace_file
     from gen.write_guard import refuse_writing_into
 
-    if export_folder is None and format_name != HarnessFormat.beir:
-        raise GenError(f"--format {format_name.value} needs the export folder it was run on", field="--export")
     refuse_writing_into({"--output": output}, {"RESULTS": results, "--export": export_folder})
-    lines = import_results(results, format_name.value, export_folder or Path("."), prediction_key)
+    lines, reader = import_results(results, format_name, export_folder, prediction_key)
     replace_file(output, encode_lines(lines), "predictions")
     typer.echo(f"wrote {len(lines):,} predictions to {output}", err=True)
-    if format_name == HarnessFormat.longmemeval:
-        typer.echo(
-            f"score them with: gen eval DATASET --predictions {output} --questions-from {export_folder} "
-            "(the export keeps one wording per base question)",
-            err=True,
-        )
+    if reader.after:
+        typer.echo(reader.after.format(output=output, export=export_folder), err=True)

@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from gen.export.harness.dates import locomo_answer_date, locomo_style
+from gen.export.harness.formats import ConfigToWrite, ExportFormat, ResultsReader, Written, write_json
 from gen.export.harness.questions import ExportQuestion, gold_answer, question_text, relevant_by_session
+from gen.export.harness.results import read_locomo
 from gen.export.harness.source import Conversation
 
 TEMPORAL_CATEGORY = 2
@@ -74,3 +76,18 @@ def qa_entry(question: ExportQuestion, conversation: Conversation) -> dict[str, 
     entry["category"] = TEMPORAL_CATEGORY
     entry["question_id"] = question.question_id
     return entry
+
+
+def write(job: ConfigToWrite) -> Written:
+    """`<config>.json`: one sample per conversation, those without questions of the config included."""
+    data = samples(job.source.conversations, job.questions, job.names)
+    write_json(job.folder / f"{job.config}.json", data)
+    return Written.of(job, f"{job.config}.json", job.questions, len(data))
+
+
+FORMAT = ExportFormat(
+    name="locomo",
+    help="locomo10.json samples",
+    write=write,
+    results=ResultsReader(read_locomo, help="the QA evaluation's output with RAG"),
+)

@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from gen.export.harness.dates import longmemeval_answer_date, longmemeval_style
-from gen.export.harness.questions import ExportQuestion, gold_answer, question_text, relevant_by_session
+from gen.export.harness.formats import ConfigToWrite, ExportFormat, ResultsReader, Written, write_json_list
+from gen.export.harness.questions import ExportQuestion, gold_answer, one_per_group, question_text, relevant_by_session
+from gen.export.harness.results import read_longmemeval
 from gen.export.harness.source import Conversation
 from gen.templating import render
 
@@ -88,3 +90,25 @@ def mark(turns: list[dict[str, Any]], positions: list[int]) -> list[dict[str, An
     """An evidence session's turns, each with has_answer: true on the relevant ones, false on the others."""
     relevant = set(positions)
     return [{**turn, "has_answer": position in relevant} for position, turn in enumerate(turns)]
+
+
+def write(job: ConfigToWrite) -> Written:
+    """`<config>.json`: one instance per base question, in one wording chosen by the recipe's seed."""
+    questions = one_per_group(job.questions, job.source.seed)
+    write_json_list(job.folder / f"{job.config}.json", instances(job.source.conversations, questions, job.names))
+    asked = len({question.conversation_id for question in job.questions})
+    return Written.of(job, f"{job.config}.json", questions, asked)
+
+
+FORMAT = ExportFormat(
+    name="longmemeval",
+    help="instances shaped like longmemeval_s.json",
+    write=write,
+    results=ResultsReader(
+        read_longmemeval,
+        help="run_retrieval.py's retrieval log",
+        after="score them with: gen eval DATASET --predictions {output} --questions-from {export} "
+        "(the export keeps one wording per base question)",
+    ),
+    avoid_in_names=EVIDENCE,
+)

@@ -18,6 +18,7 @@ from typing import Any
 
 from gen import reading
 from gen.errors import GenError
+from gen.export.harness.formats import ResultsReader, find
 from gen.export.harness.staging import MANIFEST
 
 LONGMEMEVAL_ID = re.compile(r"^(?:answer_|noans_)?(?P<name>[A-Za-z0-9.-]+)_s(?P<session>\d+)(?:_(?P<turn>\d+))?$")
@@ -227,11 +228,32 @@ def read_json(path: Path) -> Any:
     return reading.read_json(path, "a JSON file the harness wrote")
 
 
-def import_results(results: Path, format_name: str, export: Path, key: str | None = None) -> list[dict[str, Any]]:
-    """gen's prediction lines ({question_id, retrieved}) from one harness result file."""
-    if format_name == "beir":
-        pairs = beir(results)
-    else:
-        layouts = read_layouts(export)
-        pairs = longmemeval(results, layouts) if format_name == "longmemeval" else locomo(results, layouts, key)
-    return [{"question_id": question_id, "retrieved": retrieved} for question_id, retrieved in pairs]
+def exported_layouts(export: Path | None) -> dict[str, Layout]:
+    if export is None:  # import_results checks a reader's needs_export first; this keeps the type honest
+        raise GenError("the export folder the harness read is needed to read its results", field="--export")
+    return read_layouts(export)
+
+
+def read_locomo(results: Path, export: Path | None, key: str | None) -> Iterator[tuple[str, list[int]]]:
+    return locomo(results, exported_layouts(export), key)
+
+
+def read_longmemeval(results: Path, export: Path | None, key: str | None) -> Iterator[tuple[str, list[int]]]:
+    return longmemeval(results, exported_layouts(export))
+
+
+def read_beir(results: Path, export: Path | None, key: str | None) -> Iterator[tuple[str, list[int]]]:
+    return beir(results)
+
+
+def import_results(
+    results: Path, format_name: str, export: Path | None, key: str | None = None
+) -> tuple[list[dict[str, Any]], ResultsReader]:
+    """gen's prediction lines ({question_id, retrieved}) from one harness result file, and the reader that read
+    it (its `after` line says what to do next)."""
+    reader = find(format_name, reading=True).results
+    assert reader is not None  # find(reading=True) returns only formats that read results
+    if export is None and reader.needs_export:
+        raise GenError(f"--format {format_name} needs the export folder it was run on", field="--export")
+    pairs = reader.read(results, export, key)
+    return [{"question_id": question_id, "retrieved": retrieved} for question_id, retrieved in pairs], reader
