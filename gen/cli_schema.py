@@ -16,7 +16,7 @@ def schema(
     builtin: bool = typer.Option(
         False,
         "--builtin",
-        help="Only gen's own products, as in the committed recipe.schema.json and docs/recipe-options.md "
+        help="Only gen's own products and source formats, as in the committed recipe.schema.json and docs/recipe-options.md "
         "(default: every installed product, plugins' too).",
     ),
 ) -> None:
@@ -26,9 +26,9 @@ def schema(
     Example: gen schema --builtin --output recipe.schema.json
     """
     from gen.jsonl import replace_file
-    from gen.recipe_schema import options_reference, products, recipe_schema, schema_text
+    from gen.recipe_schema import options_reference, products, recipe_schema, schema_text, source_formats
 
-    made = recipe_schema(products(builtin_only=builtin))
+    made = recipe_schema(products(builtin_only=builtin), source_formats(builtin_only=builtin))
     text = options_reference(made) if markdown else schema_text(made)
     if output is None:
         typer.echo(text, nl=False)

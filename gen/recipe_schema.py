@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
@@ -24,6 +24,9 @@ from pydantic_core import core_schema
 
 from gen.products.base import Product
 from gen.recipe import Recipe
+
+if TYPE_CHECKING:
+    from gen.sources.registry import SourceFormat
 
 SCHEMA_FILE = "recipe.schema.json"  # at the checkout's root
 REFERENCE_FILE = "docs/recipe-options.md"
@@ -61,19 +64,36 @@ def products(builtin_only: bool = False) -> list[type[Product]]:
     return list(REGISTRY.values())
 
 
-def recipe_schema(chosen: Iterable[type[Product]]) -> dict[str, Any]:
-    """The JSON Schema of a recipe whose products are `chosen`: each entry of `products:` is checked against
-    the options of the product its `type` names."""
+def source_formats(builtin_only: bool = False) -> dict[str, SourceFormat]:
+    """gen's own source formats, or every registered one, by the name a recipe's `format` gives."""
+    from gen.about import DISTRIBUTION
+    from gen.plugins import SOURCES, distribution, entry_points
+    from gen.sources import registry
+
+    names = [ep.name for ep in entry_points(SOURCES) if not builtin_only or distribution(ep) == DISTRIBUTION]
+    return {name: registry.lookup(name) for name in names}
+
+
+def recipe_schema(chosen: Iterable[type[Product]], formats: dict[str, SourceFormat]) -> dict[str, Any]:
+    """The JSON Schema of a recipe whose products are `chosen` and whose sources may be in `formats`: each entry
+    of `products:` is checked against the options of the product its `type` names, and a source's `options:`
+    against its format's."""
     chosen = list(chosen)
-    models: list[type[BaseModel]] = [Recipe, *dict.fromkeys(product.Options for product in chosen)]
+    readers = {name: source.Options for name, source in formats.items()}
+    models: list[type[BaseModel]] = [
+        Recipe,
+        *dict.fromkeys(product.Options for product in chosen),
+        *dict.fromkeys(readers.values()),
+    ]
     refs, found = models_json_schema(
         [(model, "validation") for model in models], ref_template="#/$defs/{model}", schema_generator=WithMadeDefaults
     )
     definitions = found["$defs"]
     options = {product.name: definitions[ref_name(refs[product.Options, "validation"])] for product in chosen}
-    for model in models[1:]:  # each options model lives on inlined in its product's entry
+    for model in dict.fromkeys(product.Options for product in chosen):  # inlined in its product's entry
         definitions.pop(ref_name(refs[model, "validation"]))
     definitions[ENTRY] = product_entry(chosen, options)
+    add_source_formats(definitions["SourceSpec"], {name: refs[model, "validation"] for name, model in readers.items()})
     return {
         "$schema": DIALECT,
         "title": "gen recipe",
@@ -82,6 +102,18 @@ def recipe_schema(chosen: Iterable[type[Product]]) -> dict[str, Any]:
         **{key: value for key, value in definitions.pop("Recipe").items() if key != "title"},
         "$defs": dict(sorted(definitions.items())),
     }
+
+
+def add_source_formats(source: dict[str, Any], options: dict[str, dict[str, str]]) -> None:
+    """A source entry's `format` is one of the installed formats, and its `options:` are that format's."""
+    source["properties"]["format"]["enum"] = list(options)
+    source["allOf"] = [
+        {
+            "if": {"properties": {"format": {"const": name}}, "required": ["format"]},
+            "then": {"properties": {"options": {"anyOf": [ref, {"type": "null"}]}}},
+        }
+        for name, ref in options.items()
+    ]
 
 
 def ref_name(ref: dict[str, str]) -> str:
@@ -145,6 +177,12 @@ def sections(schema: dict[str, Any], definitions: dict[str, Any]) -> list[tuple[
     """(title, object schema) of the recipe and of every mapping inside it, each followed by those inside it;
     the products' options last, one section per product type."""
     recipe = [("The recipe", schema), *nested("", schema, definitions)]
+    for entry in definitions["SourceSpec"].get("allOf", []):
+        name = entry["if"]["properties"]["format"]["const"]
+        ref = entry["then"]["properties"]["options"]["anyOf"][0]
+        reader = definitions[ref_name(ref)]
+        if reader.get("properties"):  # a format that takes options
+            recipe.append((f"`sources[].options` of `format: {name}`", reader))
     products = []
     for entry in definitions[ENTRY]["allOf"]:
         options = entry["then"]

@@ -81,7 +81,8 @@ class Placeholders(InputModel):
 
 
 class RedactSpec(InputModel):
-    """The recipe's `redact:` section (the module docstring says how each kind is found)."""
+    """The recipe's `redact:` section: what is replaced before anything is built (docs/personal-data.md says how
+    each kind is found)."""
 
     emails: bool = Field(default=True, description="replace email addresses")
     phones: bool = Field(default=True, description="replace phone numbers")

@@ -102,12 +102,15 @@ REFUSED = [
     (changed(("products", 2), {"type": "time_queries", "max_variants_per_group": 0}), "neither a number"),
     (changed(("products",), []), "at least 1 item"),
     (changed(("name",), "has space"), "match pattern"),
+    (changed(("sources", 0, "options"), {"speaker_column": "who"}), "unknown key 'speaker_column'"),  # locomo: none
+    (changed(("sources", 0), {"format": "csv", "path": "x", "options": {"speaker_col": "who"}}), "'speaker_col'"),
 ]
 ACCEPTED = [
     changed(("products", 3), {"type": "ambiguous_time_queries", "pairing": "all", "max_variants_per_group": "all"}),
     changed(("timeline", "padding"), {"mode": "donor", "after_minutes": {"min": 30, "max": 90}}),
     changed(("timeline", "padding"), {"mode": "none", "after_minutes": [30, 60]}),
     changed(("timeline", "anchor_start"), "2023-05-01T09:00:00"),
+    changed(("sources", 0), {"format": "csv", "path": "x", "options": {"speaker": "who", "text": "said"}}),
 ]
 
 
@@ -139,10 +142,10 @@ def test_a_products_options_are_checked_against_that_product_only(validator):
 
 
 def test_defaults_made_by_a_factory_are_shown_but_not_one_read_from_the_environment(validator, monkeypatch):
-    from gen.recipe_schema import products, recipe_schema
+    from gen.recipe_schema import products, recipe_schema, source_formats
 
     monkeypatch.setenv("OPENAI_BASE_URL", "http://this-machine.invalid/v1")
-    definitions = recipe_schema(products(builtin_only=True))["$defs"]
+    definitions = recipe_schema(products(builtin_only=True), source_formats(builtin_only=True))["$defs"]
     assert "default" not in definitions["EndpointConfig"]["properties"]["base_url"]
     time_queries = next(
         entry["then"]
