@@ -16,8 +16,8 @@ def schema(
     builtin: bool = typer.Option(
         False,
         "--builtin",
-        help="Only gen's own products and source formats, as in the committed recipe.schema.json and docs/recipe-options.md "
-        "(default: every installed product, plugins' too).",
+        help="Only gen's own products and source formats, as in the committed recipe.schema.json and "
+        "docs/recipe-options.md (default: every installed one, plugins' too).",
     ),
 ) -> None:
     """Print the JSON Schema of a recipe (every key, its type, range, default and meaning, and each product's
