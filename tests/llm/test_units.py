@@ -511,12 +511,13 @@ def test_overlapping_steps_share_one_freeze_undone_when_the_last_ends():
 
 def test_live_bars_of_steps_running_at_once_share_one_display_until_the_last_ends():
     from gen.llm.progress import LiveReporter, StepCounters
+    from gen.progress import _Display
 
     older, newer = LiveReporter(), LiveReporter()
     older.start(StepCounters("batch 0", 10))
     newer.start(StepCounters("batch 1", 10))  # a second live display would fight the first for the terminal
     assert older._progress is newer._progress and len(older._progress.tasks) == 2
     older.stop("batch 0 done")
-    assert LiveReporter._shared is newer._progress  # still showing the step that runs
+    assert _Display.progress is newer._progress  # still showing the step that runs
     newer.stop("batch 1 done")
-    assert LiveReporter._shared is None
+    assert _Display.progress is None
