@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from gen import progress
+from gen.eval.dataset import GoldAnswers
 from gen.export.harness import beir, locomo, longmemeval
 from gen.export.harness.names import safe_names
 from gen.export.harness.questions import one_per_group, read_questions
@@ -92,7 +93,7 @@ def manifest(format_name: str, source: Source, written: list[Written], names: di
                 "path": item.path,
                 "questions": item.questions,
                 "conversations": item.conversations,
-                "gold_answer": source.dataset.declared[item.config].get("answer_field") or "none: score retrieval only",
+                "gold_answer": GoldAnswers(source.dataset, item.config).where(),
                 **({"folders": item.folders} if item.folders else {}),
                 "tests": item.tests,
             }
