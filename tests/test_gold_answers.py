@@ -195,3 +195,92 @@ def test_the_rule_names_every_problem():
         "response 3 is both cited and left out",
         "responses 4, 5 are neither cited by a claim nor listed in left_out",
     ]
+
+
+# --- the answers where the harnesses and gen eval read them ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory) -> Path:
+    """A finished run with answers for every session question of sample-2 (and ambiguous ones sharing them)."""
+    from gen.llm.config import RunSettings
+    from gen.products.registry import load
+    from gen.run.runner import run as run_recipe
+
+    base = tmp_path_factory.mktemp("answered")
+    path = recipe(base, "http://127.0.0.1:9/v1", questions=["time_queries", "ambiguous_time_queries"])
+    data = json.loads(json.dumps(__import__("yaml").safe_load(path.read_text())))
+    data["products"].insert(2, {"type": "ambiguous_time_queries", "tests": ["session"]})
+    with FakeOpenAI(lambda req: good_reply(req.last_user)) as server:
+        data["llm"]["main"]["base_url"] = server.base_url
+        recipe_obj = load(write_recipe(base / "recipe.yaml", data))[0]
+        folder = run_recipe(recipe_obj, base / "out", llm_settings=RunSettings(cache_dir=base / "cache", progress="off"))
+        assert server.count == 3  # both configs share the three base questions: one answer each
+    return folder
+
+
+def answer_by_group(folder: Path) -> dict[str, str]:
+    return {row["group_id"]: row["answer"] for row in read_jsonl(folder / "gold_answers" / "test.jsonl")}
+
+
+def test_every_config_loads(answered):
+    from tests.test_record_features import loads_whole
+
+    loads_whole(answered)
+
+
+def test_harness_exports_carry_the_base_questions_answer(answered, tmp_path):
+    from gen.export.harness.exporter import export
+
+    answers = answer_by_group(answered)
+    for config in ("time_queries", "ambiguous_time_queries"):
+        group_of = {row["question_id"]: row["group_id"] for row in read_jsonl(answered / config / "test.jsonl")}
+        export(answered, "longmemeval", tmp_path / f"lme-{config}", config)
+        instances = json.loads((tmp_path / f"lme-{config}" / f"{config}.json").read_text())
+        assert len(instances) == 3
+        assert all(i["answer"] == answers[group_of[i["question_id"]]] for i in instances)
+        export(answered, "locomo", tmp_path / f"locomo-{config}", config)
+        qa = json.loads((tmp_path / f"locomo-{config}" / f"{config}.json").read_text())[0]["qa"]
+        assert len(qa) == len(group_of)
+        assert all(entry["answer"] == answers[group_of[entry["question_id"]]] for entry in qa)
+
+
+def test_gen_eval_answers_scores_the_written_answers(answered, tmp_path, capsys):
+    """The gold answers themselves score 1; one answer left out scores 0 for its question; a question of a base
+    question without an answer is not scored."""
+    rows = read_jsonl(answered / "time_queries" / "test.jsonl")
+    answers = answer_by_group(answered)
+    lines = [{"question_id": r["question_id"], "answer": answers[r["group_id"]]} for r in rows][1:]
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scores = tmp_path / "scores.json"
+    code, _, err = run_cli(["eval", answered, "--answers", path, "--json", scores], capsys)
+    assert code == 0, err
+    pooled = json.loads(scores.read_text())["configs"]["time_queries"]["pooled"]
+    assert pooled["questions"] == len(rows) == 9
+    assert pooled["exact_match"] == pytest.approx(8 / 9) and pooled["f1"] == pytest.approx(8 / 9)
+
+
+def test_an_empty_window_gets_the_abstention_and_no_call(tmp_path):
+    """No time query has an empty window today (an empty one gives no question), but the answer of one is fixed:
+    the abstention, without asking the model."""
+    from gen.llm.config import RunSettings
+    from gen.llm.engine import Engine
+    from gen.products.answers.gold_answers import GoldAnswers
+    from gen.products.answers.options import GoldAnswersOptions
+    from gen.products.base import Unit
+    from gen.products.registry import load
+    from tests.harness import Harness
+
+    with FakeOpenAI(lambda req: good_reply(req.last_user)) as server:
+        loaded = load(recipe(tmp_path, server.base_url))[0]
+        engine = Engine(loaded.llm, RunSettings(cache_dir=tmp_path / "cache", progress="off"))
+        harness = Harness.from_recipe(loaded, engine=engine)
+        unit = harness.units[0]
+        question = {"group_id": "g-empty", "conversation_id": unit.conversation_id, "test": "dates", "params": {}}
+        empty = Unit(unit.conversation, unit.timeline, {"time_queries": [{**question, "relevant_response_indices": []}]})
+        [records] = list(GoldAnswers(GoldAnswersOptions()).build([empty], harness.ctx))
+        assert server.count == 0
+    [row] = records["gold_answers"]
+    assert row["abstained"] and row["claims"] == [] and row["model"] is None
+    assert row["answer"].startswith("There is nothing in our conversations from that time")
