@@ -54,7 +54,7 @@ class Item:
 
     @property
     def item_id(self) -> str:
-        return f"{self.base.conversation_id}/{self.base.group_id}"
+        return self.base.group_id  # a hash of the conversation, test and window: unique in a run
 
 
 def base_questions(unit: Unit, configs: Sequence[str]) -> list[BaseQuestion]:
