@@ -104,7 +104,9 @@ def test_answers_cite_the_window_and_the_questions_do_not_change(tmp_path, capsy
     # the questions are byte for byte those of a run without answers
     plain = tmp_path / "plain"
     plain.mkdir()
-    code, _, err = run_cli(["run", recipe(plain, "http://127.0.0.1:9/v1", answers=False), "--output-dir", plain], capsys)
+    code, _, err = run_cli(
+        ["run", recipe(plain, "http://127.0.0.1:9/v1", answers=False), "--output-dir", plain], capsys
+    )
     assert code == 0, err
     same = (plain / "answers" / "time_queries" / "test.jsonl").read_bytes()
     assert (folder / "time_queries" / "test.jsonl").read_bytes() == same
@@ -187,7 +189,10 @@ def test_the_verifier_checks_each_claim_when_asked(tmp_path, capsys, verify):
 
 def test_the_rule_names_every_problem():
     answer = WindowAnswer.model_validate(
-        {"claims": [{"text": "A said x", "cites": [3, 7]}], "left_out": [{"index": 3, "why": "hi"}, {"index": 9, "why": "?"}]}
+        {
+            "claims": [{"text": "A said x", "cites": [3, 7]}],
+            "left_out": [{"index": 3, "why": "hi"}, {"index": 9, "why": "?"}],
+        }
     )
     assert rules.citation_problems(answer, [3, 4, 5]) == [
         "claim 1 cites response 7, which is not shown",
@@ -214,7 +219,9 @@ def answered(tmp_path_factory) -> Path:
     with FakeOpenAI(lambda req: good_reply(req.last_user)) as server:
         data["llm"]["main"]["base_url"] = server.base_url
         recipe_obj = load(write_recipe(base / "recipe.yaml", data))[0]
-        folder = run_recipe(recipe_obj, base / "out", llm_settings=RunSettings(cache_dir=base / "cache", progress="off"))
+        folder = run_recipe(
+            recipe_obj, base / "out", llm_settings=RunSettings(cache_dir=base / "cache", progress="off")
+        )
         assert server.count == 3  # both configs share the three base questions: one answer each
     return folder
 
@@ -278,7 +285,9 @@ def test_an_empty_window_gets_the_abstention_and_no_call(tmp_path):
         harness = Harness.from_recipe(loaded, engine=engine)
         unit = harness.units[0]
         question = {"group_id": "g-empty", "conversation_id": unit.conversation_id, "test": "dates", "params": {}}
-        empty = Unit(unit.conversation, unit.timeline, {"time_queries": [{**question, "relevant_response_indices": []}]})
+        empty = Unit(
+            unit.conversation, unit.timeline, {"time_queries": [{**question, "relevant_response_indices": []}]}
+        )
         [records] = list(GoldAnswers(GoldAnswersOptions()).build([empty], harness.ctx))
         assert server.count == 0
     [row] = records["gold_answers"]

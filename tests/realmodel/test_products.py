@@ -54,7 +54,8 @@ PRODUCTS = [
         items=6 + 3,  # one answer per real session of the two conversations
         config="gold_answers",
         id_field="group_id",
-        endpoint={"max_tokens": 160},  # a weak model rambles: a reply cut off is a truncated reject, kept raw
+        # a weak model rambles: a reply cut off is a truncated reject, kept raw; a session window is a long prompt
+        endpoint={"max_tokens": 160, "timeout_s": 300},
         before=[{"type": "time_queries", "tests": ["session"]}],
     ),
 ]

@@ -8,12 +8,12 @@ from pydantic import Field, field_validator
 
 from gen.products.llm_options import LLMOptions
 
-ANSWERED = ("time_queries", "ambiguous_time_queries")  # the question configs whose base questions it answers
+Answered = Literal["time_queries", "ambiguous_time_queries"]  # the question configs whose base questions it answers
 
 
 class GoldAnswersOptions(LLMOptions):
-    questions: list[Literal["time_queries", "ambiguous_time_queries"]] = Field(
-        default_factory=lambda: ["time_queries"],
+    questions: list[Answered] = Field(
+        default_factory=lambda: list[Answered](["time_queries"]),
         description="the question configs answered; both share their base questions, so a base question in both "
         "gets one answer",
     )

@@ -189,9 +189,10 @@ def abstention(templates_dir: str | None) -> str:
 
 
 def written_record(item: Item, answer: WindowAnswer, sample: int, model: str, prompt_id: str) -> Record:
-    claims = [{"text": " ".join(c.text.split()), "cites": sorted(set(c.cites))} for c in answer.claims]
+    texts = [" ".join(c.text.split()) for c in answer.claims]
+    claims = [{"text": text, "cites": sorted(set(c.cites))} for text, c in zip(texts, answer.claims)]
     left_out = [{"index": e.index, "why": " ".join(e.why.split())} for e in answer.left_out]
-    return record_of(item.base, answer_text(c["text"] for c in claims), claims, left_out, model, prompt_id, sample)
+    return record_of(item.base, answer_text(texts), claims, left_out, model, prompt_id, sample)
 
 
 def abstained_record(item: Item, text: str) -> Record:
