@@ -126,8 +126,18 @@ def test_run_json_declares_each_question_config_as_its_product_does(quickstart):
     report = json.loads((quickstart / "run.json").read_text())
     declared = {name: info["questions"] for name, info in report["configs"].items() if "questions" in info}
     assert declared == {  # by hand, from the two question products of the quickstart
-        "time_queries": {"group_field": "test", "answer_field": None, "asked_by_speaker_a": True},
-        "ambiguous_time_queries": {"group_field": "test", "answer_field": None, "asked_by_speaker_a": False},
+        "time_queries": {
+            "group_field": "test",
+            "answer_field": None,
+            "asked_by_speaker_a": True,
+            "answers_from": "gold_answers",
+        },
+        "ambiguous_time_queries": {
+            "group_field": "test",
+            "answer_field": None,
+            "asked_by_speaker_a": False,
+            "answers_from": "gold_answers",
+        },
     }
     assert open_dataset(quickstart).question_configs == ["time_queries", "ambiguous_time_queries"]
 

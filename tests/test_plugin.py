@@ -76,6 +76,7 @@ def test_gen_run_builds_and_validates_the_plugins_product(run_folder):
         "group_field": "test",
         "answer_field": None,
         "asked_by_speaker_a": False,
+        "answers_from": None,
     }
     # expected from the log the run wrote: each (session, speaker) with 3 or more responses, in session order
     said = defaultdict(list)

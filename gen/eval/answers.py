@@ -15,11 +15,18 @@ from typing import Any
 
 from gen.errors import GenError
 from gen.eval.answer_metrics import exact_match, token_f1
-from gen.eval.dataset import Dataset, Question, finished_report, numbered_jsonl, open_dataset, require
+from gen.eval.dataset import (
+    Dataset,
+    GoldAnswers,
+    Question,
+    finished_report,
+    numbered_jsonl,
+    open_dataset,
+)
 from gen.eval.score import only_exported
 
 EXPECTED_LINE = '{"question_id": "<a question_id of the dataset>", "answer": "<the system\'s answer>"}'
-NO_ANSWERS = "a dataset with a config of questions with gold answers (temporal_reasoning)"
+NO_ANSWERS = "a dataset with a config of questions with gold answers (temporal_reasoning, or gold_answers)"
 
 
 @dataclass(frozen=True)
@@ -59,30 +66,34 @@ def evaluate_answers(dataset_path: Path, answers_path: Path, subset: Path | None
     dataset = open_dataset(dataset_path)
     questions = answered_configs(dataset)
     if subset is not None:
-        questions = only_exported(questions, subset)
-    gold = {
-        q.question_id: Gold(config, q.group, gold_answer(dataset, config, q))
-        for config, items in questions.items()
-        for q in items
-    }
+        kept = only_exported({config: [q for q, _ in items] for config, items in questions.items()}, subset)
+        ids = {config: {q.question_id for q in items} for config, items in kept.items()}
+        questions = {
+            config: [p for p in items if p[0].question_id in ids[config]]
+            for config, items in questions.items()
+            if config in ids
+        }
+    gold = {q.question_id: Gold(config, q.group, answer) for config, items in questions.items() for q, answer in items}
     written = read_answers(Path(answers_path), gold)
     result = AnswersResult(Path(dataset_path), Path(answers_path), subset=subset)
     for config, items in questions.items():
-        scored = [(q.group, gold[q.question_id].answer, written.get(q.question_id)) for q in items]
+        scored = [(q.group, gold[q.question_id].answer, written.get(q.question_id)) for q, _ in items]
         result.results.append(score_config(config, dataset.declared[config]["group_field"], scored))
     return result
 
 
-def answered_configs(dataset: Dataset) -> dict[str, list[Question]]:
-    """The question configs whose product declared a gold answer field, with their questions."""
-    configs = [name for name in dataset.question_configs if dataset.declared[name].get("answer_field")]
-    if not configs:
+def answered_configs(dataset: Dataset) -> dict[str, list[tuple[Question, str]]]:
+    """The question configs with gold answers in this dataset, each with its questions that have one (a time
+    query whose base question's answer was rejected has none, and is not scored)."""
+    answered = {}
+    for name in dataset.question_configs:
+        gold = GoldAnswers(dataset, name)
+        if gold.declared:
+            found = [(q, gold.of(q.item, q.question_id)) for q in dataset.questions(name)]
+            answered[name] = [(q, answer) for q, answer in found if answer is not None]
+    if not answered:
         raise GenError("the dataset has no question config with gold answers", file=dataset.folder, expected=NO_ANSWERS)
-    return {name: dataset.questions(name) for name in configs}
-
-
-def gold_answer(dataset: Dataset, config: str, question: Question) -> str:
-    return require(question.item, dataset.declared[config]["answer_field"], str)
+    return answered
 
 
 def read_answers(path: Path, gold: dict[str, Gold]) -> dict[str, str]:

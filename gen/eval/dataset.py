@@ -291,3 +291,43 @@ def read_question(item: Located, group_field: str) -> Question:
         relevant,
         item,
     )
+
+
+class GoldAnswers:
+    """The gold answers of one config of questions: the one place `gen eval --answers` and the harness exports read
+    them from, so the two cannot disagree. A config declares either a field of its own records (`answer_field`, as
+    temporal_reasoning's `answer`) or a config of answers keyed by base question (`answers_from`, as the time
+    queries' `gold_answers`, whose records hold `group_id` and `answer`); a config of answers the dataset does not
+    hold gives no answers, as a config that declares neither."""
+
+    def __init__(self, dataset: Dataset, config: str) -> None:
+        declared = dataset.declared[config]
+        self.field: str | None = declared.get("answer_field")
+        source = declared.get("answers_from")
+        self.source = source if isinstance(source, str) else None
+        self.by_group: dict[str, str] | None = None
+        if self.field is None and isinstance(source, str) and source in dataset.files:
+            self.by_group = {
+                require(item, "group_id", str): require(item, "answer", str) for item in dataset.records(source)
+            }
+
+    @property
+    def declared(self) -> bool:
+        """Whether this config's questions can have gold answers in this dataset."""
+        return self.field is not None or self.by_group is not None
+
+    def where(self) -> str:
+        """Where the answers are read, for an export's manifest."""
+        if self.field is not None:
+            return self.field
+        if self.by_group is not None:
+            return f"{self.source}.answer (by group_id)"
+        return "none: score retrieval only"
+
+    def of(self, item: Located, question_id: str) -> str | None:
+        """A question's gold answer, or None (no answers, or its base question's answer was rejected)."""
+        if self.field is not None:
+            return require(item, self.field, str)
+        if self.by_group is not None:
+            return self.by_group.get(str(item.record.get("group_id") or question_id))
+        return None

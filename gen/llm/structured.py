@@ -7,6 +7,10 @@ A task's ``parser`` is one of:
   JSON value in the text) and validated; the endpoint is asked for that JSON schema through
   ``response_format`` when it supports it (``structured_output: json_schema``), for JSON mode with
   ``json_object``, and nothing with ``off``;
+* :class:`Checked` — a pydantic model and rules on the validated value: the schema is sent and validated as for
+  the model alone, then ``rules(value)`` runs; a ``ValueError`` it raises is a parse failure whose message the
+  model sees in the correction round (for rules a model can fix by reading its own reply again, such as
+  "cite only the responses shown");
 * a function ``text -> value`` — raise ``ValueError`` (or ``TypeError``/``KeyError``/``IndexError``) with a
   message the model can act on; that message is shown to the model in the correction round.
   ``extract_json(text)`` is available to such functions.
@@ -18,6 +22,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +33,27 @@ from gen.templating import render
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
-__all__ = ["ParseFailure", "correction_message", "extract_json", "parse_reply", "response_format_for", "schema_of"]
+__all__ = [
+    "Checked",
+    "ParseFailure",
+    "correction_message",
+    "extract_json",
+    "parse_reply",
+    "response_format_for",
+    "schema_of",
+]
 
-Parser = type[BaseModel] | Callable[[str], Any] | None
+
+@dataclass(frozen=True)
+class Checked:
+    """A schema with rules on top (see the module docstring). Rules that depend on the item (the indices it may
+    cite) go in a closure, so a task's parser can be made per item; the cache key does not depend on it."""
+
+    model: type[BaseModel]
+    rules: Callable[[Any], None]  # raises ValueError saying what to fix
+
+
+Parser = type[BaseModel] | Checked | Callable[[str], Any] | None
 
 CORRECTION_TEMPLATE = "llm/correction.j2"
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
@@ -78,9 +101,17 @@ def _model_schema(model: type[BaseModel]) -> dict:
     return model.model_json_schema()  # costs ~0.1 ms: computed once per model class
 
 
+def _model_of(parser: Any) -> type[BaseModel] | None:
+    """The pydantic model a parser validates against, if any."""
+    if isinstance(parser, Checked):
+        return parser.model
+    return parser if _is_model(parser) else None
+
+
 def schema_of(parser: Parser) -> dict | None:
-    """The JSON schema of a pydantic parser (shared: do not modify), else None."""
-    return _model_schema(parser) if _is_model(parser) else None
+    """The JSON schema of a pydantic (or Checked) parser (shared: do not modify), else None."""
+    model = _model_of(parser)
+    return _model_schema(model) if model is not None else None
 
 
 def _describe_validation(exc: ValidationError) -> str:
@@ -98,6 +129,13 @@ def parse_reply(parser: Parser, text: str) -> Any:
     """The parsed value, or :class:`ParseFailure` with a reason."""
     if parser is None:
         return text
+    if isinstance(parser, Checked):
+        value = parse_reply(parser.model, text)
+        try:
+            parser.rules(value)
+        except ValueError as exc:
+            raise ParseFailure(str(exc) or "the reply breaks a rule of the prompt") from None
+        return value
     if _is_model(parser):
         data = extract_json(text)
         try:
@@ -122,7 +160,8 @@ def _schema_name(parser: type[BaseModel]) -> str:
 
 def response_format_for(parser: Parser, mode: str) -> dict | None:
     """The ``response_format`` request field for a parser on an endpoint with ``structured_output: mode``."""
-    if not _is_model(parser) or mode == "off":
+    model = _model_of(parser)
+    if model is None or mode == "off":
         return None
     if mode == "json_object":
         return {"type": "json_object"}
@@ -130,7 +169,7 @@ def response_format_for(parser: Parser, mode: str) -> dict | None:
         return {"type": "json_object", "schema": schema_of(parser)}
     return {
         "type": "json_schema",
-        "json_schema": {"name": _schema_name(parser), "schema": schema_of(parser), "strict": False},
+        "json_schema": {"name": _schema_name(model), "schema": schema_of(model), "strict": False},
     }
 
 

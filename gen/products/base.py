@@ -47,6 +47,9 @@ class Questions:
     group_field: str  # questions are scored by recall/F2 and averaged over this field's values ("the test")
     answer_field: str | None = None  # the field holding a gold answer; None: the evidence is the answer
     asked_by_speaker_a: bool = False  # "what did we discuss": speaker_a asks speaker_b; else the text names them
+    # A config of answers, one per base question (its `group_id`, its `answer`), that holds this config's gold
+    # answers when the run wrote it (a product of its own, so the questions are the same with or without it).
+    answers_from: str | None = None
 
 
 @dataclass(frozen=True)

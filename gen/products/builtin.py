@@ -2,6 +2,7 @@
 pyproject.toml). Their order here is the build order among products that do not need each other, and the order
 of `gen products`, run.json and the card."""
 
+from gen.products.answers.gold_answers import GoldAnswers
 from gen.products.chat_log.conversations import Conversations
 from gen.products.chat_log.log import Log
 from gen.products.counterfactual.teabag import TeaBag
@@ -19,6 +20,7 @@ PRODUCTS = (
     AmbiguousTimeQueries,
     TimeContentQuestions,
     TemporalReasoning,
+    GoldAnswers,
     PersonaSQL,
     TeaBag,
     QualityLabels,

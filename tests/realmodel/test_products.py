@@ -37,6 +37,7 @@ class LLMProduct:
     config: str  # the config its records are written to
     id_field: str  # the field of a record that holds the item id (rejects.jsonl calls it item_id)
     endpoint: dict[str, Any] = field(default_factory=dict)  # endpoint settings beyond the shared ones
+    before: list[dict[str, Any]] = field(default_factory=list)  # products listed before it (whose records it reads)
 
 
 PRODUCTS = [
@@ -46,6 +47,16 @@ PRODUCTS = [
         items=2 * SAMPLE_CONVERSATIONS,
         config="time_content_questions",
         id_field="question_id",
+    ),
+    LLMProduct(
+        "gold_answers",
+        {},
+        items=6 + 3,  # one answer per real session of the two conversations
+        config="gold_answers",
+        id_field="group_id",
+        # a weak model rambles: a reply cut off is a truncated reject, kept raw; a session window is a long prompt
+        endpoint={"max_tokens": 160, "timeout_s": 300},
+        before=[{"type": "time_queries", "tests": ["session"]}],
     ),
 ]
 
@@ -74,7 +85,7 @@ def endpoint(real_model, **settings) -> dict[str, Any]:
     }
 
 
-def recipe(path: Path, name: str, llm: dict[str, Any], product: dict[str, Any]) -> Path:
+def recipe(path: Path, name: str, llm: dict[str, Any], product: dict[str, Any], before=()) -> Path:
     return write_recipe(
         path,
         {
@@ -83,7 +94,7 @@ def recipe(path: Path, name: str, llm: dict[str, Any], product: dict[str, Any]) 
             "sources": [{"format": "locomo", "path": str(SAMPLE)}],
             "timeline": {"padding": {"mode": "donor", "target_words": 800}},
             "llm": {"main": llm},
-            "products": [product],
+            "products": [*before, product],
         },
     )
 
@@ -119,7 +130,8 @@ def test_every_llm_product_has_a_real_model_run():
 @pytest.mark.parametrize("product", PRODUCTS, ids=lambda p: p.name)
 def test_a_run_of_a_few_items_accounts_for_every_item_and_every_request(product, real_model, tmp_path):
     options = {"type": product.name, **product.options, "max_reject_rate": 1.0}  # a weak model: keep going
-    path = recipe(tmp_path / "r.yaml", "realmodel", endpoint(real_model, **product.endpoint), options)
+    llm = endpoint(real_model, **product.endpoint)
+    path = recipe(tmp_path / "r.yaml", "realmodel", llm, options, product.before)
 
     result = gen_run(path, tmp_path / "out", tmp_path / "cache")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gen import progress
+from gen.eval.dataset import GoldAnswers
 from gen.export.harness.formats import ConfigToWrite, ExportFormat, Written, find
 from gen.export.harness.names import safe_names
 from gen.export.harness.questions import read_questions
@@ -53,7 +54,7 @@ def manifest(format_name: str, source: Source, written: list[Written], names: di
                 "path": item.path,
                 "questions": item.questions,
                 "conversations": item.conversations,
-                "gold_answer": source.dataset.declared[item.config].get("answer_field") or "none: score retrieval only",
+                "gold_answer": GoldAnswers(source.dataset, item.config).where(),
                 **({"folders": item.folders} if item.folders else {}),
                 "tests": item.tests,
             }

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from gen.errors import GenError
-from gen.eval.dataset import Located, Question, require
+from gen.eval.dataset import GoldAnswers, Located, Question, require
 from gen.export.harness.source import Conversation, Source
 from gen.hashing import stable_id
 from gen.templating import render
@@ -26,9 +26,9 @@ class ExportQuestion:
     relevant: list[int]  # sorted response indices, as in the record
     question: str  # the question, or for a dialogue its last utterance
     dialogue: list[dict[str, str]]  # the whole dialogue ([] for a plain question)
-    # The gold answer where the product declared a field for it. A time query's truth is its window's responses,
-    # an ambiguous one's too, a time+content question's its anchor: these score retrieval only (evidence,
-    # has_answer turns, qrels).
+    # The gold answer where the product declared one (gen/eval/dataset.py:GoldAnswers): a field of the record, or
+    # for the time queries the base question's answer in `gold_answers` when the run wrote it. Without one a
+    # question scores retrieval only (evidence, has_answer turns, qrels).
     answer: str | None
     asked_by_speaker_a: bool
     # A gold answer that is a date, from the record's structured answer (`<answer_field>_value`, e.g. temporal
@@ -38,6 +38,7 @@ class ExportQuestion:
 
 def read_questions(source: Source, config: str) -> list[ExportQuestion]:
     found = []
+    gold = GoldAnswers(source.dataset, config)
     for question in source.dataset.questions(config):
         item = question.item
         conversation = source.conversations.get(question.conversation_id)
@@ -56,17 +57,20 @@ def read_questions(source: Source, config: str) -> list[ExportQuestion]:
                 record=item.place,
                 field="relevant_response_indices",
             )
-        found.append(export_question(config, question, conversation.conversation_id, source.dataset.declared[config]))
+        declared = source.dataset.declared[config]
+        found.append(export_question(config, question, conversation.conversation_id, declared, gold))
     return found
 
 
-def export_question(config: str, question: Question, conversation_id: str, declared: dict) -> ExportQuestion:
+def export_question(
+    config: str, question: Question, conversation_id: str, declared: dict, gold: GoldAnswers
+) -> ExportQuestion:
     item = question.item
     dialogue = dialogue_turns(item) if "dialogue" in item.record else []
     text = dialogue[-1]["text"] if dialogue else require(item, "question", str)
     group = item.record.get("group_id") or question.question_id
     answer_field = declared.get("answer_field")
-    answer = require(item, answer_field, str) if answer_field else None
+    answer = gold.of(item, question.question_id)
     answer_date = structured_date(item, f"{answer_field}_value") if answer_field else None
     return ExportQuestion(
         config,

@@ -49,7 +49,7 @@ class AmbiguousTimeQueries(ConversationProduct[AmbiguousTimeQueriesOptions]):
     name = NAME
     description = DESCRIPTION
     Options = AmbiguousTimeQueriesOptions
-    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("test")),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("test", answers_from="gold_answers")),)
     needs = Needs(timelines=True, products=("log", "time_queries"))
 
     def check_recipe(self, recipe: Recipe, where: str) -> None:

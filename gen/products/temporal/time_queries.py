@@ -49,7 +49,14 @@ class TimeQueries(ConversationProduct[TimeQueriesOptions]):
     name = NAME
     description = DESCRIPTION
     Options = TimeQueriesOptions
-    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("test", asked_by_speaker_a=True)),)
+    configs = (
+        ConfigSpec(
+            NAME,
+            DESCRIPTION,
+            features(),
+            questions=Questions("test", asked_by_speaker_a=True, answers_from="gold_answers"),
+        ),
+    )
     needs = Needs(timelines=True, products=("log",))
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
