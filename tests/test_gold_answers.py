@@ -293,3 +293,23 @@ def test_an_empty_window_gets_the_abstention_and_no_call(tmp_path):
     [row] = records["gold_answers"]
     assert row["abstained"] and row["claims"] == [] and row["model"] is None
     assert row["answer"].startswith("There is nothing in our conversations from that time")
+
+
+def test_plan_preview_and_validate_plan_from_the_questions_the_run_answers(tmp_path, capsys):
+    """The answers are planned from the time queries' records, built for planning as a run builds them: sample-2
+    has three real sessions, so three calls, none sent; then the run makes exactly those three."""
+    with FakeOpenAI(lambda req: good_reply(req.last_user)) as server:
+        path = recipe(tmp_path, server.base_url)
+        code, out, err = run_cli(["plan", path, "--cache-dir", tmp_path / "cache"], capsys)
+        assert code == 0, err
+        row = next(line.split() for line in out.splitlines() if line.startswith("gold_answers"))
+        assert row[1:4] == ["3", "3", "0"]  # needed, not cached, cached
+        code, out, err = run_cli(["preview", path, "--product", "gold_answers", "--index", "2"], capsys)
+        assert code == 0, err
+        assert "session 3, " in out and "session 2, " not in out  # the third window: the third session alone
+        code, out, err = run_cli(["validate", path], capsys)
+        assert code == 0, err
+        assert server.count == 0
+        code, _, err = run(tmp_path, capsys, server.base_url)
+        assert code == 0, err
+        assert server.count == 3

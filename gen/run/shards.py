@@ -14,7 +14,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -40,10 +40,28 @@ if TYPE_CHECKING:
 
 
 class Units(Sequence[Unit]):
-    """A Prepared's units, built on access."""
+    """A Prepared's units as its LLM products plan from them, built on access: each with the records of the
+    products that need no LLM which they read (a product answering another's questions plans from them)."""
 
     def __init__(self, prepared: Prepared) -> None:
         self.prepared = prepared
+        llm = [bound for bound in prepared.products if uses_llm(bound.name, prepared.products)]
+        self.configs = config_map(prepared.products)
+        self.needed = {
+            config for bound in llm for name in bound.product.needs.products for config in self.configs[name]
+        }
+        # built for their records only: nothing of theirs is validated or counted here
+        self.first = [replace(b, written=False) for b in prepared.products if not uses_llm(b.name, prepared.products)]
+
+    def unit(self, position: int) -> Unit:
+        unit = self.prepared.unit(position)
+        if not self.needed:
+            return unit
+        made: dict[str, Sequence[dict]] = {}
+        build_products(self.prepared.recipe, [unit], [made], self.first, self.configs)
+        return Unit(
+            unit.conversation, unit.timeline, {config: made[config] for config in self.needed if config in made}
+        )
 
     def __len__(self) -> int:
         return len(self.prepared.conversations)
@@ -54,10 +72,10 @@ class Units(Sequence[Unit]):
     def __getitem__(self, index: slice) -> list[Unit]: ...
     def __getitem__(self, index: int | slice) -> Unit | list[Unit]:
         if isinstance(index, slice):
-            return [self.prepared.unit(i) for i in range(len(self))[index]]
+            return [self.unit(i) for i in range(len(self))[index]]
         if not -len(self) <= index < len(self):
             raise IndexError(index)
-        return self.prepared.unit(index % len(self))
+        return self.unit(index % len(self))
 
 
 @dataclass
@@ -86,8 +104,9 @@ class Prepared:
         return build_timeline(conversation, self.recipe.timeline, donors, self.recipe.seed)
 
     def units(self) -> Units:
-        """Every selected conversation as a Unit, each built when it is asked for (a product that plans no LLM
-        call never asks, so `gen validate` and `gen plan` hold one conversation at a time, not the corpus)."""
+        """Every selected conversation as a Unit for planning the LLM calls, each built when it is asked for (a
+        product that plans no LLM call never asks, so `gen validate` and `gen plan` hold one conversation at a
+        time, not the corpus)."""
         return Units(self)
 
     def unit(self, position: int) -> Unit:

@@ -38,6 +38,7 @@ class LLMProduct:
     id_field: str  # the field of a record that holds the item id (rejects.jsonl calls it item_id)
     endpoint: dict[str, Any] = field(default_factory=dict)  # endpoint settings beyond the shared ones
     before: list[dict[str, Any]] = field(default_factory=list)  # products listed before it (whose records it reads)
+    source: dict[str, Any] = field(default_factory=dict)  # the source entry's selection (default: the whole sample)
 
 
 PRODUCTS = [
@@ -51,12 +52,14 @@ PRODUCTS = [
     LLMProduct(
         "gold_answers",
         {},
-        items=6 + 3,  # one answer per real session of the two conversations
+        items=3,  # one answer per real session of sample-2
         config="gold_answers",
         id_field="group_id",
-        # a weak model rambles: a reply cut off is a truncated reject, kept raw; a session window is a long prompt
+        # a weak model rambles: a reply cut off is a truncated reject, kept raw. A session window is a prompt of
+        # ~1,500 tokens, which a CPU reads at 50-200 tokens/s: one conversation's three sessions, not nine
         endpoint={"max_tokens": 160, "timeout_s": 300},
         before=[{"type": "time_queries", "tests": ["session"]}],
+        source={"ids": ["sample-2"]},
     ),
 ]
 
@@ -85,13 +88,13 @@ def endpoint(real_model, **settings) -> dict[str, Any]:
     }
 
 
-def recipe(path: Path, name: str, llm: dict[str, Any], product: dict[str, Any], before=()) -> Path:
+def recipe(path: Path, name: str, llm: dict[str, Any], product: dict[str, Any], before=(), source=None) -> Path:
     return write_recipe(
         path,
         {
             "name": name,
             "seed": 13,
-            "sources": [{"format": "locomo", "path": str(SAMPLE)}],
+            "sources": [{"format": "locomo", "path": str(SAMPLE), **(source or {})}],
             "timeline": {"padding": {"mode": "donor", "target_words": 800}},
             "llm": {"main": llm},
             "products": [*before, product],
@@ -131,7 +134,7 @@ def test_every_llm_product_has_a_real_model_run():
 def test_a_run_of_a_few_items_accounts_for_every_item_and_every_request(product, real_model, tmp_path):
     options = {"type": product.name, **product.options, "max_reject_rate": 1.0}  # a weak model: keep going
     llm = endpoint(real_model, **product.endpoint)
-    path = recipe(tmp_path / "r.yaml", "realmodel", llm, options, product.before)
+    path = recipe(tmp_path / "r.yaml", "realmodel", llm, options, product.before, product.source)
 
     result = gen_run(path, tmp_path / "out", tmp_path / "cache")
 
