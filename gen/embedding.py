@@ -155,6 +155,7 @@ def prepared_weights(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 GELU_CHUNK = 1 << 15  # elements per pass: the few buffers of one chunk stay in the CPU's cache
+SIGN, MAGNITUDE = np.int32(-(1 << 31)), np.int32((1 << 31) - 1)  # a float32's sign bit and the rest, as int32
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -164,13 +165,13 @@ float32 array (and returned).
     Chunk by chunk, into three buffers made once: the same arithmetic on the whole array at once spends most of
     its time moving temporaries through memory (bench: 1.9 times slower)."""
     x = np.ascontiguousarray(x, dtype=np.float32)  # the same array when it already is one
-    flat = x.reshape(-1)
+    flat, bits = x.reshape(-1), x.reshape(-1).view(np.int32)
     z, t, e = (np.empty(min(GELU_CHUNK, flat.size), dtype=np.float32) for _ in range(3))
     for start in range(0, flat.size, GELU_CHUNK):
-        v = flat[start : start + GELU_CHUNK]
+        v, v_bits = flat[start : start + GELU_CHUNK], bits[start : start + GELU_CHUNK]
         n = v.size
         zc, tc, ec = z[:n], t[:n], e[:n]
-        np.abs(v, out=zc)
+        np.bitwise_and(v_bits, MAGNITUDE, out=zc.view(np.int32))  # |v|: numpy's abs and sign are slower
         zc /= np.float32(math.sqrt(2.0))
         np.multiply(zc, 0.3275911, out=tc)  # t = 1 / (1 + p z)
         tc += 1.0
@@ -183,8 +184,10 @@ float32 array (and returned).
         np.negative(tc, out=tc)
         np.exp(tc, out=tc)
         ec *= tc
-        np.subtract(1.0, ec, out=ec)  # erf(|v| / √2), then times the sign of v (0 at 0)
-        ec *= np.sign(v, out=tc)
+        np.subtract(1.0, ec, out=ec)  # erf(|v| / √2) ...
+        # ... given the sign of v: flipping the sign bit is sign(v) * erf but for v = 0, where v * (1 + erf) is
+        # 0 either way
+        np.bitwise_xor(ec.view(np.int32), np.bitwise_and(v_bits, SIGN, out=tc.view(np.int32)), out=ec.view(np.int32))
         ec += 1.0
         v *= 0.5
         v *= ec
