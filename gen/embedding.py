@@ -176,10 +176,9 @@ SIGN, MAGNITUDE = np.int32(-(1 << 31)), np.int32((1 << 31) - 1)  # a float32's s
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """BERT's exact GELU, x·Φ(x), with erf from Abramowitz & Stegun 7.1.26 (error below 1.5e-7; numpy has no
-        erf of its own and scipy is not needed for anything else), computed in place over x when it is a contiguous
-    float32 array (and returned).
-        Chunk by chunk, into three buffers made once: the same arithmetic on the whole array at once spends most of
-        its time moving temporaries through memory (bench: 1.9 times slower)."""
+    erf of its own and scipy is not needed for anything else), computed in place over x when it is a contiguous
+    float32 array (and returned). Chunk by chunk, into three buffers made once: the same arithmetic on the whole
+    array at once spends most of its time moving temporaries through memory (bench: 1.9 times slower)."""
     x = np.ascontiguousarray(x, dtype=np.float32)  # the same array when it already is one
     flat, bits = x.reshape(-1), x.reshape(-1).view(np.int32)
     z, t, e = (np.empty(min(GELU_CHUNK, flat.size), dtype=np.float32) for _ in range(3))
