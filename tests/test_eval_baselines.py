@@ -155,3 +155,23 @@ def test_gelu_matches_the_exact_formula_across_chunk_boundaries():
     found = gelu(x)
     assert found.shape == x.shape and found.dtype == np.float32
     assert np.abs(found[:, 0] - exact).max() < 2e-6
+
+
+def test_gelu_gives_the_textbook_expression_to_the_bit():
+    """gelu works in place, chunk by chunk, with sign and magnitude taken from the bits; the vectors must stay those
+    of the formula written out whole (what the encoder computed before), zeros, tiny and huge values included."""
+    import math
+
+    import numpy as np
+
+    from gen.embedding import GELU_CHUNK, gelu
+
+    rng = np.random.default_rng(7)
+    edges = [0.0, -0.0, 1e-45, -1e-45, 1e-30, -1e-30, 1e-8, -1e-8, 30.0, -30.0]
+    x = np.concatenate([rng.standard_normal(GELU_CHUNK + 11).astype(np.float32) * 4, np.array(edges, np.float32)])
+    z = np.abs(x) / np.float32(math.sqrt(2.0))
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    textbook = 0.5 * x * (1.0 + np.sign(x) * (1.0 - poly * np.exp(-z * z)))
+    found = gelu(x.copy())
+    assert found.dtype == np.float32 and found.view(np.int32).tolist() == textbook.view(np.int32).tolist()

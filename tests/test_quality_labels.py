@@ -66,6 +66,9 @@ def test_feedback_words_match_whole_words_and_phrases():
     assert feedback.hits("No, I said Tuesday. Go on though") == (["no, i"], ["go on"])
     assert feedback.hits("Nothing wrongful here, thanksgiving was fun") == ([], [])
     assert feedback.hits("That\u2019s wrong") == (["wrong"], [])
+    assert feedback.hits("go on") == ([], ["go on"])  # the phrase is the whole text
+    assert feedback.hits("Go away, then on we go") == ([], [])  # its words, but not one after the other
+    assert feedback.hits("No, it's fine, thanks") == ([], ["thanks"])  # "no, i" is not the start of "no, it's"
 
 
 @pytest.mark.parametrize(
@@ -179,6 +182,7 @@ def test_a_constructed_dialogue_gets_the_rewards_and_advantages_worked_out_by_ha
     ("field", "value", "check"),
     [
         ("s_max", 0.99, "s_max is the nearest memory's cosine"),
+        ("memory_indices", [4, 5], "the memories used are the nearest memory_top_k"),  # its own session's turns
         ("positive_hits", ["great"], "feedback phrases are those of the follow-up"),
         ("r3_2", 0.5, "r3_2 is distinct-1 of the reply"),
         ("r2", 0.77, "r2 is the cosine of reply and query"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -33,6 +34,7 @@ ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 LETTERS = ALPHABET + "0123456789"
 
 
+@lru_cache(maxsize=4096)  # every follow-up is searched for every phrase
 def phrase_pattern(phrase: str) -> re.Pattern:
     parts = re.findall(r"[a-z0-9']+", phrase.lower())
     return re.compile(r"(?<![a-z0-9'])" + r"[^a-z0-9']+".join(map(re.escape, parts)) + r"(?![a-z0-9]|'[a-z])")
@@ -170,10 +172,11 @@ def check_dialogue(
     vectors = text_vectors([t["text"] for t in (*dialogue.history, *dialogue.turns)])
     offset = len(dialogue.history)
     baselines: dict[str, float] = {}
+    earlier = EarlierTurns(dialogue, vectors)
     for row, turn in zip(rows, dialogue.turns):
         place = f"{where} {turn['index']}"
         check_turn(row, turn["index"], dialogue.turns, vectors[offset:], words, options, checks, place)
-        check_memory(row, dialogue, vectors, options, checks, place, retrieval_path)
+        check_memory(row, dialogue, vectors, earlier, options, checks, place, retrieval_path)
         facts = dialogue.personas.get(row["speaker"]) or []
         check_persona(row, facts, options, checks, place)
         best = max((float(v @ vectors[offset + turn["index"]]) for v in text_vectors(facts)), default=None)
@@ -264,10 +267,32 @@ def check_persona(row: Record, facts: Sequence[str], options: QualityLabelsOptio
     checks.check("each label is its most probable", row["nli_labels"] == argmax, where)
 
 
+class EarlierTurns:
+    """What a query of each session could remember, read from the records: the turns of earlier sessions (of the
+    history when there is one), padding left out; their names (indices) and vectors, gathered once per session."""
+
+    def __init__(self, dialogue: Read, vectors: Any) -> None:
+        self.dialogue, self.vectors = dialogue, vectors
+        self.sessions: dict[int, tuple[list[int], Any]] = {}
+
+    def scores(self, session: int, query: Any) -> dict[int, float]:
+        """Each earlier turn's index -> its cosine to the query."""
+        if session not in self.sessions:
+            offset = len(self.dialogue.history)
+            pool = [(t, t["index"]) for t in self.dialogue.history] or [
+                (t, offset + t["index"]) for t in self.dialogue.turns
+            ]
+            kept = [(t["index"], row) for t, row in pool if t["session"] < session and not t["padding"]]
+            self.sessions[session] = ([name for name, _ in kept], self.vectors[[row for _, row in kept]])
+        names, vectors = self.sessions[session]
+        return dict(zip(names, (vectors @ query).tolist())) if names else {}
+
+
 def check_memory(
     row: Record,
     dialogue: Read,
     vectors: Any,
+    earlier: EarlierTurns,
     options: QualityLabelsOptions,
     checks: Checks,
     where: str,
@@ -290,13 +315,7 @@ def check_memory(
         scores = {index: float(vectors[index] @ query) for index in kept}
         used = row["memory_indices"]
     else:
-        session = dialogue.turns[row["response_index"]]["session"]
-        pool = [(t, t["index"]) for t in dialogue.history] or [(t, offset + t["index"]) for t in dialogue.turns]
-        scores = {
-            t["index"]: float(vectors[row_index] @ query)
-            for t, row_index in pool
-            if t["session"] < session and not t["padding"]
-        }
+        scores = earlier.scores(dialogue.turns[row["response_index"]]["session"], query)
         used = row["memory_indices"]
     best = sorted(scores.values(), reverse=True)[: options.memory_top_k]
     s_max = best[0] if best else None

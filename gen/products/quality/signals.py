@@ -78,9 +78,9 @@ class FeedbackWords:
         return self.found(tokens)
 
     def found(self, tokens: Sequence[str]) -> tuple[list[str], list[str]]:
-        return [p for p in self.negative if holds(tokens, words(p))], [
-            p for p in self.positive if holds(tokens, words(p))
-        ]
+        spaced = spaced_words(tokens)
+        negative = [p for p in self.negative if spaced_phrase(p) in spaced]
+        return negative, [p for p in self.positive if spaced_phrase(p) in spaced]
 
 
 def phrases(value: object) -> bool:
@@ -98,9 +98,16 @@ def feedback_words(templates_dir: str | None) -> FeedbackWords:
     return FeedbackWords.load(templates_dir)
 
 
-def holds(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
-    width = len(phrase)
-    return any(list(tokens[i : i + width]) == list(phrase) for i in range(len(tokens) - width + 1))
+def spaced_words(tokens: Sequence[str]) -> str:
+    """Word tokens joined by spaces with a space at each end: a phrase's words come one after another among a
+    text's words exactly when its spaced form is a substring of the text's (no word holds a space), which `in`
+    finds without a loop in Python over every position."""
+    return f" {' '.join(tokens)} "
+
+
+@lru_cache(maxsize=4096)
+def spaced_phrase(phrase: str) -> str:
+    return spaced_words(words(phrase))
 
 
 def keyword_signal(negative: Sequence[str], positive: Sequence[str]) -> float:
