@@ -1,4 +1,4 @@
-"""The encoder's threads (gen/blas.py, gen/embedding.py): OpenBLAS runs one thread per product while the encoder
+"""The encoder's threads (gen/blas.py, gen/embedding.py): BLAS runs one thread per product while the encoder
 shares its batches among as many threads as BLAS had, the user's setting kept and restored; the vectors are the
 same whichever thread computes a batch."""
 
@@ -19,15 +19,14 @@ from tests.conftest import requires_extra
 
 REPO = Path(__file__).resolve().parents[1]
 needs_minilm = requires_extra("eval", "tokenizers", "safetensors", embed.MODEL_PACKAGE)
-needs_openblas = pytest.mark.skipif(blas.openblas() is None, reason="numpy's BLAS here is not a loaded OpenBLAS")
+needs_blas = pytest.mark.skipif(blas.blas_threads() is None, reason="numpy here loads no BLAS threadpoolctl knows")
 
 REPORT = """
 import numpy
 from gen import blas
-get, _ = blas.openblas()
 with blas.one_thread_each() as threads:
-    inside = get()
-print(threads, inside, get())
+    inside = blas.blas_threads()
+print(threads, inside, blas.blas_threads())
 """
 
 
@@ -38,7 +37,7 @@ def threads_reported(setting: str) -> list[int]:
     return [int(n) for n in done.stdout.split()]
 
 
-@needs_openblas
+@needs_blas
 @pytest.mark.parametrize("setting", ["1", "2", "3"])
 def test_the_encoder_gets_the_users_blas_threads_and_blas_runs_one_meanwhile(setting):
     # (threads for the encoder, BLAS threads inside, BLAS threads after): the user's number, one, the user's again;
@@ -47,28 +46,24 @@ def test_the_encoder_gets_the_users_blas_threads_and_blas_runs_one_meanwhile(set
     assert threads_reported(setting) == [allowed, 1, allowed]
 
 
-@needs_openblas
+@needs_blas
 def test_the_blas_threads_are_restored_when_the_work_fails():
-    get, put = blas.openblas()
-    before = get()
-    put(3)  # not 1, whatever the machine's cores: a restore that did nothing would leave 1
-    try:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=3, user_api="blas"):  # not 1: a restore that did nothing would leave 1
+        allowed = blas.blas_threads()
         with pytest.raises(RuntimeError), blas.one_thread_each():
-            assert get() == 1
+            assert blas.blas_threads() == 1
             raise RuntimeError("stopped")
-        assert get() == 3
-    finally:
-        put(before)
+        assert blas.blas_threads() == allowed
 
 
-def test_without_a_loaded_openblas_the_encoder_works_on_one_thread(tmp_path, monkeypatch):
-    monkeypatch.setattr(blas, "MAPS", tmp_path / "no-maps")
-    blas.openblas.cache_clear()
-    try:
-        with blas.one_thread_each() as threads:
-            assert threads == 1
-    finally:
-        blas.openblas.cache_clear()  # the next caller looks again, with the real maps
+def test_without_a_blas_the_encoder_works_on_one_thread(monkeypatch):
+    import threadpoolctl
+
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [])
+    with blas.one_thread_each() as threads:
+        assert threads == 1
 
 
 @needs_minilm
