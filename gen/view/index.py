@@ -46,6 +46,7 @@ from gen.view.tables import (
 FACET_LIMIT = 40  # a scalar field with at most this many distinct values gets a pick-list with counts
 HEAD_PAGES_MAX_LINES = 200_000  # before the index is ready, pages are read from the file up to this line
 DIRECT_SORT_ROWS = 5_000  # a sorted page this near either end is a top-N query while the sort's index is built
+CLOSE_TIMEOUT_S = 30  # close() waits this long for the builders to stop before it closes the database
 MAX_SEARCH_MATCHES_COMBINED = 2_000_000  # a search filtered or sorted too hands DuckDB this many record numbers
 DONE = '"gen view done"'  # what the builder finished: part name → details (a config's facets)
 
@@ -73,6 +74,7 @@ class Index:
         self.stopping = threading.Event()
         self.open_cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
         self.thread = threading.Thread(target=self.build_all, name="gen-view-index", daemon=True)
+        self.helpers: list[threading.Thread] = []  # sort indexes being built for a page: close() waits for them
 
     def connect(self, memory_limit_mb: int, threads: int) -> duckdb.DuckDBPyConnection:
         path = self.store.path / "index.duckdb"
@@ -101,7 +103,12 @@ class Index:
                 self.build(config)
         for config in order:
             if not self.stopping.is_set() and self.ready(config.name):
-                self.build_search(config.name)
+                try:
+                    self.build_search(config.name)
+                except duckdb.Error:
+                    if not self.stopping.is_set():
+                        raise
+                    return  # interrupted by close(): the index is whole without it, and built at the next start
 
     def done(self, cur: duckdb.DuckDBPyConnection, part: str) -> Any:
         """The details recorded when `part` was finished, or None if it was not."""
@@ -209,7 +216,10 @@ class Index:
             with contextlib.suppress(duckdb.Error):  # interrupted by a stop; the next request builds it again
                 self.sort_index(config, column, desc)
 
-        threading.Thread(target=build, name="gen-view-sort", daemon=True).start()
+        helper = threading.Thread(target=build, name="gen-view-sort", daemon=True)
+        with self.lock:
+            self.helpers = [thread for thread in self.helpers if thread.is_alive()] + [helper]
+        helper.start()
 
     def sort_index_ready(self, config: str, column: str, desc: bool) -> bool:
         part = f"sort {config} {column} {'desc' if desc else 'asc'}"
@@ -244,7 +254,11 @@ class Index:
 
     # -- reading -----------------------------------------------------------------------------------------
     def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A connection of its own for one thread's statements; none once the index is closing (a statement
+        begun then would hold the database open past close())."""
         with self.lock:
+            if self.stopping.is_set():
+                raise duckdb.InterruptException("gen view is stopping")
             cur = self.db.cursor()
             self.open_cursors.add(cur)
             return cur
@@ -423,16 +437,24 @@ class Index:
         return Page(rows, files.records or 0, False)
 
     def close(self) -> None:
-        """Stop the builder (a DuckDB statement it runs is interrupted), then let the store remove what must
-        not outlive the viewer. Runs on Ctrl-C and on every other end of `gen view`."""
+        """Stop the builders (each DuckDB statement they run is interrupted, again until they end: one may be
+        between two statements), then close the database and let the store remove what must not outlive the
+        viewer. Runs on Ctrl-C and on every other end of `gen view`."""
         self.stopping.set()
         try:
-            for cur in list(self.open_cursors):  # each cursor is a connection of its own: interrupt each
-                with contextlib.suppress(duckdb.Error):
-                    cur.interrupt()
-            if self.thread.is_alive():
-                self.thread.join(timeout=30)
-            self.db.close()
+            deadline = time.monotonic() + CLOSE_TIMEOUT_S
+            with self.lock:
+                threads = [thread for thread in (self.thread, *self.helpers) if thread.is_alive()]
+            while threads and time.monotonic() < deadline:
+                with self.lock:
+                    cursors = list(self.open_cursors)
+                for cur in cursors:  # each cursor is a connection of its own: interrupt each
+                    with contextlib.suppress(duckdb.Error):
+                        cur.interrupt()
+                threads[0].join(timeout=0.1)
+                threads = [thread for thread in threads if thread.is_alive()]
+            with self.lock:
+                self.db.close()
         finally:
             self.store.close()
 

@@ -233,6 +233,26 @@ def window_histograms(viewer: Viewer, name: str) -> list[charts.Chart]:
     return [charts.histogram(test, charts.power_of_two_bins(counts)) for test, counts in tests.items()]
 
 
+def conversation_links(viewer: Viewer, ids: list[Any]) -> dict[str, str]:
+    """id → the address of its conversation's page, for each id of `ids` the log holds. Every link to a
+    conversation is made here: its page is read from the log, so an id the log does not hold (a TeaBag episode or
+    a persona pseudo-dialogue that quality labels name, in a run without their log) gets no link, not one to a
+    404. One lookup for a whole table page; while the log is indexed every id is linked (its page says so)."""
+    wanted = sorted({urls.id_text(value) for value in ids if value is not None})
+    if not wanted or "log" not in viewer.folder.configs:
+        return {}
+    if viewer.index.ready("log"):
+        if not has_columns(viewer, "log", "conversation_id"):
+            return {}
+        found = viewer.index.query(
+            f"SELECT DISTINCT CAST(conversation_id AS VARCHAR) AS id FROM {table_name('log')} "
+            "WHERE conversation_id IN (SELECT unnest(?::VARCHAR[]))",
+            [wanted],
+        )
+        wanted = [row["id"] for row in found]
+    return {conversation: urls.conversation_url(conversation) for conversation in wanted}
+
+
 def has_columns(viewer: Viewer, config: str, *names: str) -> bool:
     present = {column.name for column in viewer.index.columns(config)}
     return all(name in present for name in names)
@@ -287,6 +307,7 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
     state = viewer.index.states[config]
     columns = [c.name for c in state.columns] or ([k for k in page.rows[0] if k != "_row"] if page.rows else [])
     is_questions = config in question_configs(viewer)
+    links = conversation_links(viewer, [row.get("conversation_id") for row in page.rows])
     rows = []
     for row in page.rows:
         link = urls.record_url(config, row["_row"] + 1)
@@ -297,9 +318,7 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
                 "link": link,
                 "number": row["_row"] + 1,
                 "cells": [cell(row.get(name)) for name in columns],
-                "conversation": urls.conversation_url(row["conversation_id"])
-                if row.get("conversation_id") is not None
-                else None,
+                "conversation": links.get(urls.id_text(row.get("conversation_id"))),
             }
         )
     pages = max(1, -(-page.total // query.size))

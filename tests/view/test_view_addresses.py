@@ -86,12 +86,28 @@ def check_record_page(page: str, record: dict, number: int, where: str) -> None:
             assert shown(value) in page or shown(value.replace("T", " ")) in page, f"{where}: {name} = {value[:60]!r}"
 
 
-def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> None:
+def check_kind(page: str, config: str, record: dict, where: str) -> None:
+    """The view made for the record's kind is about this record: its response, turn, pair or question."""
+    if config == "log":
+        index = record["response_index"]
+        assert re.search(rf'<li class="response relevant[^"]*" data-response-index="{index}"', page), where
+    elif config == "quality_turns":
+        assert f'<tr id="turn-{record["response_index"]}" class="current"' in page, where
+    elif config == "persona_sql":
+        assert f"Pair {record['pair_index']} of {shown(record['episode_id'])}" in page, where
+    elif config == "teabag":
+        assert 'class="kind-page teabag"' in page and shown(record["question"]) in page, where
+
+
+def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> tuple[str, int] | None:
+    """The page shows what its address names; returns the config and number of the record it showed, if any."""
     parts = [unquote(part) for part in urlsplit(url).path.split("/")[1:]]
     if parts[0] == "records" and len(parts) == 3:
         config, number = parts[1], int(parts[2])
         check_record_page(page, records[config][number - 1], number, url)
-    elif parts[0] == "questions":
+        check_kind(page, config, records[config][number - 1], url)
+        return config, number
+    if parts[0] == "questions":
         config, wanted = parts[1], "/".join(parts[2:])
         rows = records[config]
         if wanted.startswith("~md5~"):
@@ -99,6 +115,8 @@ def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> N
         else:
             number = next(n for n, r in enumerate(rows, 1) if r["question_id"] == wanted)
         check_record_page(page, rows[number - 1], number, url)
+        check_kind(page, config, rows[number - 1], url)
+        return config, number
     elif parts[0] == "conversations":
         wanted = "/".join(parts[1:])
         log = records["log"]
@@ -106,6 +124,7 @@ def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> N
         conversation = next(c for c in ids if (md5(c) == wanted[5:] if wanted.startswith("~md5~") else c == wanted))
         assert f"<h1>Conversation {shown(conversation)}</h1>" in page, url
         assert page.count('<li class="response') == sum(1 for row in log if row["conversation_id"] == conversation)
+    return None
 
 
 def md5(text: str) -> str:
@@ -114,20 +133,29 @@ def md5(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
-def crawl(folder: Path, records: dict[str, list[dict]], depth: int = 3) -> dict[str, int]:
-    """Every link from the overview to `depth` clicks, each page checked; returns how many of each kind."""
+def crawl(
+    folder: Path,
+    records: dict[str, list[dict]],
+    depth: int = 3,
+    opened: set[tuple[str, int]] | None = None,
+    verdicts: Path | None = None,
+) -> dict[str, int]:
+    """Every link from the overview to `depth` clicks, each page checked; returns how many of each kind, and adds
+    to `opened` each record (config, number) a page showed."""
     from tests.view.asgi import viewer_client
 
     seen, kinds = {"/"}, {}
     queue = deque([("/", 0)])
-    with viewer_client(folder) as client:
+    with viewer_client(folder, verdicts) as client:
         while queue and sum(kinds.values()) < MAX_PAGES:
             url, level = queue.popleft()
             status, page = client.get(url)
             assert status == 200, (url, status, re.findall(r'class="error">(.*?)<', page))
             kind = urlsplit(url).path.split("/")[1] or "overview"
             kinds[kind] = kinds.get(kind, 0) + 1
-            check_page(client, url, page, records)
+            record = check_page(client, url, page, records)
+            if record is not None and opened is not None:
+                opened.add(record)
             for found in links(page) if level < depth else ():
                 if found not in seen and not found.startswith("/static/"):
                     seen.add(found)
@@ -151,6 +179,36 @@ def test_every_link_of_a_run_with_awkward_ids_opens_what_it_names(awkward_run):
 def test_every_link_of_a_parquet_export_opens_what_it_names(export_folder, run_folder):
     kinds = crawl(export_folder, records_of(run_folder))
     assert kinds.get("records", 0) > 50 and kinds.get("questions", 0) > 20
+
+
+@pytest.fixture(scope="module", params=["quality_turns", "teabag", "persona_sql"])
+def product_run(request, tmp_path_factory) -> Path:
+    """A run of each product with a page of its own, its ids awkward where a source sets them: quality labels of
+    a log whose conversation id is long and beyond ASCII; TeaBag (its question ids hold the episode id with "/",
+    "%", "?", "#" and a space) and persona SQL, each with quality labels of the dialogues it wrote."""
+    from tests.view.product_runs import labelled_run, quality_run
+
+    tmp = tmp_path_factory.mktemp(request.param)
+    if request.param == "quality_turns":
+        return quality_run(tmp, sample_id=AWKWARD_IDS[2])
+    return labelled_run(tmp, request.param, episode_id=AWKWARD_IDS[0] + " Zürich")
+
+
+def test_every_link_of_a_run_of_each_product_opens_what_it_names(product_run):
+    records = records_of(product_run)
+    opened: set[tuple[str, int]] = set()
+    crawl(product_run, records, opened=opened)
+    every_record = {(config, number) for config, rows in records.items() for number in range(1, len(rows) + 1)}
+    assert every_record - opened == set()  # every record of every config was reached by a link, and checked
+    assert {"quality_turns", "quality_dialogues"} <= records.keys()
+
+
+def test_every_link_of_a_judged_teabag_run_opens_what_it_names(teabag_folders):
+    folder, verdicts = teabag_folders
+    records = records_of(folder)
+    opened: set[tuple[str, int]] = set()
+    crawl(folder, records, opened=opened, verdicts=verdicts)
+    assert {("teabag", 1), ("teabag", 2), ("teabag_summaries", 1)} <= opened
 
 
 def test_the_first_record_is_number_1_and_there_is_no_record_0(run_folder):
