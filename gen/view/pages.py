@@ -199,7 +199,7 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
             items = [(test, int(entry.get("variants", 0))) for test, entry in by_test.items()]
             found["questions"].append(charts.horizontal_bars(name, items))
         elif viewer.index.ready(name) and has_columns(viewer, name, "test"):
-            rows = viewer.index.query(f"SELECT test, count(*) AS n FROM {table_name(name)} GROUP BY 1 ORDER BY 1")
+            rows = kept_query(viewer, f"SELECT test, count(*) AS n FROM {table_name(name)} GROUP BY 1 ORDER BY 1")
             found["questions"].append(charts.horizontal_bars(name, [(cell(r["test"]), r["n"]) for r in rows]))
         if viewer.index.ready(name) and has_columns(viewer, name, "test", "num_relevant"):
             found["windows"].append((name, window_histograms(viewer, name)))
@@ -208,10 +208,11 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
         found["rejects"] = charts.horizontal_bars("rejects by reason", [(short(g["kind"]), g["n"]) for g in kinds])
     log = "log" if "log" in viewer.folder.configs else None
     if log and viewer.index.ready(log) and has_columns(viewer, log, "conversation_id", "session_index", "is_padding"):
-        rows = viewer.index.query(
+        rows = kept_query(
+            viewer,
             f"SELECT bool_or(is_padding) AS padding, floor(log2(n))::INT AS k, count(*) AS sessions FROM "
             f"(SELECT conversation_id, session_index, bool_or(is_padding) AS is_padding, count(*) AS n "
-            f"FROM {table_name(log)} GROUP BY 1, 2) GROUP BY is_padding, k ORDER BY 1, 2"
+            f"FROM {table_name(log)} GROUP BY 1, 2) GROUP BY is_padding, k ORDER BY 1, 2",
         )
         for padding in (False, True):
             counts = {r["k"]: r["sessions"] for r in rows if bool(r["padding"]) is padding}
@@ -222,10 +223,16 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
     return found
 
 
+def kept_query(viewer: Viewer, sql: str) -> list[dict[str, Any]]:
+    """The rows of a query over whole configs for a plot, run once and kept with the index (Index.kept)."""
+    return list(viewer.index.kept(f"rows {sql}", lambda: viewer.index.query(sql)))
+
+
 def window_histograms(viewer: Viewer, name: str) -> list[charts.Chart]:
-    rows = viewer.index.query(
+    rows = kept_query(
+        viewer,
         f"SELECT test, floor(log2(greatest(num_relevant, 1)))::INT AS k, count(*) AS n FROM {table_name(name)} "
-        "GROUP BY 1, 2 ORDER BY 1, 2"
+        "GROUP BY 1, 2 ORDER BY 1, 2",
     )
     tests: dict[str, dict[int, int]] = {}
     for row in rows:
