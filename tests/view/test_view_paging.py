@@ -1,15 +1,19 @@
 """Every page of every order holds the records it should: a sorted page read from the sort's own index (filtered
 on a facet field it carries, on another field, or not at all) and one answered by a top-N while that index is
-missing give the same records as sorting the JSON lines in Python (missing values last, ties in file order)."""
+missing give the same records as sorting the JSON lines in Python (missing values last, ties in file order). And
+what the index costs: closing it while sort indexes are built, the modules a page needs."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import extra_marks, read_jsonl
+from tests.conftest import REPO, extra_marks, read_jsonl
 from tests.view.viewer import VIEW_MODULES
 
 pytestmark = extra_marks("view", *VIEW_MODULES)
@@ -95,3 +99,27 @@ def test_closing_while_sort_indexes_are_built_stops_them_and_leaves_nothing(run_
     opened.close()
     assert len(helpers) == len(SORTS) and not any(thread.is_alive() for thread in helpers)
     assert not opened.store.spill.exists()
+
+
+def test_serving_a_run_of_json_lines_never_imports_pyarrow(run_folder, tmp_path):
+    """pyarrow costs the viewer 86 MB of memory (its peak at 100 copies of locomo10): a run of JSON lines is served,
+    overview and rejects included, without it (only a parquet export needs it)."""
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tests.view.asgi import viewer_client\n"
+        "with viewer_client(Path(sys.argv[1])) as client:\n"
+        "    for url in ('/', '/rejects', '/records/log', '/records/time_queries?sort=now', '/records/log/1'):\n"
+        "        assert client.get(url)[0] == 200, url\n"
+        "print('pyarrow' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(run_folder)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "GEN_CACHE_DIR": str(tmp_path)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
