@@ -356,8 +356,9 @@ class Index:
         end = min(start + query.size, total)
         near_an_end = start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS
         if near_an_end and not self.sort_index_ready(config, query.sort, query.desc):
-            self.build_sort_index_soon(config, query.sort, query.desc)
-            return self.direct_sorted_page(config, query, where, params, start, total)
+            rows = self.direct_sorted_page(config, query, where, params, start, total)
+            self.build_sort_index_soon(config, query.sort, query.desc)  # after: the page need not share the CPU
+            return rows
         positions, carried = self.sort_index(config, query.sort, query.desc)
         if not where:
             ranged = self.query(f"SELECT r FROM {positions} WHERE rowid >= ? AND rowid < ?", [start, end])

@@ -84,8 +84,12 @@ def test_sorted_pages_hold_the_records_python_sorts_to_them(index, run_folder: P
 
 
 def test_closing_while_sort_indexes_are_built_stops_them_and_leaves_nothing(run_folder, tmp_path, monkeypatch):
-    """close() interrupts the builders of sort indexes a page started, waits for them, then closes the database
-    (closing it under a running builder aborted the whole process)."""
+    """close() interrupts the builders a page started (sort indexes), waits for them, then closes the database
+    (closing it under a running builder aborted the whole process); no statement starts after."""
+    import threading
+
+    import duckdb
+
     from gen.view.folder import open_folder
     from gen.view.index import Index
 
@@ -93,12 +97,28 @@ def test_closing_while_sort_indexes_are_built_stops_them_and_leaves_nothing(run_
     opened = Index(open_folder(run_folder))
     opened.start()
     assert opened.wait("time_queries", 120)
+    started, outcome = threading.Event(), []
+
+    def endless_builder() -> None:  # a statement that would run for hours unless interrupted
+        with opened.cursor() as cur:
+            started.set()
+            try:
+                cur.execute("SELECT count(*) FROM range(1000000000000) a")
+                outcome.append("finished")
+            except duckdb.InterruptException:
+                outcome.append("interrupted")
+
+    helper = threading.Thread(target=endless_builder)
+    opened.helpers.append(helper)
+    helper.start()
     for column, desc in SORTS:
         opened.build_sort_index_soon("time_queries", column, desc)
-    helpers = list(opened.helpers)
+    assert started.wait(30)
     opened.close()
-    assert len(helpers) == len(SORTS) and not any(thread.is_alive() for thread in helpers)
+    assert outcome == ["interrupted"] and not any(thread.is_alive() for thread in [helper, *opened.helpers])
     assert not opened.store.spill.exists()
+    with pytest.raises(duckdb.InterruptException):
+        opened.cursor()
 
 
 def test_serving_a_run_of_json_lines_never_imports_pyarrow(run_folder, tmp_path):
