@@ -39,6 +39,7 @@ from urllib.parse import quote
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import locomo10_path, write_synthetic_copy  # bench/corpora.py
+from procstat import busy_ticks, process_ticks  # bench/procstat.py
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_FIRST_PAGE_S = 2.0
@@ -139,6 +140,20 @@ def rss_line(label: str, pid: int) -> str:
     return f"{label:<52} {rss:9.0f} MB   goal {GOAL_RSS_MB:.0f} MB   ratio {rss / GOAL_RSS_MB:.2f}"
 
 
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_line(label: str, pid: int, since_busy: int, since: float) -> str:
+    """The server's CPU time so far, and how busy the whole machine was meanwhile (other sessions share it)."""
+    server = process_ticks(pid) * TICK_S
+    wall = time.perf_counter() - since
+    machine = (busy_ticks() - since_busy) * TICK_S
+    return (
+        f"{label:<52} {server:9.1f} s CPU of the server in {wall:.1f} s; the machine was busy "
+        f"{machine:.1f} CPU-s of {wall * (os.cpu_count() or 1):.1f}"
+    )
+
+
 def stop(process: subprocess.Popen[str]) -> None:
     process.send_signal(2)
     process.communicate(timeout=120)
@@ -169,6 +184,7 @@ def count_of(base: str, path: str) -> int:
 def measure_scaling(folder: Path, counts: dict[str, int]) -> None:
     """Issue 41's figures: every order's first, middle and last page, filters, search, a cached start."""
     with tempfile.TemporaryDirectory(prefix="bench-view-cache-") as cache:
+        busy = busy_ticks()
         process, base, started = start_viewer(folder, Path(cache))
         try:
             get(f"{base}/records/time_queries")
@@ -193,8 +209,10 @@ def measure_scaling(folder: Path, counts: dict[str, int]) -> None:
                     deep = f"{url}&page={hits // 100}"
                     print(summary(f"search {config} for {word!r}, middle page", turns(base, [deep] * 5)))
             print(rss_line("peak RSS, fresh start", process.pid))
+            print(cpu_line("CPU, fresh start", process.pid, busy, started))
         finally:
             stop(process)
+        busy = busy_ticks()
         process, base, started = start_viewer(folder, Path(cache))
         try:
             get(f"{base}/records/time_queries?sort=question&page={tq // 100}")
@@ -202,6 +220,7 @@ def measure_scaling(folder: Path, counts: dict[str, int]) -> None:
             wait_ready(base)
             print(f"{'cached start → every config indexed':<52} {time.perf_counter() - started:9.1f} s")
             print(rss_line("peak RSS, cached start", process.pid))
+            print(cpu_line("CPU, cached start", process.pid, busy, started))
         finally:
             stop(process)
     for failure in FAILURES:

@@ -44,7 +44,6 @@ def environment() -> SandboxedEnvironment:
     )
     env.filters["url"] = lambda text: urls.part(str(text))
     env.filters["number"] = lambda value: "" if value is None else f"{value:,}"
-    env.filters["conversation_link"] = urls.conversation_url
     return env
 
 

@@ -199,7 +199,7 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
             items = [(test, int(entry.get("variants", 0))) for test, entry in by_test.items()]
             found["questions"].append(charts.horizontal_bars(name, items))
         elif viewer.index.ready(name) and has_columns(viewer, name, "test"):
-            rows = viewer.index.query(f"SELECT test, count(*) AS n FROM {table_name(name)} GROUP BY 1 ORDER BY 1")
+            rows = kept_query(viewer, f"SELECT test, count(*) AS n FROM {table_name(name)} GROUP BY 1 ORDER BY 1")
             found["questions"].append(charts.horizontal_bars(name, [(cell(r["test"]), r["n"]) for r in rows]))
         if viewer.index.ready(name) and has_columns(viewer, name, "test", "num_relevant"):
             found["windows"].append((name, window_histograms(viewer, name)))
@@ -208,10 +208,11 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
         found["rejects"] = charts.horizontal_bars("rejects by reason", [(short(g["kind"]), g["n"]) for g in kinds])
     log = "log" if "log" in viewer.folder.configs else None
     if log and viewer.index.ready(log) and has_columns(viewer, log, "conversation_id", "session_index", "is_padding"):
-        rows = viewer.index.query(
+        rows = kept_query(
+            viewer,
             f"SELECT bool_or(is_padding) AS padding, floor(log2(n))::INT AS k, count(*) AS sessions FROM "
             f"(SELECT conversation_id, session_index, bool_or(is_padding) AS is_padding, count(*) AS n "
-            f"FROM {table_name(log)} GROUP BY 1, 2) GROUP BY is_padding, k ORDER BY 1, 2"
+            f"FROM {table_name(log)} GROUP BY 1, 2) GROUP BY is_padding, k ORDER BY 1, 2",
         )
         for padding in (False, True):
             counts = {r["k"]: r["sessions"] for r in rows if bool(r["padding"]) is padding}
@@ -222,15 +223,41 @@ def overview_charts(viewer: Viewer) -> dict[str, Any]:
     return found
 
 
+def kept_query(viewer: Viewer, sql: str) -> list[dict[str, Any]]:
+    """The rows of a query over whole configs for a plot, run once and kept with the index (Index.kept)."""
+    return list(viewer.index.kept(f"rows {sql}", lambda: viewer.index.query(sql)))
+
+
 def window_histograms(viewer: Viewer, name: str) -> list[charts.Chart]:
-    rows = viewer.index.query(
+    rows = kept_query(
+        viewer,
         f"SELECT test, floor(log2(greatest(num_relevant, 1)))::INT AS k, count(*) AS n FROM {table_name(name)} "
-        "GROUP BY 1, 2 ORDER BY 1, 2"
+        "GROUP BY 1, 2 ORDER BY 1, 2",
     )
     tests: dict[str, dict[int, int]] = {}
     for row in rows:
         tests.setdefault(cell(row["test"]), {})[row["k"]] = row["n"]
     return [charts.histogram(test, charts.power_of_two_bins(counts)) for test, counts in tests.items()]
+
+
+def conversation_links(viewer: Viewer, ids: list[Any]) -> dict[str, str]:
+    """id → the address of its conversation's page, for each id of `ids` the log holds. Every link to a
+    conversation is made here: its page is read from the log, so an id the log does not hold (a TeaBag episode or
+    a persona pseudo-dialogue that quality labels name, in a run without their log) gets no link, not one to a
+    404. One lookup for a whole table page; while the log is indexed every id is linked (its page says so)."""
+    wanted = sorted({urls.id_text(value) for value in ids if value is not None})
+    if not wanted or "log" not in viewer.folder.configs:
+        return {}
+    if viewer.index.ready("log"):
+        if not has_columns(viewer, "log", "conversation_id"):
+            return {}
+        found = viewer.index.query(
+            f"SELECT DISTINCT CAST(conversation_id AS VARCHAR) AS id FROM {table_name('log')} "
+            "WHERE conversation_id IN (SELECT unnest(?::VARCHAR[]))",
+            [wanted],
+        )
+        wanted = [row["id"] for row in found]
+    return {conversation: urls.conversation_url(conversation) for conversation in wanted}
 
 
 def has_columns(viewer: Viewer, config: str, *names: str) -> bool:
@@ -287,6 +314,7 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
     state = viewer.index.states[config]
     columns = [c.name for c in state.columns] or ([k for k in page.rows[0] if k != "_row"] if page.rows else [])
     is_questions = config in question_configs(viewer)
+    links = conversation_links(viewer, [row.get("conversation_id") for row in page.rows])
     rows = []
     for row in page.rows:
         link = urls.record_url(config, row["_row"] + 1)
@@ -297,9 +325,7 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
                 "link": link,
                 "number": row["_row"] + 1,
                 "cells": [cell(row.get(name)) for name in columns],
-                "conversation": urls.conversation_url(row["conversation_id"])
-                if row.get("conversation_id") is not None
-                else None,
+                "conversation": links.get(urls.id_text(row.get("conversation_id"))),
             }
         )
     pages = max(1, -(-page.total // query.size))

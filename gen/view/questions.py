@@ -15,6 +15,7 @@ from gen.view.pages import (
     NotFound,
     Viewer,
     cell,
+    conversation_links,
     decoded,
     has_columns,
     question_configs,
@@ -81,6 +82,9 @@ def record_page(viewer: Viewer, config: str, record: dict[str, Any]) -> dict[str
         "kind": kind,
         "conversation": None,
         "fold": False,
+        "conversation_link": conversation_links(viewer, [record.get("conversation_id")]).get(
+            urls.id_text(record.get("conversation_id"))
+        ),
     }
     conversation_id = record.get("conversation_id")
     if conversation_id is not None and "log" in viewer.folder.configs and not (kind or {}).get("own_dialogue"):

@@ -96,27 +96,64 @@ QUALITY_SESSIONS = [
 ]
 
 
-def quality_run(tmp: Path) -> Path:
+def quality_run(tmp: Path, sample_id: str = "s1") -> Path:
     """The log and quality labels of one two-session dialogue (no padding), built in this process."""
+    source = write_json(tmp / "conv.json", [locomo_sample(sample_id, sessions=QUALITY_SESSIONS)])
+    recipe = {
+        "name": "quality",
+        "sources": [{"format": "locomo", "path": str(source)}],
+        "timeline": {"padding": {"mode": "none"}},
+        "products": [{"type": "log"}, {"type": "quality_labels", "memory_top_k": 2}],
+    }
+    return run_in_process(tmp, recipe)
+
+
+def run_in_process(tmp: Path, recipe: dict) -> Path:
+    """`gen run` of `recipe` in this process, quality labels' encoder the bag of words (no model to fetch)."""
     from gen.products.quality import vectors
     from gen.recipe import load_recipe
     from gen.run.runner import run
     from tests.test_quality_labels import BagOfWords
 
-    source = write_json(tmp / "conv.json", [locomo_sample("s1", sessions=QUALITY_SESSIONS)])
-    recipe = write_recipe(
-        tmp / "quality.yaml",
-        {
-            "name": "quality",
-            "sources": [{"format": "locomo", "path": str(source)}],
-            "timeline": {"padding": {"mode": "none"}},
-            "products": [{"type": "log"}, {"type": "quality_labels", "memory_top_k": 2}],
-        },
-    )
+    path = write_recipe(tmp / "recipe.yaml", recipe)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(vectors, "model", lambda: BagOfWords())
         patch.setattr("gen.embedding.model_folder", lambda what="": tmp)
-        return run(load_recipe(recipe), tmp / "out")
+        return run(load_recipe(path), tmp / "out")
+
+
+def labelled_run(tmp: Path, product: str, episode_id: str = "episode-1") -> Path:
+    """A TeaBag (episode `episode_id`) or persona SQL run with quality labels over the dialogues it writes (each
+    session 6, each persona pseudo-dialogue): quality records whose conversation the run has no log of."""
+    if product == "teabag":
+        record = {**episode(), "dataID": episode_id}
+        sources = [{"format": "cc", "path": str(write_json(tmp / "cc.json", [record]))}]
+        products = [{"type": "teabag", "coherence": "lexical", "max_reject_rate": 1.0}]
+        dialogues = ["teabag_session6"]
+    else:
+        sources = [{"format": "msc_personas", "path": str(write_json(tmp / "personas.json", {"train": [PERSONAS]}))}]
+        products = [{"type": "persona_sql", "max_reject_rate": 1.0}]
+        dialogues = ["persona_dialogues"]
+    with FakeOpenAI(both_products(ModelAndJudge())) as server:
+        endpoint = {**fake_endpoint(server.base_url), "structured_output": "json_schema"}
+        recipe = {
+            "name": f"{product}-labelled",
+            "seed": 13,
+            "sources": sources,
+            "llm": {"main": endpoint},
+            "products": [*products, {"type": "quality_labels", "memory_top_k": 2, "dialogues": dialogues}],
+        }
+        return run_in_process(tmp, recipe)
+
+
+def both_products(teabag_model):
+    """Persona SQL's prompts answered by persona_reply, TeaBag's by `teabag_model`."""
+
+    def answer(request):
+        prompt = request.messages[1]["content"] if len(request.messages) > 1 else ""
+        return persona_reply(request) if re.search(r'^(.*) says: "(.*)"$', prompt, re.M) else teabag_model(request)
+
+    return answer
 
 
 # -- fixtures (made once for the package: tests/view/conftest.py imports them) --------------------------------

@@ -86,12 +86,28 @@ def check_record_page(page: str, record: dict, number: int, where: str) -> None:
             assert shown(value) in page or shown(value.replace("T", " ")) in page, f"{where}: {name} = {value[:60]!r}"
 
 
-def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> None:
+def check_kind(page: str, config: str, record: dict, where: str) -> None:
+    """The view made for the record's kind is about this record: its response, turn, pair or question."""
+    if config == "log":
+        index = record["response_index"]
+        assert re.search(rf'<li class="response relevant[^"]*" data-response-index="{index}"', page), where
+    elif config == "quality_turns":
+        assert f'<tr id="turn-{record["response_index"]}" class="current"' in page, where
+    elif config == "persona_sql":
+        assert f"Pair {record['pair_index']} of {shown(record['episode_id'])}" in page, where
+    elif config == "teabag":
+        assert 'class="kind-page teabag"' in page and shown(record["question"]) in page, where
+
+
+def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> tuple[str, int] | None:
+    """The page shows what its address names; returns the config and number of the record it showed, if any."""
     parts = [unquote(part) for part in urlsplit(url).path.split("/")[1:]]
     if parts[0] == "records" and len(parts) == 3:
         config, number = parts[1], int(parts[2])
         check_record_page(page, records[config][number - 1], number, url)
-    elif parts[0] == "questions":
+        check_kind(page, config, records[config][number - 1], url)
+        return config, number
+    if parts[0] == "questions":
         config, wanted = parts[1], "/".join(parts[2:])
         rows = records[config]
         if wanted.startswith("~md5~"):
@@ -99,6 +115,8 @@ def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> N
         else:
             number = next(n for n, r in enumerate(rows, 1) if r["question_id"] == wanted)
         check_record_page(page, rows[number - 1], number, url)
+        check_kind(page, config, rows[number - 1], url)
+        return config, number
     elif parts[0] == "conversations":
         wanted = "/".join(parts[1:])
         log = records["log"]
@@ -106,6 +124,7 @@ def check_page(client, url: str, page: str, records: dict[str, list[dict]]) -> N
         conversation = next(c for c in ids if (md5(c) == wanted[5:] if wanted.startswith("~md5~") else c == wanted))
         assert f"<h1>Conversation {shown(conversation)}</h1>" in page, url
         assert page.count('<li class="response') == sum(1 for row in log if row["conversation_id"] == conversation)
+    return None
 
 
 def md5(text: str) -> str:
@@ -114,20 +133,29 @@ def md5(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
-def crawl(folder: Path, records: dict[str, list[dict]], depth: int = 3) -> dict[str, int]:
-    """Every link from the overview to `depth` clicks, each page checked; returns how many of each kind."""
+def crawl(
+    folder: Path,
+    records: dict[str, list[dict]],
+    depth: int = 3,
+    opened: set[tuple[str, int]] | None = None,
+    verdicts: Path | None = None,
+) -> dict[str, int]:
+    """Every link from the overview to `depth` clicks, each page checked; returns how many of each kind, and adds
+    to `opened` each record (config, number) a page showed."""
     from tests.view.asgi import viewer_client
 
     seen, kinds = {"/"}, {}
     queue = deque([("/", 0)])
-    with viewer_client(folder) as client:
+    with viewer_client(folder, verdicts) as client:
         while queue and sum(kinds.values()) < MAX_PAGES:
             url, level = queue.popleft()
             status, page = client.get(url)
             assert status == 200, (url, status, re.findall(r'class="error">(.*?)<', page))
             kind = urlsplit(url).path.split("/")[1] or "overview"
             kinds[kind] = kinds.get(kind, 0) + 1
-            check_page(client, url, page, records)
+            record = check_page(client, url, page, records)
+            if record is not None and opened is not None:
+                opened.add(record)
             for found in links(page) if level < depth else ():
                 if found not in seen and not found.startswith("/static/"):
                     seen.add(found)
@@ -151,6 +179,36 @@ def test_every_link_of_a_run_with_awkward_ids_opens_what_it_names(awkward_run):
 def test_every_link_of_a_parquet_export_opens_what_it_names(export_folder, run_folder):
     kinds = crawl(export_folder, records_of(run_folder))
     assert kinds.get("records", 0) > 50 and kinds.get("questions", 0) > 20
+
+
+@pytest.fixture(scope="module", params=["quality_turns", "teabag", "persona_sql"])
+def product_run(request, tmp_path_factory) -> Path:
+    """A run of each product with a page of its own, its ids awkward where a source sets them: quality labels of
+    a log whose conversation id is long and beyond ASCII; TeaBag (its question ids hold the episode id with "/",
+    "%", "?", "#" and a space) and persona SQL, each with quality labels of the dialogues it wrote."""
+    from tests.view.product_runs import labelled_run, quality_run
+
+    tmp = tmp_path_factory.mktemp(request.param)
+    if request.param == "quality_turns":
+        return quality_run(tmp, sample_id=AWKWARD_IDS[2])
+    return labelled_run(tmp, request.param, episode_id=AWKWARD_IDS[0] + " Zürich")
+
+
+def test_every_link_of_a_run_of_each_product_opens_what_it_names(product_run):
+    records = records_of(product_run)
+    opened: set[tuple[str, int]] = set()
+    crawl(product_run, records, opened=opened)
+    every_record = {(config, number) for config, rows in records.items() for number in range(1, len(rows) + 1)}
+    assert every_record - opened == set()  # every record of every config was reached by a link, and checked
+    assert {"quality_turns", "quality_dialogues"} <= records.keys()
+
+
+def test_every_link_of_a_judged_teabag_run_opens_what_it_names(teabag_folders):
+    folder, verdicts = teabag_folders
+    records = records_of(folder)
+    opened: set[tuple[str, int]] = set()
+    crawl(folder, records, opened=opened, verdicts=verdicts)
+    assert {("teabag", 1), ("teabag", 2), ("teabag_summaries", 1)} <= opened
 
 
 def test_the_first_record_is_number_1_and_there_is_no_record_0(run_folder):
@@ -295,3 +353,59 @@ def test_fuzzed_addresses_never_fail_inside_the_viewer(quickstart_client):
         assert status < 500, (url, page[-300:])
 
     answers()
+
+
+ODD_TEXTS = ["", " ", "%", "%25", "#", "?", "..", ".", "/", "a/b", "Zürich 東京", "-1", "0", str(2**70), "1e999"]
+ODD_TEXTS.append("(none)")  # the value a pick-list gives for a missing field
+
+
+def odd_addresses(config: str, record: dict, columns: list[str]) -> list[str]:
+    """Addresses nobody links to, for one config: odd record numbers, ids, pages, sorts and filters."""
+    base = f"/records/{quote(config, safe='')}"
+    found = [f"{base}/{quote(text, safe='')}" for text in ODD_TEXTS]
+    found += [f"/questions/{quote(config, safe='')}/{quote(text, safe='')}" for text in ODD_TEXTS]
+    found += [f"/conversations/{quote(text, safe='')}" for text in ODD_TEXTS]
+    for page in ("-5", "0", str(2**64 + 1), str(-(2**70)), "1.5"):
+        found.append(f"{base}?page={page}")
+        for name in columns:
+            found.append(f"{base}?" + urlencode({"sort": name, "desc": "1", "page": page}))
+            found.append(f"{base}?" + urlencode({f"f.{name}": "x", "sort": name, "page": page}))
+    for name in columns:
+        found += [f"{base}?" + urlencode({f"f.{name}": text}) for text in ODD_TEXTS]
+        found += [f"{base}?" + urlencode({f"f.{name}": text, "q": "Ann"}) for text in ODD_TEXTS[:4]]
+    return found
+
+
+def filter_text(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def test_odd_addresses_and_every_filter_of_each_product_run(product_run):
+    check_odd_addresses(product_run, records_of(product_run))
+
+
+def test_odd_addresses_and_every_filter_of_a_parquet_export(export_folder, run_folder):
+    check_odd_addresses(export_folder, records_of(run_folder))  # typed columns: timestamps, integers, booleans
+
+
+def check_odd_addresses(folder: Path, records: dict[str, list[dict]]) -> None:
+    """For each config: odd ids, record numbers, pages, sorts and filter values answer 200 or a 4xx page with one
+    sentence, never a 5xx; a filter on each field of every scalar type, given the first record's value, lists
+    that record."""
+    from tests.view.asgi import viewer_client
+
+    with viewer_client(folder) as client:
+        for config, rows in records.items():
+            first = rows[0]
+            for url in odd_addresses(config, first, list(first)):
+                status, page = client.get(url)
+                assert status < 500, (url, page[-300:])
+                if status >= 400:
+                    one_sentence(page)
+            for name, value in first.items():
+                if value is None or isinstance(value, list | dict) or (isinstance(value, str) and value[:1] in "[{"):
+                    continue  # not a field a table filters on (lists, tables and objects are JSON)
+                url = f"/records/{config}?" + urlencode({f"f.{name}": filter_text(value)})
+                status, page = client.get(url)
+                assert status == 200, (url, status, page[-300:])
+                assert re.search(r'<td class="n"><a href="[^"]+">1</a>', page), (url, "record 1 is not listed")
