@@ -70,6 +70,8 @@ PACKAGES = {"gen": DISTRIBUTION} | {
         "orjson",
         "python-dateutil",
         "phonenumbers",
+        "lemminflect",  # which phrases temporal_reasoning asks about
+        "nltk",  # gen eval --answers (its stemmer)
     )
 }
 
