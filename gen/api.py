@@ -134,7 +134,7 @@ def validate(
 
     `probe`: also send each endpoint with calls to make a few small real requests (short timeout, nothing
     cached): does it answer, and does it have what its steps' calls need (log-probabilities, /completions with
-    echo, the structured-output mode; gen/llm/probes/features.py)? One GenError lists every endpoint that fails."""
+    echo, the structured-output mode; gen/llm/features.py)? One GenError lists every endpoint that fails."""
     from gen.llm.probes.features import endpoint_needs
     from gen.run.shards import prepare
 

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from gen import progress, stopping
 from gen.about import DISTRIBUTION
+from gen.cli_batches import batches_app
 from gen.cli_eval import baseline, evaluate
 from gen.cli_options import (
     CACHE_DIR,
@@ -39,7 +40,6 @@ from gen.crash import summary, write_crash_log
 from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
-from gen.cli_batches import batches_app
 from gen.logs import configure
 from gen.teabag_judge.cli import judge
 from gen.view.command import view
@@ -288,7 +288,7 @@ def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
     err.print(f"kept {kept:,} replies in {path}{lost_text}; the damaged file is {aside}")
 
 
-app.add_typer(batches_app, name="batches")  # `gen batches`, defined with the Batch API in gen/cli_batches.py
+app.add_typer(batches_app, name="batches")  # `gen batches`, defined with the Batch API in gen/llm/batch_command.py
 app.command()(push)  # `gen push`, defined with the Hub exporter in gen/export/push.py
 app.command()(export)  # `gen export`, defined with the harness exports in gen/export/harness/command.py
 app.command("import-predictions")(import_predictions)  # a harness's results back into gen's predictions
