@@ -1,4 +1,4 @@
-"""The LLM engine. Product authors: see :mod:`gen.llm.engine` for the surface and an example, and
+"""The LLM engine. Product authors: see :mod:`gen.llm.engine.engine` for the surface and an example, and
 :mod:`gen.llm.step` for LLM output that must also pass the product's own checks.
 
     from gen.llm import Task, render_messages       # a product builds Tasks from a template and a parser
