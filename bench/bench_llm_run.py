@@ -11,7 +11,7 @@ calls x latency / concurrency: no client can finish sooner. Per point (concurren
   gen run      bound / the seconds gen's LLM steps ran (run.json; steps of two batches in flight counted
                once), and bound / (wall of the cold run - wall of the same run from a full cache): the time
                the calls added to the whole run; then the LLM steps again with --request-processes 2
-               (gen/llm/senders.py: the openai client's work per request in two worker processes)
+               (gen/llm/calls/senders.py: the openai client's work per request in two worker processes)
   bare loop    bound / wall of the same number of requests through one AsyncOpenAI client (bench_llm)
   curator      bound / wall of curator's LLM call over as many prompts (bench/curator_run.py, in the virtual
                environment .venv-curator; skipped, and said so, when it is absent)
@@ -113,7 +113,7 @@ def gen_run(recipe_path: Path, out: Path, cache: Path, *options: str) -> dict:
 
 GOALS = {256: 0.92, 1024: 0.85}  # issue 28, target 3: fraction of the bound at these concurrencies
 CURATOR_PYTHON = ROOT / ".venv-curator" / "bin" / "python"
-REQUEST_PROCESSES = ("--request-processes", "2")  # gen/llm/senders.py: the openai client's work in 2 processes
+REQUEST_PROCESSES = ("--request-processes", "2")  # gen/llm/calls/senders.py: the openai client's work in 2 processes
 
 
 def fake_server(latency: float) -> tuple[subprocess.Popen, str]:

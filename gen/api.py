@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from datasets import DatasetDict
 
     from gen.llm.engine import Engine
-    from gen.llm.features import EndpointProbe
+    from gen.llm.probes.features import EndpointProbe
     from gen.llm.task import Task
     from gen.recipe import Recipe
     from gen.run.shards import Prepared
@@ -135,7 +135,7 @@ def validate(
     `probe`: also send each endpoint with calls to make a few small real requests (short timeout, nothing
     cached): does it answer, and does it have what its steps' calls need (log-probabilities, /completions with
     echo, the structured-output mode; gen/llm/features.py)? One GenError lists every endpoint that fails."""
-    from gen.llm.features import endpoint_needs
+    from gen.llm.probes.features import endpoint_needs
     from gen.run.shards import prepare
 
     loaded = recipe if not isinstance(recipe, (str, Path, Mapping)) else load_recipe(recipe, source_dir=source_dir)

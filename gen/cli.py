@@ -20,6 +20,7 @@ from rich.console import Console
 
 from gen import progress, stopping
 from gen.about import DISTRIBUTION
+from gen.cli_batches import batches_app
 from gen.cli_eval import baseline, evaluate
 from gen.cli_options import (
     CACHE_DIR,
@@ -39,7 +40,6 @@ from gen.crash import summary, write_crash_log
 from gen.errors import GenError, Stopped
 from gen.export.harness.command import export, import_predictions
 from gen.export.push import push
-from gen.llm.batch_command import batches_app
 from gen.logs import configure
 from gen.teabag_judge.cli import judge
 from gen.view.command import view

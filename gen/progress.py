@@ -17,7 +17,7 @@ The rule of whether anything is drawn is :func:`decide`, and nothing else decide
 - only in the process that enabled it: a worker forked from it (the run's pool) inherits the switch but must not
   draw over its parent; the parent advances the bars from what each shard sends back.
 
-The LLM steps' live bars (gen/llm/progress.py) join the same display through :func:`open_display`, and their
+The LLM steps' live bars (gen/llm/accounts/progress.py) join the same display through :func:`open_display`, and their
 choice between a live bar, plain lines and nothing is :func:`llm_mode`, so one display is on the terminal at a
 time and log lines printed meanwhile go above it (rich redirects stderr while it is shown). The display is
 transient: when the last step using it ends, its lines are erased, the cursor is shown again, and the line

@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from gen.errors import GenError
-from gen.llm.cache import Cache, CachedReply
+from gen.llm.cache.store import Cache, CachedReply
 from tests.conftest import run_cli
 
 REPLIES = 400

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from gen import progress
-from gen.llm.progress import LiveReporter, NullReporter, PlainReporter, make_reporter
+from gen.llm.accounts.progress import LiveReporter, NullReporter, PlainReporter, make_reporter
 from tests.conftest import REPO, gen_subprocess, tcq_recipe
 from tests.fakes.openai_server import FakeOpenAI, tcq_question
 

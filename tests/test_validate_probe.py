@@ -10,7 +10,7 @@ import math
 import pytest
 import yaml
 
-from gen.llm.features import ANSWERS, ECHO, LOGPROBS, STRUCTURED, needs_of
+from gen.llm.probes.features import ANSWERS, ECHO, LOGPROBS, STRUCTURED, needs_of
 from gen.llm.task import Task
 from tests.conftest import requires_extra, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply

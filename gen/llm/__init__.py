@@ -1,16 +1,22 @@
-"""The LLM engine. Product authors: see :mod:`gen.llm.engine` for the surface and an example, and
+"""The LLM engine. Product authors: see :mod:`gen.llm.engine.engine` for the surface and an example, and
 :mod:`gen.llm.step` for LLM output that must also pass the product's own checks.
 
     from gen.llm import Task, render_messages       # a product builds Tasks from a template and a parser
     outcomes = ctx.llm().run_step("my_step", tasks)  # the runner owns the one Engine of a run
 
-Modules: ``config`` (the recipe's ``llm:`` endpoints, run settings, data fingerprint), ``task`` (Task,
-Outcome, prompt helpers), ``structured`` (parsers, JSON extraction, correction round), ``engine`` (runs a
-step: cache, request, correction round), ``request`` (one attempt and the retry policy), ``endpoint``
-(client, flow control and key scrubbing per endpoint), ``limiter`` (slots, rate buckets, backoff),
-``cache`` (SQLite store), ``accounting`` (per-step counts, rejects, report), ``progress`` (live display
-or plain lines on stderr), ``workers`` (event loop thread, worker pool), ``plan`` (``gen plan`` /
-``gen preview``), ``step`` (the checked, regenerated step every LLM product uses).
+Its parts, lowest first (each layer imports only the ones below it; pyproject.toml's import-linter contract
+"gen.llm is layered" holds it):
+
+* ``config`` (the recipe's ``llm:`` endpoints, run settings, data fingerprint), ``structured`` (parsers, JSON
+  extraction, structured-output modes, the correction message), ``task`` (Task, Outcome, prompt helpers): the
+  words products and recipes use;
+* ``calls/`` (one HTTP call and its limits) and ``cache/`` (the SQLite store of replies);
+* ``accounts/`` (what a step counts, projects and shows), ``batch/`` (the Batch API and batch files);
+* ``probes/`` (structured-output and ``validate --probe`` requests);
+* ``engine/`` (runs a step: cache, batches, requests, correction round, lanes);
+* ``step`` (the checked, regenerated step every LLM product uses, over the engine).
+
+Each package's ``__init__`` names its modules and what each does.
 
 Names are imported on first use, so ``import gen.llm.config`` (recipe loading) loads neither the engine
 nor openai.
@@ -26,27 +32,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gen.llm.cache import Cache, cache_key
+    from gen.llm.accounts.plan import StepPlan, format_messages
+    from gen.llm.cache.store import Cache, cache_key
+    from gen.llm.calls.request import build_request
     from gen.llm.config import EndpointConfig, Price, RunSettings, data_fingerprint, data_params, default_cache_path
-    from gen.llm.engine import Engine
-    from gen.llm.plan import StepPlan, format_messages
-    from gen.llm.request import build_request
+    from gen.llm.engine.engine import Engine
     from gen.llm.structured import ParseFailure, extract_json
     from gen.llm.task import Outcome, Task, estimate_input_tokens, render_messages, split_messages
 
 _HOMES = {  # name -> the submodule that defines it
-    "Cache": "cache",
-    "cache_key": "cache",
+    "Cache": "cache.store",
+    "cache_key": "cache.store",
     "EndpointConfig": "config",
     "Price": "config",
     "RunSettings": "config",
     "data_fingerprint": "config",
     "data_params": "config",
     "default_cache_path": "config",
-    "Engine": "engine",
-    "StepPlan": "plan",
-    "format_messages": "plan",
-    "build_request": "request",
+    "Engine": "engine.engine",
+    "StepPlan": "accounts.plan",
+    "format_messages": "accounts.plan",
+    "build_request": "calls.request",
     "ParseFailure": "structured",
     "extract_json": "structured",
     "Outcome": "task",

@@ -19,10 +19,10 @@ Fields split in two groups:
 * data fields — ``base_url``, ``model``, the sampling parameters (``temperature``, ``top_p``, ``max_tokens``,
   ``seed``, ``extra_params``) and ``structured_output``: they change what the model returns, so they enter
   the cache key and :func:`data_fingerprint` (with ``structured_output: auto`` the mode the endpoint was
-  found to accept is what enters the request body, and so the cache key; see :mod:`gen.llm.probe`);
+  found to accept is what enters the request body, and so the cache key; see :mod:`gen.llm.probes.mode`);
 * run fields — ``api_key_env``, ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``,
   ``timeout_s``, ``max_retries``, ``max_wait_s``, ``max_consecutive_failures``, ``max_reject_rate``,
-  ``price`` and the Batch API settings (``mode``, ``batch_*``, :mod:`gen.llm.batch`): they never enter any
+  ``price`` and the Batch API settings (``mode``, ``batch_*``, :mod:`gen.llm.batch.rounds`): they never enter any
   hash, and :class:`RunSettings` (command-line overrides) may replace the limits.
 
 Giving up (docs/llm-endpoints.md): one call is tried at most ``max_retries + 1`` times and for at most
@@ -61,6 +61,8 @@ __all__ = [
 
 
 MAX_REQUEST_PROCESSES = 64
+# the output tokens assumed for a call nothing caps: a plan's projection, a rate bucket's estimate of a request
+DEFAULT_OUTPUT_TOKENS = 256
 
 
 class Price(InputModel):
@@ -245,9 +247,9 @@ class RunSettings(InputModel):
     offline: bool = False
     progress: Literal["auto", "live", "plain", "off"] = "auto"
     progress_interval_s: float = Field(default=10.0, gt=0)
-    # send requests from this many processes (gen.llm.senders); each is a process started, hence the bound
+    # send requests from this many processes (gen.llm.calls.senders); each is a process started, hence the bound
     request_processes: int = Field(default=0, ge=0, le=MAX_REQUEST_PROCESSES)
-    # offline batch files (gen.llm.batch_files): write the next round's requests here and stop; read these
+    # offline batch files (gen.llm.batch.files): write the next round's requests here and stop; read these
     # output files into the cache first
     batch_export: Path | None = None
     batch_import: tuple[Path, ...] = ()

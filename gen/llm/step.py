@@ -55,12 +55,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from gen.errors import Stopped
-from gen.llm.progress import announce
+from gen.llm.accounts.progress import announce
 from gen.llm.task import Outcome, Task
 
 if TYPE_CHECKING:
-    from gen.llm.engine import Engine
-    from gen.llm.plan import StepPlan
+    from gen.llm.accounts.plan import StepPlan
+    from gen.llm.engine.engine import Engine
 
 __all__ = ["Accepted", "CheckedStep", "Problem", "StepPolicy", "StepResult", "Verify", "most_calls", "plan", "run"]
 

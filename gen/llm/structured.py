@@ -14,6 +14,11 @@ A task's ``parser`` is one of:
 * a function ``text -> value`` — raise ``ValueError`` (or ``TypeError``/``KeyError``/``IndexError``) with a
   message the model can act on; that message is shown to the model in the correction round.
   ``extract_json(text)`` is available to such functions.
+
+The modes an endpoint may take ``response_format`` in are :data:`CANDIDATES`, in the order the
+``structured_output: auto`` probe tries them (gen/llm/probes/mode.py); :class:`ModeChoice` is the one an
+``auto`` endpoint ended with. They live here, beside :func:`response_format_for` that turns a mode into a
+request field, so an endpoint can hold its mode without knowing how it was found.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +39,9 @@ if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
 __all__ = [
+    "CANDIDATES",
     "Checked",
+    "ModeChoice",
     "ParseFailure",
     "correction_message",
     "extract_json",
@@ -156,6 +163,30 @@ def parse_reply(parser: Parser, text: str) -> Any:
 
 def _schema_name(parser: type[BaseModel]) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", parser.__name__)[:64] or "output"
+
+
+CANDIDATES = ("json_schema", "json_object_schema", "json_object", "off")
+
+
+@dataclass
+class ModeChoice:
+    """The mode an ``auto`` endpoint uses, and how it was found (``probe`` or ``cache``)."""
+
+    mode: str
+    how: str
+    refused: dict[str, str] = field(default_factory=dict)  # mode -> what the server said
+
+    def report(self) -> dict:
+        return {"mode": self.mode, "how": self.how, **({"refused": dict(self.refused)} if self.refused else {})}
+
+    def line(self, endpoint: str) -> str:
+        why = "; ".join(f"{mode} refused: {said}" for mode, said in self.refused.items())
+        origin = "found by a probe" if self.how == "probe" else "as probed before (kept in the LLM cache)"
+        return (
+            f"[llm] endpoint '{endpoint}': structured_output auto uses {self.mode}, {origin}"
+            + (f" ({why})" if why else "")
+            + f"; set structured_output: {self.mode} in the recipe to skip the probe"
+        )
 
 
 def response_format_for(parser: Parser, mode: str) -> dict | None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from gen import stopping
 from gen.about import install_hint
 from gen.errors import GenError
-from gen.llm.lanes import Lane
+from gen.llm.accounts.lanes import Lane
 from gen.products.registry import Bound
 from gen.run.shards import Prepared, ShardResult, fewer_collections, process_batch, process_shard
 from gen.run.spool import spool

@@ -202,7 +202,7 @@ def test_a_run_ended_by_sigterm_or_sighup_says_so(signum):
 
 
 def test_ctrl_c_while_llm_calls_are_on_their_way():
-    """signals | traceback | exit 130 | RuntimeError (event loop is closed) at gen/llm/progress.py:showing."""
+    """signals | traceback | exit 130 | RuntimeError (event loop is closed) at gen/llm/accounts/progress.py:showing."""
     case = Case(
         "signals",
         RUN,

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from gen.errors import Stopped
 from gen.llm import Engine, RunSettings, Task
-from gen.llm.batch import cancel_batch, known_batches
+from gen.llm.batch.commands import cancel_batch, known_batches
 from tests.fakes.openai_server import FakeOpenAI, Reply, count_words
 
 HERE = Path(__file__).resolve().parent
@@ -225,8 +225,8 @@ def _polled(server) -> bool:
 
 
 def test_the_plan_counts_batches_and_prices_them_at_the_discount():
+    from gen.llm.accounts.plan import PlanBuilder
     from gen.llm.config import EndpointConfig
-    from gen.llm.plan import PlanBuilder
 
     config = EndpointConfig(
         model="m",
@@ -275,7 +275,7 @@ def test_replies_a_batch_brings_back_are_judged_as_online_ones(api_key, tmp_path
 
 
 def test_each_kind_of_result_line_is_read_as_the_api_means_it():
-    from gen.llm.batch_files import read_result
+    from gen.llm.batch.files import read_result
 
     completion = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": {}}
     ok = read_result(json.dumps({"custom_id": "k1", "response": {"status_code": 200, "body": completion}}))

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from gen.errors import Stopped
-from gen.llm import batch as batch_module
-from gen.llm.batch import known_batches
+from gen.llm.batch import rounds as batch_module
+from gen.llm.batch.commands import known_batches
 from tests.conftest import run_cli
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.llm.test_batch import batched, run, summarize, tasks
@@ -248,7 +248,7 @@ def test_gen_batches_forget_removes_a_batch_and_the_next_run_sends_its_requests(
 
 
 def test_error_line_codes_are_read_as_the_batch_api_documents_them():
-    from gen.llm.batch_files import read_result
+    from gen.llm.batch.files import read_result
 
     def line(code):
         return read_result(json.dumps({"custom_id": "k", "response": None, "error": {"code": code, "message": "m"}}))

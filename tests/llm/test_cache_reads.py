@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from gen.llm import Task
-from gen.llm.cache import CachedReply, Recent
+from gen.llm.cache.store import CachedReply, Recent
 from tests.fakes.openai_server import FakeOpenAI
 from tests.llm.test_engine import Summary, make_engine, run_twice, summary_script, tasks_for
 

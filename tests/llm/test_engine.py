@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task, estimate_input_tokens
-from gen.llm.progress import PlainReporter
-from gen.llm.request import RetryPolicy
+from gen.llm.accounts.progress import PlainReporter
+from gen.llm.calls.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI, Reply, count_words
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from gen.errors import GenError
 from gen.llm import Engine, RunSettings, Task
-from gen.llm.request import RetryPolicy
+from gen.llm.calls.request import RetryPolicy
 from gen.llm.structured import correction_message
 from tests.fakes.openai_server import FakeOpenAI, FaultMix, Reply, body_key, count_words
 

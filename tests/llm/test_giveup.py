@@ -1,6 +1,6 @@
 """Giving up (issue 11 item 6), the server's own words (issue 18 item 3) and structured_output auto (item 2),
 against the fake server through the real openai client. Request counts are worked out by hand from the
-rules in gen/llm/giveup.py; most tests use max_concurrency 1 so that the order of requests is fixed."""
+rules in gen/llm/calls/giveup.py; most tests use max_concurrency 1 so that the order of requests is fixed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task
-from gen.llm.request import RetryPolicy
+from gen.llm.calls.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI, FormatGate, Reply
 
 REFUSAL = "response_format.type: Input should be 'text' or 'json_object' (got 'json_schema')"

@@ -8,7 +8,7 @@ import json
 import sqlite3
 
 from gen.llm import Task
-from gen.llm.cache import Cache, CachedReply
+from gen.llm.cache.store import Cache, CachedReply
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.llm.test_engine import make_engine
 

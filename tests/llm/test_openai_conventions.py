@@ -5,8 +5,8 @@ through extra_params) counted in the plan like max_tokens."""
 from __future__ import annotations
 
 from gen.llm import Engine, RunSettings, Task
+from gen.llm.calls.request import RetryPolicy
 from gen.llm.config import EndpointConfig
-from gen.llm.request import RetryPolicy
 from tests.fakes.openai_server import FakeOpenAI
 
 

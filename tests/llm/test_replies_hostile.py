@@ -1,7 +1,7 @@
 """Hostile replies (issue 39): requests go only where the recipe says, and whatever a server sends back ends as a
 record or as a reject with its reason, never as a stop, a traceback or a reply the cache cannot keep.
 
-Every test sends through the real openai client (gen/llm/clients.py) to servers on 127.0.0.1: the fake OpenAI
+Every test sends through the real openai client (gen/llm/calls/clients.py) to servers on 127.0.0.1: the fake OpenAI
 server for scripted bodies, and a raw one below for bytes no well-behaved server would frame."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 
 from gen.errors import GenError, Stopped
 from gen.llm import Engine, RunSettings, Task
-from gen.llm import transport as transport_module
-from gen.llm.cache import Cache, CachedReply
-from gen.llm.clients import RedirectRefused, openai_client
-from gen.llm.request import RetryPolicy
+from gen.llm.cache.store import Cache, CachedReply
+from gen.llm.calls import transport as transport_module
+from gen.llm.calls.clients import RedirectRefused, openai_client
+from gen.llm.calls.request import RetryPolicy
 from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, Reply, tcq_question
 
@@ -352,7 +352,7 @@ def hold_write_lock(path) -> sqlite3.Connection:
 
 
 def test_a_lock_released_within_the_wait_costs_nothing(cache_dir, monkeypatch):
-    monkeypatch.setattr("gen.llm.cache.LOCK_WAIT_S", 10.0)
+    monkeypatch.setattr("gen.llm.cache.file.LOCK_WAIT_S", 10.0)
     Cache(cache_dir / "llm.sqlite").close()
     other = hold_write_lock(cache_dir / "llm.sqlite")
     threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
@@ -365,7 +365,7 @@ def test_a_lock_released_within_the_wait_costs_nothing(cache_dir, monkeypatch):
 
 
 def test_a_lock_held_past_the_wait_is_one_message_naming_the_file(cache_dir, monkeypatch):
-    monkeypatch.setattr("gen.llm.cache.LOCK_WAIT_S", 0.5)
+    monkeypatch.setattr("gen.llm.cache.file.LOCK_WAIT_S", 0.5)
     path = cache_dir / "llm.sqlite"
     Cache(path).close()
     other = hold_write_lock(path)
@@ -430,7 +430,7 @@ def test_gen_run_refuses_a_redirect_with_one_message(tmp_path, capsys, monkeypat
 
 def test_gen_run_names_a_cache_locked_past_the_wait(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr("gen.llm.cache.LOCK_WAIT_S", 0.5)
+    monkeypatch.setattr("gen.llm.cache.file.LOCK_WAIT_S", 0.5)
     path = tmp_path / "cache" / "llm.sqlite"
     Cache(path).close()
     other = hold_write_lock(path)

@@ -1,4 +1,4 @@
-"""Requests sent from worker processes (gen.llm.senders): the same outcomes, accounting and cache as from the
+"""Requests sent from worker processes (gen.llm.calls.senders): the same outcomes, accounting and cache as from the
 engine's own loop, failures classified and retried the same way, keys scrubbed from what comes back."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_failures_from_a_request_process_are_retried_and_scrubbed_of_the_key(api
 
 
 def sender_pids() -> list[int]:
-    """This process's children that run gen.llm.senders (Linux /proc)."""
+    """This process's children that run gen.llm.calls.senders (Linux /proc)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -93,7 +93,7 @@ def sender_pids() -> list[int]:
             command = (stat.parent / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if parent == os.getpid() and b"gen.llm.senders" in command:
+        if parent == os.getpid() and b"gen.llm.calls.senders" in command:
             found.append(int(stat.parent.name))
     return found
 

@@ -1,4 +1,4 @@
-"""gen's HTTP transport under the openai client (gen/llm/transport.py) against a raw server that answers each
+"""gen's HTTP transport under the openai client (gen/llm/calls/transport.py) against a raw server that answers each
 request with bytes given by the test: the reply framings HTTP/1.1 allows, kept connections, and failures."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import httpx2
 import openai
 import pytest
 
-from gen.llm import transport
-from gen.llm.clients import LeanClient
+from gen.llm.calls import transport
+from gen.llm.calls.clients import LeanClient
 
 BODY = json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}).encode()
 
@@ -182,7 +182,7 @@ def test_a_reply_too_long_cut_off_or_malformed_is_a_connection_error(reply, monk
 
 
 def test_a_refused_connection_fails_with_the_reason():
-    from gen.llm.request import send_once
+    from gen.llm.calls.request import send_once
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

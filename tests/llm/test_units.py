@@ -25,9 +25,9 @@ from gen.llm import (
     extract_json,
     split_messages,
 )
-from gen.llm.cache import CachedReply
+from gen.llm.cache.store import CachedReply
+from gen.llm.calls.limiter import Slots, TokenBucket, backoff_delay, retry_after_seconds
 from gen.llm.config import RateLimits, apply_limits
-from gen.llm.limiter import Slots, TokenBucket, backoff_delay, retry_after_seconds
 from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for
 
 
@@ -281,7 +281,7 @@ def test_slots_halve_on_rate_limit_and_recover():
 def test_waiting_requests_get_free_slots_by_priority_then_in_order_of_arrival():
     import asyncio
 
-    from gen.llm.limiter import PRIORITY
+    from gen.llm.calls.limiter import PRIORITY
 
     order: list[str] = []
 
@@ -310,14 +310,14 @@ def test_token_bucket_paces_by_its_rate(monkeypatch):
     import asyncio
 
     clock = [1000.0]
-    monkeypatch.setattr("gen.llm.limiter.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("gen.llm.calls.limiter.time.monotonic", lambda: clock[0])
     slept = []
 
     async def fake_sleep(seconds):
         slept.append(seconds)
         clock[0] += seconds
 
-    monkeypatch.setattr("gen.llm.limiter.asyncio.sleep", fake_sleep)
+    monkeypatch.setattr("gen.llm.calls.limiter.asyncio.sleep", fake_sleep)
 
     async def scenario():
         bucket = TokenBucket(per_minute=120)  # 2 per second, burst 2
@@ -355,11 +355,11 @@ def test_importing_the_config_loads_neither_the_engine_nor_openai():
 
 def test_package_names_resolve_lazily_to_their_modules():
     import gen.llm
+    import gen.llm.calls.request
     import gen.llm.engine
-    import gen.llm.request
 
     assert gen.llm.Engine is gen.llm.engine.Engine
-    assert gen.llm.build_request is gen.llm.request.build_request is gen.llm.engine.build_request
+    assert gen.llm.build_request is gen.llm.calls.request.build_request
     assert set(gen.llm.__all__) <= set(dir(gen.llm))
     with pytest.raises(AttributeError, match="no attribute 'Engin'"):
         gen.llm.Engin  # noqa: B018 - the lookup itself is under test
@@ -367,7 +367,7 @@ def test_package_names_resolve_lazily_to_their_modules():
 
 # -- request policy and key scrubbing ------------------------------------------------------------------------
 def test_retry_policy_retries_server_trouble_but_not_a_wrong_request():
-    from gen.llm.request import Failure, RetryPolicy
+    from gen.llm.calls.request import Failure, RetryPolicy
 
     policy = RetryPolicy()
     retried = [
@@ -392,7 +392,7 @@ def test_retry_policy_retries_server_trouble_but_not_a_wrong_request():
 
 
 def test_key_scrubber_replaces_known_keys_and_ignores_tiny_ones(monkeypatch):
-    from gen.llm.endpoint import KeyScrubber
+    from gen.llm.calls.endpoint import KeyScrubber
 
     monkeypatch.setenv("GEN_TEST_SCRUB", "sk-abcdef123456")
     scrub = KeyScrubber()
@@ -405,7 +405,7 @@ def test_key_scrubber_replaces_known_keys_and_ignores_tiny_ones(monkeypatch):
 def test_a_step_freezes_the_heap_it_found_and_restores_the_collector_after():
     import gc
 
-    from gen.llm.workers import YOUNG_THRESHOLD, LoopThread, frozen_heap
+    from gen.llm.engine.workers import YOUNG_THRESHOLD, LoopThread, frozen_heap
 
     class Node:  # a reference cycle: only the cyclic collector can free it
         def __init__(self) -> None:
@@ -472,7 +472,7 @@ def test_a_hostile_reply_is_a_parse_failure_or_a_value_never_a_crash(reply):
 
 
 def test_a_reject_reason_quoting_a_signed_url_is_written_without_its_secret():
-    from gen.llm.accounting import reject_record
+    from gen.llm.accounts.counts import reject_record
     from gen.llm.task import Outcome, Task
 
     task = Task(item_id="i", endpoint="main", messages="hi")
@@ -483,7 +483,7 @@ def test_a_reject_reason_quoting_a_signed_url_is_written_without_its_secret():
 
 
 def test_step_seconds_count_the_time_any_step_of_the_name_ran_once():
-    from gen.llm.lanes import covered_seconds
+    from gen.llm.accounts.lanes import covered_seconds
 
     # two batches' steps overlapping from 1 to 2, then a gap, then a third: 3 + 1 seconds
     assert covered_seconds([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)]) == 4.0
@@ -494,7 +494,7 @@ def test_step_seconds_count_the_time_any_step_of_the_name_ran_once():
 def test_overlapping_steps_share_one_freeze_undone_when_the_last_ends():
     import gc
 
-    from gen.llm.workers import YOUNG_THRESHOLD, frozen_heap
+    from gen.llm.engine.workers import YOUNG_THRESHOLD, frozen_heap
 
     before = gc.get_threshold()
     gc.collect()
@@ -510,7 +510,7 @@ def test_overlapping_steps_share_one_freeze_undone_when_the_last_ends():
 
 
 def test_live_bars_of_steps_running_at_once_share_one_display_until_the_last_ends():
-    from gen.llm.progress import LiveReporter, StepCounters
+    from gen.llm.accounts.progress import LiveReporter, StepCounters
     from gen.progress import _Display
 
     older, newer = LiveReporter(), LiveReporter()

@@ -8,12 +8,12 @@ pydantic ``parser``: a structured-output mode). Reading them there covers every 
 plugin's too, and stays true when a product changes what it asks for.
 
 The features, and what the probe sends to learn each (every request through the engine's own retry loop,
-:class:`~gen.llm.attempts.Attempts`, with the endpoint's parameters, a short timeout and one retry):
+:class:`~gen.llm.calls.attempts.Attempts`, with the endpoint's parameters, a short timeout and one retry):
 
 * ``answers``: a one-word chat completion comes back with text;
 * ``logprobs``: a chat completion asked for ``top_logprobs`` carries them for its first token;
 * ``echo``: /completions with ``echo`` and ``logprobs`` gives a log-probability to a token of the prompt itself;
-* ``structured_output``: with ``auto``, the structured-output probe (gen/llm/probing.py) finds a mode the server
+* ``structured_output``: with ``auto``, the structured-output probe (gen/llm/probes/mode.py) finds a mode the server
   takes (only the choice is reported: nothing is stored in the LLM cache); with an explicit mode other than
   ``off``, one request in that mode is not refused.
 
@@ -28,15 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gen.errors import shorten
-from gen.llm.accounting import StepStats
-from gen.llm.attempts import Attempts, CallFailed, GiveUp
+from gen.llm.calls.attempts import Attempts, CallFailed, GiveUp
+from gen.llm.calls.endpoint import Endpoint
+from gen.llm.calls.replies import Answer
+from gen.llm.calls.request import build_request
 from gen.llm.config import EndpointConfig
-from gen.llm.endpoint import Endpoint
-from gen.llm.probe import probe_body
-from gen.llm.probing import find_mode
-from gen.llm.replies import Answer
-from gen.llm.request import build_request
-from gen.llm.step_run import StepRun
+from gen.llm.probes.mode import ProbeRun, find_mode, probe_body
 from gen.llm.structured import schema_of
 from gen.llm.task import Task
 
@@ -173,7 +170,7 @@ async def lacks(attempts: Attempts, ep: Endpoint, need: str, found: EndpointProb
 
 
 def feature_body(config: EndpointConfig, need: str) -> dict:
-    """The request that shows `need`: built as every call's is (gen/llm/request.py), from a task asking it."""
+    """The request that shows `need`: built as every call's is (gen/llm/calls/request.py), from a task asking it."""
     messages = [{"role": "user", "content": SCORED if need == ECHO else PROMPT}]
     task = Task(
         item_id=PROBE_STEP,
@@ -187,8 +184,7 @@ def feature_body(config: EndpointConfig, need: str) -> dict:
 
 
 async def ask(attempts: Attempts, ep: Endpoint, body: dict) -> Answer:
-    run = StepRun(PROBE_STEP, [], StepStats(), {})
-    answer, _ = await attempts.answer(run, ep, body, probing=True)
+    answer, _ = await attempts.answer(ProbeRun(), ep, body, probing=True)
     return answer
 
 
@@ -198,7 +194,7 @@ async def lacks_structured(attempts: Attempts, ep: Endpoint, found: EndpointProb
         return None  # JSON is read out of the reply's text: nothing to ask of the server
     if mode == "auto":
         try:
-            choice = await find_mode(attempts, ep, StepRun(PROBE_STEP, [], StepStats(), {}))
+            choice = await find_mode(attempts, ep, ProbeRun())
         except GiveUp as exc:
             return exc.stop.message
         found.notes.append(f"structured_output auto would use {choice.mode}")

@@ -2,7 +2,7 @@
 
 Two kinds of count, never mixed:
 
-items (:class:`gen.llm.lanes.Tally`, per step name)
+items (:class:`gen.llm.accounts.lanes.Tally`, per step name)
     An item is one thing a step wants in the output (one question, one label). It ends ``ok`` (in the output)
     or ``rejected`` (not, whatever the reason: a failed request, a reply that never parsed, a value that
     failed its checks after every regeneration, a refusal, given up at a stop). Each item is counted once,
@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gen.errors import Stopped, redact_urls
-from gen.llm.cache import CachedReply
+from gen.llm.accounts.lanes import Lane, Tally, covered_seconds
+from gen.llm.accounts.plan import StepPlan
+from gen.llm.cache.store import CachedReply
 from gen.llm.config import Price
-from gen.llm.lanes import Lane, Tally, covered_seconds
-from gen.llm.plan import StepPlan
 from gen.llm.task import Outcome
 
 __all__ = [
@@ -175,7 +175,7 @@ class Accounts:
             stats.endpoints |= endpoints
 
     def add_rejects(self, step: str, outcomes: Iterable[Outcome | None], lane: Lane | None = None) -> None:
-        """The rejected items among `outcomes`, to the engine's rejects or to the `lane`'s (gen.llm.lanes)."""
+        """The rejected items among `outcomes`, to the engine's rejects or to the `lane`'s (gen.llm.accounts.lanes)."""
         new = [reject_record(step, outcome) for outcome in outcomes if outcome is not None and is_reject(outcome)]
         if lane is not None:
             lane.rejects.extend(new)

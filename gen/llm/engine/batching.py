@@ -1,9 +1,11 @@
 """The engine's batch side (``mode: batch``, batch files): rounds of a step sent as batches, what came back.
 
-:meth:`Batching.settle` runs before a step's ordinary pass when any of its endpoints is batched: it walks the
-step without sending (as a plan does) to find the calls still missing (a correction round's call appears once
-its first reply is in), sends them as one batch per endpoint (:mod:`gen.llm.batch`) or writes them as files
-(``--batch-export``), and takes every line that comes back, until nothing is missing. The ordinary pass then
+Before a step's ordinary pass, when any of its endpoints is batched, the engine settles the step in rounds
+(``Engine._settle_batches``): it walks the step without sending (as a plan does) to find the calls still missing
+(a correction round's call appears once its first reply is in) and hands them to :meth:`Batching.round`, which
+sends them as one batch per endpoint (:mod:`gen.llm.batch.rounds`) and takes every line that comes back, or to
+:meth:`Batching.export`, which writes them as files (``--batch-export``); until nothing is missing. The engine
+owns its event loop and its walk; this module never sees either. The ordinary pass then
 finds every reply in the cache; :meth:`Batching.reply` tells it which of them a batch brought in this run (they
 are counted as calls made, at the batch price) and gives it what the cache does not keep: truncated replies,
 refusals and calls no batch could answer. ``--batch-import`` files are taken the same way when the engine opens.
@@ -13,19 +15,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from gen.errors import Stopped
-from gen.llm.accounting import StepStats
-from gen.llm.attempts import CallFailed
-from gen.llm.batch_files import LineResult
-from gen.llm.batch_ledger import Ledger
-from gen.llm.cache import Cache, CachedReply
+from gen.llm.accounts.counts import StepStats
+from gen.llm.batch.files import LineResult
+from gen.llm.batch.ledger import Ledger
+from gen.llm.cache.store import Cache, CachedReply
+from gen.llm.calls.attempts import CallFailed
+from gen.llm.calls.endpoint import Endpoint, KeyScrubber
+from gen.llm.calls.request import Failure, body_messages
 from gen.llm.config import RunSettings
-from gen.llm.endpoint import Endpoint, KeyScrubber
-from gen.llm.request import Failure, body_messages
-from gen.llm.step_run import Prepared, Reply, StepRun
+from gen.llm.engine.run import Misses, Prepared, Reply, StepRun
 
 __all__ = ["Batching"]
 
@@ -42,7 +43,7 @@ class Batching:
         self._outcomes: dict[str, Reply | CallFailed] = {}
         self._made: dict[str, tuple[int, int, bool]] = {}  # answered by a batch, not counted yet
         if settings.batch_import:
-            from gen.llm.batch_files import import_outputs
+            from gen.llm.batch.files import import_outputs
 
             import_outputs(settings.batch_import, self.take_imported)
 
@@ -53,33 +54,10 @@ class Batching:
     def batched(self, ep: Endpoint) -> bool:
         return ep.config.mode == "batch" or self.settings.batch_export is not None
 
-    def settle(
-        self,
-        step: str,
-        prepared: list[Prepared],
-        stats: StepStats,
-        run_on_loop: Callable[[Coroutine[Any, Any, None]], None],
-        walk: Callable[[StepRun, None], Coroutine[Any, Any, None]],
-    ) -> None:
-        """Batch rounds until every call of the step's batched endpoints is answered or given up: each round
-        walks the step without sending (as a plan does) to find the calls still missing (a correction round's
-        call appears once its first reply is in), and sends them as one batch per endpoint."""
-        tries: Counter[str] = Counter()
-        while True:
-            look = StepRun(step, prepared, StepStats(), self.cache.get_many(p.key for p in prepared), misses={})
-            run_on_loop(walk(look, None))
-            assert look.misses is not None
-            if not look.misses:
-                return
-            if self.settings.batch_export is not None:
-                raise self.export(step, look.misses)
-            run_on_loop(self._round(step, look.misses, stats, tries))
-            self.cache.flush()
-
-    async def _round(
-        self, step: str, misses: dict[str, tuple[Prepared, dict]], stats: StepStats, tries: Counter[str]
-    ) -> None:
-        from gen.llm.batch import run_round
+    async def round(self, step: str, misses: Misses, stats: StepStats, tries: Counter[str]) -> None:
+        """Send the calls still missing as one batch per endpoint and take every line that comes back; `tries`
+        counts, per call, the rounds whose line said it may pass next time (against the call's retries)."""
+        from gen.llm.batch.rounds import run_round
 
         if self._ledger is None:
             self._ledger = Ledger(self.cache.path)
@@ -194,9 +172,9 @@ class Batching:
         run.stats.calls_batch += 1
         run.counters.note_request(input_tokens + output_tokens)
 
-    def export(self, step: str, misses: dict[str, tuple[Prepared, dict]]) -> Stopped:
+    def export(self, step: str, misses: Misses) -> Stopped:
         """Write the round's requests as batch files (--batch-export) and stop, saying what to run next."""
-        from gen.llm.batch_files import request_line, write_request_files
+        from gen.llm.batch.files import request_line, write_request_files
 
         folder = self.settings.batch_export
         assert folder is not None

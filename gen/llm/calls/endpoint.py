@@ -2,7 +2,7 @@
 and keeping keys out of text.
 
 An :class:`Endpoint` is shared by every step that uses it, so its limits, its breaker and its refusal count
-hold across steps (:mod:`gen.llm.giveup`). Its openai
+hold across steps (:mod:`gen.llm.calls.giveup`). Its openai
 client is made on the first request that is really sent, which is also when the API key is read from the
 environment: a plan or a fully cached run needs no key. Every key the engine may have seen goes into its
 :class:`KeyScrubber`, which replaces it in every reply, reason and error message.
@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from gen.errors import GenError, Stopped
-from gen.llm.config import EndpointConfig, RunSettings, apply_limits, data_fingerprint, data_params
-from gen.llm.giveup import (
+from gen.llm.calls.giveup import (
     NEVER_ANSWERED_LIMIT,
     REFUSALS_TO_STOP,
     Breaker,
@@ -31,9 +30,10 @@ from gen.llm.giveup import (
     refusal_stop,
     setting_hint,
 )
-from gen.llm.limiter import FlowControl
-from gen.llm.probe import ModeChoice
-from gen.llm.request import Failure, stop_error
+from gen.llm.calls.limiter import FlowControl
+from gen.llm.calls.request import Failure, stop_error
+from gen.llm.config import EndpointConfig, RunSettings, apply_limits, data_fingerprint, data_params
+from gen.llm.structured import ModeChoice
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -118,7 +118,7 @@ class Endpoint:
     def client(self, keys: KeyScrubber) -> AsyncOpenAI:
         """The openai client, made on first use with the key read from the environment now."""
         if self._client is None:
-            from gen.llm.clients import openai_client  # (openai is loaded only when a request is sent)
+            from gen.llm.calls.clients import openai_client  # (openai is loaded only when a request is sent)
 
             config = self.config
             self._client = openai_client(
@@ -127,7 +127,7 @@ class Endpoint:
         return self._client
 
     def client_spec(self, keys: KeyScrubber) -> tuple[str, str, int, float]:
-        """What a request process needs to make the same client (gen.llm.senders), the key read now."""
+        """What a request process needs to make the same client (gen.llm.calls.senders), the key read now."""
         if self._spec is None:
             config = self.config
             self._spec = (config.base_url, self._api_key(keys), config.max_concurrency, config.timeout_s)

@@ -26,8 +26,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gen.errors import Stopped
+from gen.llm.calls.request import RETRIED_4XX, Failure
 from gen.llm.config import EndpointConfig
-from gen.llm.request import RETRIED_4XX, Failure
 
 __all__ = [
     "NEVER_ANSWERED_LIMIT",

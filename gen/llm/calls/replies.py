@@ -2,8 +2,8 @@
 :class:`Malformed` with the reason.
 
 Every completion gen receives passes through :func:`answer_of` (online replies through
-:func:`gen.llm.request.send_once`, the Batch API's result lines and ``--batch-import`` files through
-:func:`gen.llm.batch_files.read_result`), so whatever a server sends, the rest of gen sees only these shapes:
+:func:`gen.llm.calls.request.send_once`, the Batch API's result lines and ``--batch-import`` files through
+:func:`gen.llm.batch.files.read_result`), so whatever a server sends, the rest of gen sees only these shapes:
 
 * the text, finish reason and refusal are a string or None, and every string is well-formed Unicode: a lone
   surrogate (JSON allows the escape ``\\ud800``; UTF-8 cannot hold it, so SQLite, orjson and the run's files

@@ -1,7 +1,7 @@
 """Progress of a step: a rich live display on a terminal, plain periodic lines otherwise (both on stderr).
 
 Shown per step: calls done / total, served from cache, the step's items rejected so far out of its items
-(the one count of gen.llm.accounting, so the live line and run.json agree), requests per minute and tokens per
+(the one count of gen.llm.accounts.counts, so the live line and run.json agree), requests per minute and tokens per
 minute (over the last minute). The engine updates :class:`StepCounters`; a reporter only reads them.
 
 Whether a step shows a live bar, plain lines or nothing is decided by gen/progress.py (``llm_mode``), the one
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from gen.progress import close_display, llm_mode, open_display
 
 if TYPE_CHECKING:
-    from gen.llm.lanes import Tally
+    from gen.llm.accounts.lanes import Tally
 
 __all__ = [
     "LiveReporter",

@@ -24,8 +24,8 @@ from typing import Any
 
 from gen import reading
 from gen.errors import GenError
-from gen.llm.replies import Answer, Malformed, answer_of
-from gen.llm.request import Failure, server_message
+from gen.llm.calls.replies import Answer, Malformed, answer_of
+from gen.llm.calls.request import Failure, server_message
 
 __all__ = ["LineResult", "import_outputs", "read_result", "request_line", "write_request_files"]
 

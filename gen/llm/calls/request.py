@@ -8,7 +8,7 @@ kind                cause                                                what ha
 ==================  ===================================================  ====================================
 timeout             no reply within the endpoint's ``timeout_s``          retried after a backoff
 connection_error    the server could not be reached                      retried after a backoff
-invalid_response    the reply is not a completion (gen/llm/replies.py)    retried after a backoff
+invalid_response    the reply is not a completion (gen/llm/calls/replies.py)    retried after a backoff
 rate_limited        429                                                  retried after ``Retry-After``; the
                                                                          whole endpoint pauses
 http_503            503                                                  same as 429 (the server is busy)
@@ -19,11 +19,11 @@ http_408, http_409  request timeout, conflict                            retried
 http_400... (4xx)   the request itself is wrong                          not retried: the item is rejected
 http_401, http_403  the key is refused                                   stops the run
 http_404            unknown model or URL                                 stops the run
-redirect            any 3xx (never followed: gen/llm/clients.py)         stops the run
+redirect            any 3xx (never followed: gen/llm/calls/clients.py)         stops the run
 quota_exhausted     429 ``insufficient_quota``                           stops the run
 ==================  ===================================================  ====================================
 
-Every retry stays within the call's budget, and runs of failures stop the run (:mod:`gen.llm.giveup`).
+Every retry stays within the call's budget, and runs of failures stop the run (:mod:`gen.llm.calls.giveup`).
 A server's error message is kept in its own words, shortened (:func:`server_message`).
 
 :class:`RetryPolicy` holds the waiting rules: ``Retry-After`` when the server gives one (capped, with a
@@ -41,9 +41,9 @@ from types import ModuleType
 from typing import Any
 
 from gen.errors import Stopped
+from gen.llm.calls.limiter import backoff_delay, retry_after_seconds
+from gen.llm.calls.replies import Answer, Malformed, answer_of, reply_json
 from gen.llm.config import EndpointConfig
-from gen.llm.limiter import backoff_delay, retry_after_seconds
-from gen.llm.replies import Answer, Malformed, answer_of, reply_json
 from gen.llm.task import Task
 
 __all__ = [
@@ -104,12 +104,13 @@ def http_stack() -> tuple[ModuleType, Any]:
 
     The client is openai's aiohttp client (the `aiohttp` extra: at a few hundred requests in flight the default
     one's connection pool costs three times its CPU per request, bench/bench_llm.py) with gen's own transport
-    for direct connections (gen/llm/transport.py); every client is made by :func:`gen.llm.clients.openai_client`.
+    for direct connections (gen/llm/calls/transport.py); every client is made by
+    :func:`gen.llm.calls.clients.openai_client`.
     Imported on first use: plans and fully cached runs never load openai.
     """
     import httpx2
 
-    from gen.llm.clients import LeanClient
+    from gen.llm.calls.clients import LeanClient
 
     return httpx2, LeanClient
 
@@ -129,7 +130,7 @@ async def send_once(client: Any, body: dict, timeout_s: float, scrub: Scrub) -> 
     failed request."""
     import openai
 
-    from gen.llm.clients import RedirectRefused
+    from gen.llm.calls.clients import RedirectRefused
 
     http, _ = http_stack()
     try:

@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from gen import stopping
 from gen.errors import GenError
-from gen.llm.lanes import Lane, LaneCancelled
+from gen.llm.accounts.lanes import Lane, LaneCancelled
 
 __all__ = ["LoopThread", "WorkerPool", "frozen_heap"]
 

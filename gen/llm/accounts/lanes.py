@@ -22,7 +22,7 @@ a stop
     in the same batch, and a cache that may hold more replies (which a resumed run uses).
 
 the endpoint's slots
-    Requests waiting for a slot are let through in the order of their lane (:data:`gen.llm.limiter.PRIORITY`,
+    Requests waiting for a slot are let through in the order of their lane (:data:`gen.llm.calls.limiter.PRIORITY`,
     set from ``Lane.order``), so the oldest batch goes at full speed and finishes first, and the next one fills
     the slots it leaves: the batch after is prepared while the newer one runs, instead of all batches in flight
     ending together and the endpoint waiting for the next ones to be prepared.
@@ -42,7 +42,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from gen.llm.limiter import PRIORITY
+from gen.llm.calls.limiter import PRIORITY
 
 __all__ = ["Lane", "LaneCancelled", "Lanes", "Tally", "covered_seconds"]
 
@@ -55,8 +55,8 @@ class LaneCancelled(BaseException):
 @dataclass
 class Tally:
     """A step's items and their fates: ok (in the output) or rejected (not, whatever the reason), with the
-    reject kinds. The one count of rejects every report reads (gen.llm.accounting.Accounts.report) and the
-    reject limit judges (gen.llm.accounting.past_limit)."""
+    reject kinds. The one count of rejects every report reads (gen.llm.accounts.counts.Accounts.report) and the
+    reject limit judges (gen.llm.accounts.counts.past_limit)."""
 
     items: int = 0
     ok: int = 0

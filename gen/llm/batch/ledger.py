@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gen.llm.cache import connect
+from gen.llm.cache.file import connect
 
 __all__ = ["ABANDONED", "TERMINAL", "BatchRow", "Ledger"]
 

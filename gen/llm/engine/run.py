@@ -9,17 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.llm.accounting import StepStats, is_reject, past_limit
-from gen.llm.cache import Cache, CachedReply, cache_key
-from gen.llm.endpoint import Endpoint, find_endpoint
-from gen.llm.lanes import Tally
-from gen.llm.plan import PlanBuilder, format_messages
-from gen.llm.probe import CANDIDATES
-from gen.llm.progress import StepCounters
-from gen.llm.request import build_request
-from gen.llm.structured import response_format_for
+from gen.llm.accounts.counts import StepStats, is_reject, past_limit
+from gen.llm.accounts.lanes import Tally
+from gen.llm.accounts.plan import PlanBuilder, format_messages
+from gen.llm.accounts.progress import StepCounters
+from gen.llm.cache.store import Cache, CachedReply, cache_key
+from gen.llm.calls.endpoint import Endpoint, find_endpoint
+from gen.llm.calls.request import build_request
+from gen.llm.engine.workers import WorkerPool
+from gen.llm.structured import CANDIDATES, response_format_for
 from gen.llm.task import Outcome, Task, normalize_messages
-from gen.llm.workers import WorkerPool
 
 
 class NotCached(Exception):
@@ -76,6 +75,9 @@ class Prepared:
         )
 
 
+Misses = dict[str, tuple[Prepared, dict]]  # a batch round's calls not answered yet: cache key -> (call, body)
+
+
 @dataclass
 class StepRun:
     """One ``run_step`` (or ``plan``) call in progress."""
@@ -86,7 +88,7 @@ class StepRun:
     prefetched: dict[str, CachedReply]
     plan: PlanBuilder | None = None
     max_reject_rate: float | None = None  # over the step's items so far: `before` and this lane's `tally`
-    tally: Tally = field(default_factory=Tally)  # the items' fates, in this lane (gen.llm.lanes)
+    tally: Tally = field(default_factory=Tally)  # the items' fates, in this lane (gen.llm.accounts.lanes)
     before: Tally = field(default_factory=Tally)  # the same step's items in the lanes merged before
     caller_decides: bool = False  # the tasks are calls for items a checked step decides (gen.llm.step)
     mark: int | None = None  # the cache's writes when the step read its keys (Cache.recent)
@@ -94,7 +96,7 @@ class StepRun:
     counters: StepCounters = field(init=False)
     pool: WorkerPool[Prepared] | None = None
     # a batch round's look-ahead: the calls of batched endpoints not answered yet (cache key -> what to send)
-    misses: dict[str, tuple[Prepared, dict]] | None = None
+    misses: Misses | None = None
 
     def __post_init__(self) -> None:
         self.outcomes = [None] * len(self.prepared)

@@ -4,9 +4,9 @@ At a few hundred requests in flight, the openai client's work per request (about
 the request, the HTTP exchange, reading the reply) takes most of the engine's event-loop thread, and in one
 process it shares the interpreter lock with the run's products. With ``request_processes: N`` (RunSettings;
 ``gen run --request-processes N``) the engine hands each request to one of N worker processes instead, each an
-event loop with the real openai client (:func:`gen.llm.request.send_once`, unchanged), and gets back the
+event loop with the real openai client (:func:`gen.llm.calls.request.send_once`, unchanged), and gets back the
 :class:`Answer` or :class:`Failure` it made. Everything else stays in the engine's process: the limits and the
-429 pause (gen/llm/limiter.py), retries and the breaker, the cache and the accounting, so what a run sends, what
+429 pause (gen/llm/calls/limiter.py), retries and the breaker, the cache and the accounting, so what a run sends, what
 it caches and what it writes are the same.
 
 The processes start with the engine of a run that may send requests (not a plan, not ``--offline``), so they load
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gen import stopping
-from gen.llm.request import Answer, Failure
+from gen.llm.calls.request import Answer, Failure
 
 __all__ = ["Senders", "senders"]
 
@@ -122,7 +122,7 @@ class _Worker:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "gen.llm.senders",
+            "gen.llm.calls.senders",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=READ_LIMIT,
@@ -190,8 +190,8 @@ class _Worker:
 
 async def serve() -> None:
     """Answer requests from stdin until it closes (then every request still in flight is cancelled)."""
-    from gen.llm.clients import openai_client  # loaded before the first request comes (the process starts early)
-    from gen.llm.request import send_once
+    from gen.llm.calls.clients import openai_client  # loaded before the first request comes (the process starts early)
+    from gen.llm.calls.request import send_once
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT)

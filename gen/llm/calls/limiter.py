@@ -2,7 +2,7 @@
 
 * :class:`Slots` — the concurrency limit. It adapts: a 429 halves the number of usable slots (at most once
   per second), and each success adds back ``1/limit`` of a slot, up to ``max_concurrency``. Waiting requests
-  get a free slot in order of :data:`PRIORITY`, then of arrival: of two batches in flight (gen.llm.lanes),
+  get a free slot in order of :data:`PRIORITY`, then of arrival: of two batches in flight (gen.llm.accounts.lanes),
   the older one goes at full speed and the newer fills the slots it leaves, so the older finishes first and
   the batch after it is prepared while the newer one runs.
 * :class:`TokenBucket` — requests-per-minute and tokens-per-minute limits, refilled continuously with one

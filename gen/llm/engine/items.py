@@ -9,12 +9,12 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 
-from gen.llm.attempts import Attempts, CallFailed
-from gen.llm.batching import Batching
-from gen.llm.cache import Cache, CachedReply
-from gen.llm.endpoint import KeyScrubber
-from gen.llm.request import Answer, body_messages
-from gen.llm.step_run import NotCached, Prepared, Reply, StepRun
+from gen.llm.cache.store import Cache, CachedReply
+from gen.llm.calls.attempts import Attempts, CallFailed
+from gen.llm.calls.endpoint import KeyScrubber
+from gen.llm.calls.request import Answer, body_messages
+from gen.llm.engine.batching import Batching
+from gen.llm.engine.run import NotCached, Prepared, Reply, StepRun
 from gen.llm.structured import ParseFailure, correction_message, parse_reply
 from gen.llm.task import Outcome, estimate_input_tokens
 

@@ -17,11 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gen.llm.config import EndpointConfig
+from gen.llm.config import DEFAULT_OUTPUT_TOKENS, EndpointConfig
 
-__all__ = ["DEFAULT_OUTPUT_TOKENS", "PlanBuilder", "StepPlan", "format_messages"]
+__all__ = ["PlanBuilder", "StepPlan", "format_messages"]
 
-DEFAULT_OUTPUT_TOKENS = 256
 LINE_OVERHEAD_BYTES = 300  # a batch request line's JSON besides the messages (custom_id, url, parameters)
 
 

@@ -26,7 +26,7 @@ import httpx2
 import openai
 from openai import DefaultAioHttpClient
 
-from gen.llm.transport import DecodedLimit, LeanTransport
+from gen.llm.calls.transport import DecodedLimit, LeanTransport
 
 __all__ = ["LeanClient", "RedirectRefused", "openai_client", "redirect_in"]
 
@@ -73,8 +73,8 @@ def redirect_in(exc: BaseException) -> RedirectRefused | None:
 
 class LeanClient(DefaultAioHttpClient):
     """openai's aiohttp client (its defaults, and its transport for proxies) with gen's
-    :class:`~gen.llm.transport.LeanTransport` for direct connections; every redirect refused and every reply's
-    decoded size bounded (:class:`~gen.llm.transport.DecodedLimit`), whoever makes one."""
+    :class:`~gen.llm.calls.transport.LeanTransport` for direct connections; every redirect refused and every reply's
+    decoded size bounded (:class:`~gen.llm.calls.transport.DecodedLimit`), whoever makes one."""
 
     def __init__(self, **kwargs: Any) -> None:
         hooks = dict(kwargs.pop("event_hooks", None) or {})

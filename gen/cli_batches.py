@@ -1,9 +1,9 @@
 """The `gen batches` commands (registered in gen/cli.py): the Batch API batches an LLM cache sent, cancelling one
-and forgetting one. Heavy imports happen inside the functions."""
+and forgetting one. What they do and say is gen/llm/batch/commands.py; here only arguments and printing (typer
+stays out of gen/llm). Heavy imports happen inside the functions."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
@@ -25,19 +25,14 @@ def batches(ctx: typer.Context, cache_dir: Path | None = CACHE_DIR) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from gen.llm.batch import known_batches
+    from gen.llm.batch.commands import batch_table, known_batches
 
     rows = known_batches(cache_dir)
     if not rows:
         typer.echo("this cache has sent no batch")
         return
-    typer.echo(f"{'batch':<34} {'endpoint':<12} {'step':<28} {'status':<11} {'done':>13} {'failed':>7} {'age':>7}")
-    for row in rows:
-        age = (time.time() - row.created) / 3600
-        done = f"{row.completed:,}/{row.requests:,}"
-        typer.echo(
-            f"{row.id:<34} {row.endpoint:<12} {row.step:<28} {row.status:<11} {done:>13} {row.failed:>7,} {age:>6.1f}h"
-        )
+    for line in batch_table(rows):
+        typer.echo(line)
 
 
 @batches_app.command("cancel")
@@ -48,7 +43,7 @@ def batches_cancel(
 
     Example: gen batches cancel batch_abc123
     """
-    from gen.llm.batch import cancel_batch
+    from gen.llm.batch.commands import cancel_batch
 
     status = cancel_batch(cache_dir, batch_id)
     err.print(f"batch {batch_id}: {status}")
@@ -63,12 +58,10 @@ def batches_forget(
 
     Example: gen batches forget batch_abc123
     """
-    from gen.llm.batch import forget_batch
-    from gen.llm.batch_ledger import ABANDONED, TERMINAL
+    from gen.llm.batch.commands import forget_batch, forget_warning
 
     row = forget_batch(cache_dir, batch_id)
     err.print(f"batch {batch_id} forgotten: the next run sends its requests that have no reply in the cache again")
-    if row.status not in TERMINAL | {ABANDONED}:
-        err.print(
-            f"it was {row.status} when last polled: the endpoint may still run it, and gen can no longer cancel it"
-        )
+    warning = forget_warning(row)
+    if warning is not None:
+        err.print(warning)

@@ -1,6 +1,6 @@
 """The retry loop of one call: attempts through the endpoint's flow control until a completion comes back,
-within the call's budget (attempts and seconds) and the endpoint's breaker (gen/llm/giveup.py), with backoff
-and pauses as gen/llm/request.py and gen/llm/limiter.py decide."""
+within the call's budget (attempts and seconds) and the endpoint's breaker (gen/llm/calls/giveup.py), with backoff
+and pauses as gen/llm/calls/request.py and gen/llm/calls/limiter.py decide."""
 
 from __future__ import annotations
 
@@ -8,19 +8,17 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from gen.errors import Stopped
-from gen.llm.accounting import StepStats
-from gen.llm.endpoint import Endpoint, KeyScrubber
-from gen.llm.giveup import Budget
-from gen.llm.plan import DEFAULT_OUTPUT_TOKENS
-from gen.llm.progress import StepCounters
-from gen.llm.request import Answer, Failure, RetryPolicy, body_messages, send_once
-from gen.llm.senders import Senders
+from gen.llm.calls.endpoint import Endpoint, KeyScrubber
+from gen.llm.calls.giveup import Budget
+from gen.llm.calls.request import Answer, Failure, RetryPolicy, body_messages, send_once
+from gen.llm.calls.senders import Senders
+from gen.llm.config import DEFAULT_OUTPUT_TOKENS
 from gen.llm.task import estimate_input_tokens
-from gen.llm.workers import WorkerPool
 
 log = logging.getLogger("gen.llm")
 
@@ -43,20 +41,46 @@ class GiveUp(Exception):
         self.endpoint, self.stop = endpoint, stop
 
 
+class CallCounts(Protocol):
+    """The counts a call's attempts add to (the step's :class:`gen.llm.accounts.counts.StepStats`)."""
+
+    requests: int
+    calls_failed: int
+    errors: Counter[str]
+
+
+class RequestMeter(Protocol):
+    """The live line's request and token rates (:class:`gen.llm.accounts.progress.StepCounters`)."""
+
+    def note_request(self, tokens: int) -> None: ...
+
+
+class Lender(Protocol):
+    """A worker pool that lends a waiting worker's place to another (:class:`gen.llm.engine.workers.WorkerPool`)."""
+
+    async def back_off(self, seconds: float) -> None: ...
+
+
 class Run(Protocol):
     """What a call's attempts count into: the step's stats and progress counters, and the worker pool that
-    lends a backing-off worker's place to another."""
+    lends a backing-off worker's place to another. Named here, as the three things a retry loop touches, so one
+    HTTP call (this package) knows nothing of the engine that counts and schedules it (gen.llm.engine)."""
 
-    stats: StepStats
-    counters: StepCounters
-    pool: WorkerPool[Any] | None
+    @property
+    def stats(self) -> CallCounts: ...
+
+    @property
+    def counters(self) -> RequestMeter: ...
+
+    @property
+    def pool(self) -> Lender | None: ...
 
 
 @dataclass
 class Attempts:
     retry: RetryPolicy
     keys: KeyScrubber
-    senders: Senders | None = None  # request processes (gen.llm.senders), or none: requests go from this loop
+    senders: Senders | None = None  # request processes (gen.llm.calls.senders), or none: requests go from this loop
 
     async def answer(self, run: Run, ep: Endpoint, body: dict, *, probing: bool = False) -> tuple[Answer, int]:
         """Attempts until a completion comes back; else :class:`CallFailed` (the call is given up or refused)

@@ -21,7 +21,7 @@ A product author writes a prompt template and a parser; the engine does the rest
 ``Engine(endpoints, settings=None, *, cache=None, plan_only=False)``
     ``endpoints``: the recipe's ``llm:`` mapping (name -> :class:`EndpointConfig` or dict);
     ``settings``: :class:`RunSettings` (limit overrides, cache folder, ``offline``, progress mode, request
-    processes: :mod:`gen.llm.senders`);
+    processes: :mod:`gen.llm.calls.senders`);
     ``cache``: a :class:`Cache` (default: opened at ``settings.cache_path()``);
     ``plan_only``: make no calls; ``run_step`` returns what the cache holds and records a plan.
 ``engine.run_step(step, tasks, *, max_reject_rate=0.2, reject_option=None, items_of=None) -> list[Outcome]``
@@ -29,12 +29,12 @@ A product author writes a prompt template and a parser; the engine does the rest
     does not parse get one correction round; items that still fail (or whose requests failed within their
     budget, or were refused, or whose reply was truncated) come back ``ok=False`` and are appended to
     ``engine.rejects``. If more than ``max_reject_rate`` of the step's items (over every call with that step
-    name) are rejected, or an endpoint is given up on (:mod:`gen.llm.giveup`), the step stops with
+    name) are rejected, or an endpoint is given up on (:mod:`gen.llm.calls.giveup`), the step stops with
     :class:`gen.errors.Stopped`: every item not finished is then in ``engine.rejects`` as ``given_up``, every
     completed call is in the cache, and ``engine.report()`` still works. ``reject_option``: where the user
     sets the rate (for the message). ``items_of``: the tasks are calls for the items of a checked step
     (:mod:`gen.llm.step`), which registers them (``engine.add_items``) and reports their fates
-    (``engine.decide``); the items' counts and the reject limit are then that step's (gen.llm.accounting).
+    (``engine.decide``); the items' counts and the reject limit are then that step's (gen.llm.accounts.counts).
 ``engine.plan(step, tasks) -> StepPlan``: calls needed, calls cached, projected tokens and cost; no network.
 ``engine.preview(tasks) -> str``: the prompts exactly as they would be sent, with their cache status.
 ``engine.rejects``: list of dicts ``{step, item_id, sample, endpoint, kind, reason, raw_text}``.
@@ -42,22 +42,22 @@ A product author writes a prompt template and a parser; the engine does the rest
     cost, errors by type; plus endpoints (data parameters only), cache path, mode, plans. For run.json.
 ``engine.close()`` (or ``with Engine(...) as engine:``): finishes cache writes, closes connections.
 ``with engine.lane(lane):`` / ``engine.merge(lane)``: steps run from several threads at once, each thread's in
-    its own :class:`gen.llm.lanes.Lane` (rejects, reject limit), merged in order (:mod:`gen.llm.lanes`).
+    its own :class:`gen.llm.accounts.lanes.Lane` (rejects, reject limit), merged in order.
 
 Behaviour: one concurrency limit, requests/tokens-per-minute buckets and 429 pause per endpoint,
-shared by all steps (:mod:`gen.llm.limiter`); retries and backoff as in :mod:`gen.llm.request`, within each
-call's budget and the endpoint's breaker (:mod:`gen.llm.giveup`); ``structured_output: auto`` resolved by a
-probe on an endpoint's first use, or from the cache (:mod:`gen.llm.probe`); a content-addressed SQLite cache
-(:mod:`gen.llm.cache`; errors and truncated replies never stored) so a re-run makes no calls and an
+shared by all steps (:mod:`gen.llm.calls.limiter`); retries and backoff as in :mod:`gen.llm.calls.request`, within each
+call's budget and the endpoint's breaker (:mod:`gen.llm.calls.giveup`); ``structured_output: auto`` resolved by a
+probe on an endpoint's first use, or from the cache (:mod:`gen.llm.probes.mode`); a content-addressed SQLite cache
+(:mod:`gen.llm.cache.store`; errors and truncated replies never stored) so a re-run makes no calls and an
 interrupted run resumes; ``offline`` turns the first cache miss into a GenError naming the step and item;
-endpoints in ``mode: batch`` (or a run writing batch files) answer through :mod:`gen.llm.batching` first.
+endpoints in ``mode: batch`` (or a run writing batch files) answer through :mod:`gen.llm.engine.batching` first.
 API keys are read from the environment only when a request must be sent, and are scrubbed from every reply,
-reason, log line and error message (:mod:`gen.llm.endpoint`).
+reason, log line and error message (:mod:`gen.llm.calls.endpoint`).
 
 This module schedules a step's items and counts them. One item's way through cache, batch, request and
-correction round is :mod:`gen.llm.item_path`; preparing tasks is :mod:`gen.llm.step_run`, a call's retry loop
-:mod:`gen.llm.attempts`, the probe :mod:`gen.llm.probing`, counting :mod:`gen.llm.accounting`, the display
-:mod:`gen.llm.progress`.
+correction round is :mod:`gen.llm.engine.items`; preparing tasks is :mod:`gen.llm.engine.run`, the batch rounds
+:mod:`gen.llm.engine.batching`, a call's retry loop :mod:`gen.llm.calls.attempts`, the probe
+:mod:`gen.llm.probes.mode`, counting :mod:`gen.llm.accounts.counts`, the display :mod:`gen.llm.accounts.progress`.
 """
 
 from __future__ import annotations
@@ -68,30 +68,31 @@ import functools
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, cast
 
 from gen.errors import Stopped
-from gen.llm.accounting import Accounts, StepStats, error_summary, past_limit, too_many_rejects
-from gen.llm.attempts import Attempts, GiveUp
-from gen.llm.batching import Batching
-from gen.llm.cache import Cache
+from gen.llm.accounts.counts import Accounts, StepStats, error_summary, past_limit, too_many_rejects
+from gen.llm.accounts.lanes import Lane, Lanes, Tally
+from gen.llm.accounts.plan import PlanBuilder, StepPlan
+from gen.llm.accounts.progress import Reporter, items_line, make_reporter, showing
+from gen.llm.cache.store import Cache
+from gen.llm.calls.attempts import Attempts, GiveUp
+from gen.llm.calls.endpoint import Endpoint, KeyScrubber, load_endpoints
+from gen.llm.calls.request import RetryPolicy
+from gen.llm.calls.senders import senders
 from gen.llm.config import EndpointConfig, RunSettings
-from gen.llm.endpoint import Endpoint, KeyScrubber, load_endpoints
-from gen.llm.features import EndpointProbe, probe_endpoints
-from gen.llm.item_path import ItemPath
-from gen.llm.lanes import Lane, Lanes, Tally
-from gen.llm.plan import PlanBuilder, StepPlan
-from gen.llm.probe import PROBE_STEP, ModeChoice
-from gen.llm.probing import Modes, find_mode
-from gen.llm.progress import Reporter, items_line, make_reporter, showing
-from gen.llm.request import RetryPolicy, build_request, http_stack
-from gen.llm.senders import senders
-from gen.llm.step_run import Prepared, StepRun, TooManyRejects, prepare, preview
+from gen.llm.engine.batching import Batching
+from gen.llm.engine.items import ItemPath
+from gen.llm.engine.run import Misses, Prepared, StepRun, TooManyRejects, prepare, preview
+from gen.llm.engine.workers import LoopThread, WorkerPool
+from gen.llm.probes.features import EndpointProbe, probe_endpoints
+from gen.llm.probes.mode import PROBE_STEP, Modes, ProbeRun, find_mode
+from gen.llm.structured import ModeChoice
 from gen.llm.task import Outcome, Task
-from gen.llm.workers import LoopThread, WorkerPool
 
-__all__ = ["Engine", "build_request", "http_stack"]  # the last two stay importable from here
+__all__ = ["Engine"]
 
 log = logging.getLogger("gen.llm")
 
@@ -134,7 +135,7 @@ class Engine:
         self._items = ItemPath(self.cache, self._batches, self._attempts, self._keys, self.offline, templates_dir)
         processes = self._attempts.senders
         if processes is not None and not (plan_only or self.offline or self.batch_mode):
-            asyncio.run_coroutine_threadsafe(processes.start(), self._loop().loop)  # why now: gen.llm.senders
+            asyncio.run_coroutine_threadsafe(processes.start(), self._loop().loop)  # why now: gen.llm.calls.senders
 
     # -- public ---------------------------------------------------------------------------------------
     @property
@@ -191,7 +192,7 @@ class Engine:
             for p in (p for p in prepared if p.key not in prefetched):
                 raise p.offline_error(step, self.cache.path)
         if not self.plan_only and any(self._batches.batched(p.endpoint) for p in prepared):
-            self._batches.settle(step, prepared, stats, self._loop().run, self._run_async)
+            self._settle_batches(step, prepared, stats)
             prefetched = self.cache.get_many(p.key for p in prepared)
         rate = None if self.plan_only else max_reject_rate
         run = StepRun(step, prepared, stats, prefetched, PlanBuilder(step) if self.plan_only else None, rate, tally)
@@ -277,7 +278,7 @@ class Engine:
 
     def probe(self, needs: Mapping[str, Mapping[str, list[str]]]) -> list[EndpointProbe]:
         """`gen validate --probe`: small real requests showing whether each endpoint in `needs` (endpoint ->
-        feature -> the steps needing it) answers and has those features (gen/llm/features.py). Nothing is cached
+        feature -> the steps needing it) answers and has those features (gen/llm/probes/features.py). Nothing is cached
         or counted in the report, and the run's endpoints are left as they were."""
         return self._loop().run(probe_endpoints(self._attempts, self.endpoints, needs))
 
@@ -314,10 +315,28 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- batches (gen.llm.engine.batching) ------------------------------------------------------------------
+    def _settle_batches(self, step: str, prepared: list[Prepared], stats: StepStats) -> None:
+        """Batch rounds until every call of the step's batched endpoints is answered or given up; with
+        --batch-export, the first round's calls are written as files instead and the run stops."""
+        tries: Counter[str] = Counter()
+        while misses := self._missing(step, prepared):
+            if self.settings.batch_export is not None:
+                raise self._batches.export(step, misses)
+            self._loop().run(self._batches.round(step, misses, stats, tries))
+            self.cache.flush()
+
+    def _missing(self, step: str, prepared: list[Prepared]) -> Misses:
+        """The calls of batched endpoints still unanswered: the step walked without sending, as a plan is."""
+        look = StepRun(step, prepared, StepStats(), self.cache.get_many(p.key for p in prepared), misses={})
+        self._loop().run(self._run_async(look, None))
+        assert look.misses is not None
+        return look.misses
+
     # -- structured_output: auto ---------------------------------------------------------------------
     def _resolve_modes(self, tasks: Sequence[Task], lane: Lane | None) -> None:
         def probe(ep: Endpoint) -> ModeChoice:
-            run = StepRun(PROBE_STEP, [], self._accounts.step(PROBE_STEP), {})
+            run = ProbeRun(self._accounts.step(PROBE_STEP))
             # in the step's lane: a stop cancels the probe as it cancels the step (it would wait out the request)
             return self._loop().run(find_mode(self._attempts, ep, run), lane)
 
@@ -356,7 +375,7 @@ class Engine:
             return None
         return self._reporter or make_reporter(self.settings.progress, self.settings.progress_interval_s)
 
-    # -- lanes: batches in flight together (gen.llm.lanes) ---------------------------------------------
+    # -- lanes: batches in flight together (gen.llm.accounts.lanes) ---------------------------------------------
     def lane(self, lane: Lane) -> contextlib.AbstractContextManager[Lane]:
         """The steps this thread runs inside the block belong to `lane`."""
         return self._lanes.entered(lane)
