@@ -47,7 +47,6 @@ UNNAMED_MODULES = {
     "gen.products.counterfactual": "written before the rule",
     "gen.products.persona": "written before the rule",
     "gen.products.quality": "written before the rule",
-    "gen.products.reasoning": "written before the rule",
     "gen.products.temporal": "written before the rule",
     "gen.products.time_content": "written before the rule",
     "gen.run": "written before the rule",
