@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import fcntl
 import io
-import multiprocessing
 import os
 import re
 import select
@@ -93,14 +92,28 @@ def test_the_llm_lines_follow_the_rule_and_an_explicit_mode_is_kept(enabled):
     assert [progress.llm_mode(mode, Terminal()) for mode in ("live", "plain", "off")] == ["live", "plain", "off"]
 
 
-def llm_mode_in_worker() -> str:
+FORKED_WORKER = """
+import multiprocessing
+from gen import progress
+from tests.test_progress import Terminal
+
+def llm_mode_in_worker():
     return progress.llm_mode("auto", Terminal())
 
-
-def test_a_forked_worker_never_draws(enabled):
+if __name__ == "__main__":
+    progress.enable()
     with multiprocessing.get_context("fork").Pool(1) as pool:
-        assert pool.apply(llm_mode_in_worker) == "off"
-    assert llm_mode_in_worker() == "live"  # the same call in the process that asked
+        print(pool.apply(llm_mode_in_worker), llm_mode_in_worker())
+"""
+
+
+def test_a_forked_worker_never_draws():
+    # In a fresh interpreter: forking the test process itself, whose other tests leave threads behind, can
+    # deadlock the child on a lock one of them held
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", FORKED_WORKER], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["off", "live"]  # the worker draws nothing; the process that asked would
 
 
 # --- under a pseudo-terminal -----------------------------------------------------------------------------
