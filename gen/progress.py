@@ -144,6 +144,29 @@ class _Display:
                 progress.stop()  # erases the display, shows the cursor
 
 
+# A fork (the run's worker pool) while the display's thread is writing would give the child a lock held by a
+# thread it does not have: a worker that then writes a warning would wait forever. So no fork happens while the
+# display writes: the forking thread holds the display's locks (rich's Live and Console locks, re-entrant) for
+# the instant of the fork, in the parent and (as their owner) in the child.
+_held_for_fork: list[Any] = []
+
+
+def _hold_for_fork() -> None:
+    progress = _Display.progress
+    if progress is not None:
+        for lock in (progress.live._lock, progress.console._lock):
+            lock.acquire()
+            _held_for_fork.append(lock)
+
+
+def _release_after_fork() -> None:
+    while _held_for_fork:
+        _held_for_fork.pop().release()
+
+
+os.register_at_fork(before=_hold_for_fork, after_in_parent=_release_after_fork, after_in_child=_release_after_fork)
+
+
 def _new_progress() -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn

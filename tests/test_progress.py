@@ -259,3 +259,38 @@ def test_a_stop_leaves_the_terminal_clean(tmp_path):
     assert_left_clean(text)
     last = text[text.rindex(SHOW_CURSOR) :]
     assert "stopped: interrupted (SIGTERM)" in last  # the message comes after the display is gone
+
+
+FORK_WHILE_DRAWING = """
+import os, threading, time
+from gen import progress
+from tests.test_progress import Terminal
+
+progress.enable()
+progress._real_stderr = lambda: Terminal()  # a terminal, so the display is drawn and its thread runs
+with progress.task("drawing", 10) as bar:
+    display = progress._Display.progress
+    drawing = threading.Event()
+
+    def draw():  # the display's thread, caught in the middle of a refresh
+        with display.live._lock:
+            drawing.set()
+            time.sleep(0.5)
+
+    threading.Thread(target=draw).start()
+    drawing.wait()
+    pid = os.fork()  # waits for the refresh to end
+    if pid == 0:
+        os._exit(0 if display.live._lock.acquire(timeout=3) else 3)  # else the lock of a thread the child lacks
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status), display.live._lock.acquire(timeout=3))
+"""
+
+
+def test_a_fork_waits_for_the_display_to_finish_drawing_so_the_child_gets_its_locks_free():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_WHILE_DRAWING], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True"]
