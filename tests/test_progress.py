@@ -92,6 +92,14 @@ def test_the_llm_lines_follow_the_rule_and_an_explicit_mode_is_kept(enabled):
     assert [progress.llm_mode(mode, Terminal()) for mode in ("live", "plain", "off")] == ["live", "plain", "off"]
 
 
+def python_says(script: str) -> list[str]:
+    """The words a script prints, run by a fresh interpreter with this checkout's gen."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 FORKED_WORKER = """
 import multiprocessing
 from gen import progress
@@ -110,10 +118,7 @@ if __name__ == "__main__":
 def test_a_forked_worker_never_draws():
     # In a fresh interpreter: forking the test process itself, whose other tests leave threads behind, can
     # deadlock the child on a lock one of them held
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", FORKED_WORKER], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["off", "live"]  # the worker draws nothing; the process that asked would
+    assert python_says(FORKED_WORKER) == ["off", "live"]  # the worker draws nothing; the process that asked would
 
 
 # --- under a pseudo-terminal -----------------------------------------------------------------------------
