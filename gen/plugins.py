@@ -19,8 +19,9 @@ order never depends on how the environment was installed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
+from typing import TypeVar, cast
 
 from gen.about import DISTRIBUTION
 from gen.errors import GenError
@@ -79,3 +80,28 @@ def load(group: str, name: str) -> object:
     for _, found in loaded(group, only=name):
         return found
     raise GenError(f"no {group} entry point named {name!r}", field=group)
+
+
+T = TypeVar("T")
+
+
+def registered(
+    group: str, kind: str, expected: str, accepts: Callable[[object], bool], name_of: Callable[[T], str] | None
+) -> dict[str, T]:
+    """Every object the group's entry points name (an entry point may name a tuple of them), by name: its own
+    (`name_of`), or else its entry point's. One that is not a `kind` (`accepts` says), or a second of a name
+    already taken, is one error naming the entry point."""
+    found: dict[str, T] = {}
+    for ep, named in loaded(group):
+        where = f"entry point {ep.name!r} of {distribution(ep)}"
+        for item in named if isinstance(named, tuple) else (named,):
+            if not accepts(item):
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise GenError(
+                    f"{ep.value} holds {item!r:.80}, not {article} {kind}", record=where, field=group, expected=expected
+                )
+            name = name_of(cast(T, item)) if name_of is not None else ep.name
+            if name in found:
+                raise GenError(f"a second {kind} named {name!r}", record=where, field=group)
+            found[name] = cast(T, item)
+    return found

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gen.errors import GenError
-from gen.plugins import PRODUCTS, distribution, loaded
+from gen.plugins import PRODUCTS, registered
 from gen.products.base import ConfigSpec, Needs, Product
 from gen.recipe import Recipe, load_recipe
 from gen.validation import validate_model
@@ -22,21 +22,13 @@ from gen.validation import validate_model
 
 def discover() -> dict[str, type[Product]]:
     """Every installed product, in entry point order (within one, in its tuple's order)."""
-    found: dict[str, type[Product]] = {}
-    for ep, named in loaded(PRODUCTS):
-        where = f"entry point {ep.name!r} of {distribution(ep)}"
-        for cls in named if isinstance(named, tuple) else (named,):
-            if not (isinstance(cls, type) and issubclass(cls, Product)):
-                raise GenError(
-                    f"{ep.value} holds {cls!r}, not a product",
-                    record=where,
-                    field=PRODUCTS,
-                    expected="a subclass of gen.products.base.Product, or a tuple of them",
-                )
-            if cls.name in found:
-                raise GenError(f"a second product named {cls.name!r}", record=where, field=PRODUCTS)
-            found[cls.name] = cls
-    return found
+    return registered(
+        PRODUCTS,
+        "product",
+        "a subclass of gen.products.base.Product, or a tuple of them",
+        lambda item: isinstance(item, type) and issubclass(item, Product),
+        lambda item: item.name,
+    )
 
 
 class Registry(MutableMapping[str, type[Product]]):

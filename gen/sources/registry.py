@@ -16,8 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gen.conversation import Conversation
-from gen.errors import GenError
-from gen.plugins import SOURCES, distribution, loaded
+from gen.plugins import SOURCES, registered
 from gen.recipe import SourceSpec
 from gen.sources._io import numbered_records
 from gen.validation import InputModel, validate_model
@@ -48,20 +47,9 @@ class SourceFormat:
 
 
 def discover() -> dict[str, SourceFormat]:
-    found: dict[str, SourceFormat] = {}
-    for ep, named in loaded(SOURCES):
-        where = f"entry point {ep.name!r} of {distribution(ep)}"
-        if not isinstance(named, SourceFormat):
-            raise GenError(
-                f"{ep.value} holds {type(named).__name__}, not a source format",
-                record=where,
-                field=SOURCES,
-                expected="a gen.sources.registry.SourceFormat",
-            )
-        if ep.name in found:
-            raise GenError(f"a second source format named {ep.name!r}", record=where, field=SOURCES)
-        found[ep.name] = named
-    return found
+    # the entry point's name is the format's (a SourceFormat has none of its own)
+    expected = "a gen.sources.registry.SourceFormat"
+    return registered(SOURCES, "source format", expected, lambda item: isinstance(item, SourceFormat), None)
 
 
 _FORMATS: dict[str, SourceFormat] = {}

@@ -25,10 +25,11 @@ from typing import Any
 
 import orjson
 
+from gen import plugins
 from gen.errors import GenError
 from gen.export.harness.questions import ExportQuestion
 from gen.export.harness.source import Source
-from gen.plugins import EXPORTS, distribution, loaded
+from gen.plugins import EXPORTS
 
 
 @dataclass(frozen=True)
@@ -106,21 +107,13 @@ def write_json_list(path: Path, items: Iterable[dict[str, Any]]) -> None:
 @functools.cache
 def registered() -> dict[str, ExportFormat]:
     """Every installed format, in entry point order (gen's first), read once per process."""
-    found: dict[str, ExportFormat] = {}
-    for ep, named in loaded(EXPORTS):
-        where = f"entry point {ep.name!r} of {distribution(ep)}"
-        for item in named if isinstance(named, tuple) else (named,):
-            if not isinstance(item, ExportFormat):
-                raise GenError(
-                    f"{ep.value} holds {item!r:.80}, not an export format",
-                    record=where,
-                    field=EXPORTS,
-                    expected="a gen.export.harness.formats.ExportFormat, or a tuple of them",
-                )
-            if item.name in found:
-                raise GenError(f"a second export format named {item.name!r}", record=where, field=EXPORTS)
-            found[item.name] = item
-    return found
+    return plugins.registered(
+        EXPORTS,
+        "export format",
+        "a gen.export.harness.formats.ExportFormat, or a tuple of them",
+        lambda item: isinstance(item, ExportFormat),
+        lambda item: item.name,
+    )
 
 
 def find(name: str, *, reading: bool = False) -> ExportFormat:
