@@ -105,22 +105,42 @@ def key_of(record: dict, name: str | None, where: str, origin: Any) -> str | Non
     return str(value).strip()
 
 
+def turns_of(record: Any, field: str, origin: Any, where: str, expected: str) -> list:
+    """The record's list of turns (`messages`, `conversations`), or one error naming the record."""
+    if not isinstance(record, dict):
+        raise GenError("a record is not a JSON object", file=origin, record=where, expected=expected)
+    listed = record.get(field)
+    if not isinstance(listed, list):
+        raise GenError(
+            "missing" if listed is None else f"got {type(listed).__name__}",
+            file=origin,
+            record=where,
+            field=field,
+            expected=expected,
+        )
+    return listed
+
+
+def speaker_of(message: dict, field: str, origin: Any, place: str, expected: str) -> str:
+    """A turn's speaker (its role), stripped, or one error naming the turn."""
+    role = message.get(field)
+    if not isinstance(role, str) or not role.strip():
+        raise GenError(
+            "missing" if role is None else f"got {role!r}"[:80],
+            file=origin,
+            record=place,
+            field=field,
+            expected=expected,
+        )
+    return role.strip()
+
+
 def parse_messages(records: Records, origin: Any, spec: SourceSpec, options: MessagesOptions) -> Iterator[Conversation]:
     time_of = TimeReader(spec.dayfirst, origin)
 
     def said() -> Iterator[Said]:
         for where, record in records:
-            if not isinstance(record, dict):
-                raise GenError("a record is not a JSON object", file=origin, record=where, expected=MESSAGES_EXPECTED)
-            listed = record.get("messages")
-            if not isinstance(listed, list):
-                raise GenError(
-                    "missing" if listed is None else f"got {type(listed).__name__}",
-                    file=origin,
-                    record=where,
-                    field="messages",
-                    expected=MESSAGES_EXPECTED,
-                )
+            listed = turns_of(record, "messages", origin, where, MESSAGES_EXPECTED)
             own = key_of(record, options.id, where, origin) or where
             conversation = key_of(record, options.group, where, origin) or own
             for number, message in enumerate(listed, start=1):
@@ -133,20 +153,12 @@ def parse_messages(records: Records, origin: Any, spec: SourceSpec, options: Mes
                         field="messages",
                         expected='{"role": ..., "content": ...}',
                     )
-                role = message.get("role")
-                if not isinstance(role, str) or not role.strip():
-                    raise GenError(
-                        "missing" if role is None else f"got {role!r}"[:80],
-                        file=origin,
-                        record=place,
-                        field="role",
-                        expected="a role such as user or assistant",
-                    )
+                role = speaker_of(message, "role", origin, place, "a role such as user or assistant")
                 text = text_of(message.get("content"), origin, place, "content")
-                if role.strip() in SKIPPED_ROLES or not text:
+                if role in SKIPPED_ROLES or not text:
                     continue
                 stamp = when(message.get(options.time_key), time_of, place, options.time_key)
-                yield Said(conversation, role.strip(), text, stamp, own, place)
+                yield Said(conversation, role, text, stamp, own, place)
 
     yield from conversations(said(), rules(origin, spec, "messages"))
 
@@ -154,34 +166,16 @@ def parse_messages(records: Records, origin: Any, spec: SourceSpec, options: Mes
 def parse_sharegpt(records: Records, origin: Any, spec: SourceSpec, options: Any) -> Iterator[Conversation]:
     def said() -> Iterator[Said]:
         for where, record in records:
-            if not isinstance(record, dict):
-                raise GenError("a record is not a JSON object", file=origin, record=where, expected=SHAREGPT_EXPECTED)
-            listed = record.get("conversations")
-            if not isinstance(listed, list):
-                raise GenError(
-                    "missing" if listed is None else f"got {type(listed).__name__}",
-                    file=origin,
-                    record=where,
-                    field="conversations",
-                    expected=SHAREGPT_EXPECTED,
-                )
+            listed = turns_of(record, "conversations", origin, where, SHAREGPT_EXPECTED)
             conversation = key_of(record, "id", where, origin) if "id" in record else where
             for number, message in enumerate(listed, start=1):
                 place = f"{where}, turn {number}"
                 message = message if isinstance(message, dict) else {}
-                role = message.get("from")
-                if not isinstance(role, str) or not role.strip():
-                    raise GenError(
-                        "missing" if role is None else f"got {role!r}"[:80],
-                        file=origin,
-                        record=place,
-                        field="from",
-                        expected="a speaker such as human or gpt",
-                    )
+                role = speaker_of(message, "from", origin, place, "a speaker such as human or gpt")
                 text = text_of(message.get("value"), origin, place, "value")
-                if role.strip() in SKIPPED_ROLES or not text:
+                if role in SKIPPED_ROLES or not text:
                     continue
-                yield Said(str(conversation), role.strip(), text, None, None, place)
+                yield Said(str(conversation), role, text, None, None, place)
 
     yield from conversations(said(), rules(origin, spec, "sharegpt"))
 
