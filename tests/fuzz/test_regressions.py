@@ -227,3 +227,43 @@ def test_a_run_ended_by_sigterm_during_llm_calls_leaves_no_staging_folder():
         timeout_s=90,
     )
     assert_promises_kept(execute(case))
+
+
+# -- people's own logs (tests/fuzz/own_logs.py) -----------------------------------------------------------------
+def own_case(format_name: str, source: bytes, what: str, command: tuple[str, ...] = RUN) -> Case:
+    base = bases.PERSONAL_BASES[format_name]
+    return Case("own_sources", command, base.files(source=source), names=(base.source_path.split("/")[-1],), what=what)
+
+
+def chat_log_with_first_time(stamp: str) -> bytes:
+    """The chat_logs base with its first message's time replaced."""
+    lines = bases.PERSONAL_BASES["chat_clock"].source.decode().splitlines()
+    first = json.loads(lines[0])
+    first["time"] = stamp
+    return "\n".join([json.dumps(first), *lines[1:]]).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("stamp", "what"),
+    [
+        ("2024-03-01 09:00 +9999", "own_sources | names | exit 1 | ValueError (offset not under 24 h) at utc_naive"),
+        ("2024-03-01T09:00:00+24:00", "the same, an ISO offset of a whole day"),
+        ("0001-01-01T00:30:00+01:00", "own_sources | names | exit 1 | OverflowError (before year 1 in UTC)"),
+        ("9999-12-31 23:30 -0100", "the same, after year 9999 in UTC"),
+    ],
+)
+def test_a_time_that_has_no_place_in_utc(stamp, what):
+    """The run stopped with "a bug in gen ... ValueError/OverflowError" and a crash file, not a message naming
+    the line and the field."""
+    outcome = execute_in_process(own_case("chat_clock", chat_log_with_first_time(stamp), what))
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "log.jsonl: line 1: time:" in outcome.stderr
+
+
+def test_a_time_with_a_zone_name_is_refused_not_read_as_local():
+    """own_sources: "09:00 EST" was read as 09:00 local time (five hours off), with dateutil's
+    UnknownTimezoneWarning and its source line printed on the terminal."""
+    outcome = execute_in_process(own_case("chat_clock", chat_log_with_first_time("2024-03-01 09:00 EST"), "EST"))
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "UnknownTimezoneWarning" not in outcome.stderr
+    assert "log.jsonl: line 1: time: the time '2024-03-01 09:00 EST' names a time zone" in outcome.stderr
