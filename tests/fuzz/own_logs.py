@@ -460,6 +460,11 @@ def own_recipe_cases(draw) -> Case:
 ANSWERS_FLAGS = st.sampled_from([(), ("--json", "out/scores.json"), ("--csv", "out/scores.csv")])
 
 
+def json_lines(tree: Any) -> bytes:
+    """A list as JSON lines; anything else (a mutation can replace the whole list) as one JSON text."""
+    return b"".join(to_json(line) + b"\n" for line in tree) if isinstance(tree, list) else to_json(tree)
+
+
 @st.composite
 def answers_cases(draw) -> Case:
     """`gen eval own --answers mine.jsonl` on a temporal_reasoning dataset, the answers file changed."""
@@ -468,9 +473,9 @@ def answers_cases(draw) -> Case:
     how = draw(st.sampled_from(["structure", "structure", "bytes", "ids", "whole"]))
     if how == "structure":
         changes = draw(mutations(answers))
-        content, what = b"".join(to_json(line) + b"\n" for line in mutated(answers, changes)), describe_changes(changes)
+        content, what = json_lines(mutated(answers, changes)), describe_changes(changes)
     elif how == "bytes":
-        valid = b"".join(to_json(line) + b"\n" for line in answers)
+        valid = json_lines(answers)
         edits = draw(byte_edits(valid))
         content, what = edited(valid, edits), f"bytes edited: {describe_changes(edits)}"
     elif how == "ids":
@@ -488,7 +493,7 @@ def answers_cases(draw) -> Case:
             )
         )
         answers = [*answers, {"question_id": odd, "answer": "1 May 2023"}]
-        content, what = b"".join(to_json(line) + b"\n" for line in answers), f"a line with question_id {odd!r}"[:200]
+        content, what = json_lines(answers), f"a line with question_id {odd!r}"[:200]
     else:
         content = draw(
             st.sampled_from(
@@ -520,8 +525,8 @@ def push_cases(draw) -> Case:
     report = json.loads(files["own/run.json"])
     what = "valid"
     if draw(st.booleans()):
-        changes = draw(mutations({"sources": report.get("sources")}))
-        report.update(mutated({"sources": report.get("sources")}, changes))
+        changes = draw(mutations(report["sources"]))
+        report["sources"] = mutated(report["sources"], changes)
         files["own/run.json"], what = to_json(report), f"run.json {describe_changes(changes)}"
     flags = draw(st.lists(st.sampled_from(["--personal-data-ok", "--dry-run"]), unique=True))
     args = ("push", "own", "--repo-id", "me/own", "--export-dir", "out/hub", *flags)
@@ -549,12 +554,12 @@ def terminal_cases(draw) -> Case:
     however the run ends (an error, Ctrl-C, SIGTERM), the terminal is left clean with one closing line."""
     case = draw(st.one_of(own_source_cases(), own_recipe_cases()))
     files, names, what = dict(case.files), case.names, case.what
-    if draw(st.integers(0, 3)) == 0:  # a source file name that holds control characters
-        base = next(b for b in PERSONAL_BASES.values() if b.source_path in files and b.source_path.endswith(".jsonl"))
+    path = next(b.source_path for b in PERSONAL_BASES.values() if b.source_path in files)
+    if draw(st.integers(0, 3)) == 0 and path.encode() in files["recipe.yaml"]:  # a name with control characters
         odd = draw(st.sampled_from(ODD_FILE_NAMES))
-        recipe = json.loads(json.dumps(base.recipe))
-        recipe["sources"][0]["path"] = odd
-        files = {"recipe.yaml": bases.recipe_text(recipe), odd: files.pop(base.source_path)}
+        # a JSON string is a YAML double-quoted scalar: the control characters go in as escapes
+        files["recipe.yaml"] = files["recipe.yaml"].replace(path.encode(), json.dumps(odd).encode())
+        files[odd] = files.pop(path)
         names, what = (*names, odd.split("/")[-1]), f"{what}; the source file is named {odd[:40]!r}"
     signal_at = None
     if draw(st.integers(0, 2)) == 0:
