@@ -418,8 +418,8 @@ def names_it(message: str, name: str) -> bool:
     """Whether `name` stands in the message as a whole token (so "1" is named by "error: 1: no such file" but
     not by "line 12"), or quoted as Python writes it (a name of blanks, or with a character that does not print,
     counts only so: printed bare, nobody can see it)."""
-    if repr(name) in message:
-        return True
+    if repr(name) in message or (not name.isprintable() and repr(name)[1:-1] in message):
+        return True  # quoted, or escaped inside a quoted path ('/tmp/.../data/\x1b[2Jred.jsonl')
     if not name.strip() or not name.isprintable():
         return False
     return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message) is not None

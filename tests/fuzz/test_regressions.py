@@ -267,3 +267,26 @@ def test_a_time_with_a_zone_name_is_refused_not_read_as_local():
     assert_promises_kept(outcome)
     assert outcome.exit_code == 2 and "UnknownTimezoneWarning" not in outcome.stderr
     assert "log.jsonl: line 1: time: the time '2024-03-01 09:00 EST' names a time zone" in outcome.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "what"),
+    [
+        (lambda sources: None, "push | names, outside | exit 1 | TypeError at gen/export/hub_folder.py (sources null)"),
+        (lambda sources: [{**sources[0], "loaded": {}}], "push | names | exit 2 | the card template's TypeError"),
+        (
+            lambda sources: [{k: v for k, v in sources[0].items() if k != "origin_name"}],
+            "push | names | exit 2 | the card template's undefined origin_name",
+        ),
+    ],
+)
+def test_push_of_a_run_whose_run_json_sources_are_damaged(change, what):
+    """run.json's sources edited by hand: the push crashed, or blamed gen's own card template, not run.json."""
+    files = dict(datasets.own_dataset_files())
+    report = json.loads(files["own/run.json"])
+    report["sources"] = change(report["sources"])
+    files["own/run.json"] = json.dumps(report).encode()
+    args = ("push", "own", "--repo-id", "me/own", "--export-dir", "out/hub", "--dry-run", "--personal-data-ok")
+    outcome = execute(Case("push", args, files, names=("run.json",), what=what))
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "run.json: sources" in outcome.stderr
