@@ -290,3 +290,15 @@ def test_push_of_a_run_whose_run_json_sources_are_damaged(change, what):
     outcome = execute(Case("push", args, files, names=("run.json",), what=what))
     assert_promises_kept(outcome)
     assert outcome.exit_code == 2 and "run.json: sources" in outcome.stderr
+
+
+def test_a_session_break_longer_than_a_timedelta():
+    """own_recipes | names, outside | exit 1 | OverflowError at gen/sources/messages.py:build (timedelta of
+    7e16 minutes): session_break_minutes had no upper bound."""
+    base = bases.PERSONAL_BASES["tsv"]
+    recipe = json.loads(json.dumps(base.recipe))
+    recipe["sources"][0]["session_break_minutes"] = 7.1354346333321336e16
+    case = Case("own_recipes", RUN, base.files(recipe=recipe), names=("recipe.yaml",), what="session_break 7e16")
+    outcome = execute_in_process(case)
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "sources[0].session_break_minutes" in outcome.stderr
