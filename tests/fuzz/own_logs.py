@@ -423,6 +423,28 @@ SOURCE_VALUES = [
 ]
 
 
+REASONING_TEMPLATES = ["answer.j2", "questions/days_ago.j2", "questions/which_first.j2", "questions/time_between.j2"]
+REASONING_TEMPLATE_BODIES = [
+    "",
+    "\n\n\n",
+    "{{ days }} days ago\n{{ days }} days ago",
+    "{{ day }} {{ month }}",
+    "{{ month }} {{ day }}, {{ year }}",
+    "{{ days * 10**400 }} days",
+    "{{ days | string * 10**6 }}",
+    "{{ 1 / 0 }}",
+    "{{ undefined_thing.attribute }}",
+    "{% for i in range(10**9) %}{% endfor %}",
+    "{{ choice }}{{ choice }}",
+    "{{ topic }}?\n" * 5000,
+    "How many days ago did we last talk about {{ topic | upper }}?",
+    "{{ topic }}",
+    "about {{ topic }} and " + "x" * 200_000,
+    "\x00{{ topic }}",
+    "{% raw %}never closed",
+]
+
+
 @st.composite
 def own_recipe_cases(draw) -> Case:
     """A recipe of a message reader with its source entry, `redact:` or temporal_reasoning options changed, or
@@ -430,8 +452,15 @@ def own_recipe_cases(draw) -> Case:
     name = draw(st.sampled_from(PERSONAL_FORMATS))
     base = PERSONAL_BASES[name]
     recipe = json.loads(json.dumps(base.recipe))
-    how = draw(st.sampled_from(["redact", "redact", "source", "source", "reasoning", "structure"]))
-    if how == "redact":
+    how = draw(st.sampled_from(["redact", "redact", "source", "source", "reasoning", "template", "structure"]))
+    files: dict[str, bytes] = {}
+    if how == "template":
+        where = draw(st.sampled_from(REASONING_TEMPLATES))
+        body = draw(st.sampled_from(REASONING_TEMPLATE_BODIES))
+        recipe["templates_dir"] = "tpl"
+        files[f"tpl/temporal_reasoning/{where}"] = body.encode("utf-8", "surrogatepass")
+        what = f"templates_dir: {where} = {body[:80]!r}"
+    elif how == "redact":
         recipe["redact"], what = draw(redact_section())
     elif how == "source":
         key = draw(st.sampled_from(SOURCE_KEYS))
@@ -450,7 +479,7 @@ def own_recipe_cases(draw) -> Case:
     return Case(
         "own_recipes",
         draw(COMMANDS),
-        base.files(recipe=recipe),
+        {**base.files(recipe=recipe), **files},
         names=("recipe.yaml", base.source_path.split("/")[-1]),
         what=f"{name}: {what}",
     )
