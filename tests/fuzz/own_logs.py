@@ -454,12 +454,14 @@ def own_recipe_cases(draw) -> Case:
     recipe = json.loads(json.dumps(base.recipe))
     how = draw(st.sampled_from(["redact", "redact", "source", "source", "reasoning", "template", "structure"]))
     files: dict[str, bytes] = {}
+    blamed: tuple[str, ...] = ()
     if how == "template":
         where = draw(st.sampled_from(REASONING_TEMPLATES))
         body = draw(st.sampled_from(REASONING_TEMPLATE_BODIES))
         recipe["templates_dir"] = "tpl"
         files[f"tpl/temporal_reasoning/{where}"] = body.encode("utf-8", "surrogatepass")
         what = f"templates_dir: {where} = {body[:80]!r}"
+        blamed = (where.split("/")[-1], "tpl", "templates_dir")  # a refused template is named, not the recipe
     elif how == "redact":
         recipe["redact"], what = draw(redact_section())
     elif how == "source":
@@ -480,7 +482,7 @@ def own_recipe_cases(draw) -> Case:
         "own_recipes",
         draw(COMMANDS),
         {**base.files(recipe=recipe), **files},
-        names=("recipe.yaml", base.source_path.split("/")[-1]),
+        names=("recipe.yaml", base.source_path.split("/")[-1], *blamed),
         what=f"{name}: {what}",
     )
 
