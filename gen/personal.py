@@ -1,10 +1,11 @@
 """People's own conversations: which sources hold them, and the one check every upload of a run goes through.
 
 A source holds people's own logs when its reader declares it (`personal=True` in its `SourceFormat`, as
-gen's chat_logs, messages, sharegpt, chatgpt, csv and tsv do: gen/sources/builtin.py), unless the recipe's source entry says otherwise (`personal: true|false`, for a
-corpus of one's own written in a published format, or a made-up file in chat_logs form). The run records the
-answer per source in run.json (`sources[].personal`), so `gen push` and the card decide from the run folder
-alone, the same way whichever command reads it.
+gen's chat_logs, messages, sharegpt, chatgpt, csv and tsv do: gen/sources/builtin.py), unless the recipe's
+source entry says otherwise (`personal: true|false`, for a corpus of one's own written in a published format,
+or a made-up file in chat_logs form). The run records the answer per source in run.json
+(`sources[].personal`), so `gen push` and the card decide from the run folder alone, the same way whichever
+command reads it.
 """
 
 from __future__ import annotations

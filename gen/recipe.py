@@ -79,7 +79,8 @@ class SourceSpec(StrictModel):
     personal: bool | None = Field(
         default=None,
         description="whether the file holds people's own conversations (default: as its format says, true for "
-        "chat_logs and the other chat exports); `gen push` asks for --personal-data-ok before uploading a run made from one",
+        "chat_logs and the other chat exports); `gen push` asks for --personal-data-ok before uploading a run "
+        "made from one",
     )
     clock: Literal["observed", "simulated"] | None = Field(
         default=None,

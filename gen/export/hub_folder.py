@@ -140,7 +140,8 @@ def check_sources(sources: object, report_path: Path) -> None:
             )
         for name, kind in SOURCE_FIELDS.items():
             value = entry.get(name)
-            if not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 0):
+            negative = isinstance(value, int) and value < 0
+            if not isinstance(value, kind) or isinstance(value, bool) or negative:
                 raise GenError(
                     "missing" if value is None else f"got {value!r}",
                     file=report_path,
