@@ -84,7 +84,7 @@ def test_signals_at_random_instants(case):
 
 
 # -- people's own logs: the message readers, clock/options/redact, temporal_reasoning, --answers, push ----------
-@budget(40)
+@budget(30)
 @given(SURFACES["own_sources"])
 def test_message_readers_end_in_success_or_one_message(case):
     """In this process (cheap): messages, sharegpt, chatgpt, csv, tsv and chat_logs files, mutated."""
