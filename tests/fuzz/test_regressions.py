@@ -302,3 +302,13 @@ def test_a_session_break_longer_than_a_timedelta():
     outcome = execute_in_process(case)
     assert_promises_kept(outcome)
     assert outcome.exit_code == 2 and "sources[0].session_break_minutes" in outcome.stderr
+
+
+def test_a_table_cell_of_three_thousand_words_on_a_simulated_clock():
+    """own_sources (table: enormous-cell, by hand): the run built every product, then failed its own log
+    validation (exit 1: a 23-minute gap inside a session); now refused when placed, naming the file and the row."""
+    base = bases.PERSONAL_BASES["tsv"]  # clock: simulated
+    case = own_case("tsv", base.source.replace(b"Next week", b"w " * 3000, 1), "a 3,000-word cell")
+    outcome = execute_in_process(case)
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "chats.tsv: tsv/c1: timeline.session_gap_minutes: response 3" in outcome.stderr
