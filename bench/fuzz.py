@@ -40,6 +40,7 @@ BATCH = 10  # examples per seed
 # surface → (strategy, how its cases run); "readers" are the source cases run in this process (many, cheap)
 RUNS: dict[str, tuple[object, Callable[[Case], Outcome]]] = {
     "readers": (SURFACES["sources"], execute_in_process),
+    "own_readers": (SURFACES["own_sources"], execute_in_process),
     **{name: (strategy, execute) for name, strategy in SURFACES.items()},
 }
 
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             for found in run_batch(name, seed_value, until, tally):
                 smallest = shrink(name, seed_value, found, args.shrink_seconds) or tally.first[found]
                 folder = save(smallest, found, len(tally.saved) + 1)
-                if name == "readers":  # --replay runs it the same way
+                if name in ("readers", "own_readers"):  # --replay runs it the same way
                     with (folder / "outcome.txt").open("a", encoding="utf-8") as file:
                         file.write("(in process)\n")
                 tally.saved[found] = str(folder.relative_to(REPO))

@@ -71,7 +71,10 @@ class SourceSpec(StrictModel):
         default=None, description="chat_logs only: read 05/08/23 as 5 August (true) or as May 8 (false)"
     )
     session_break_minutes: float | None = Field(
-        default=None, gt=0, description="chat_logs only: a new session after this long without a message (default 30)"
+        default=None,
+        gt=0,
+        le=MAX_MINUTES,  # as the timeline's minutes: a timedelta of more overflows
+        description="chat_logs only: a new session after this long without a message (default 30)",
     )
     personal: bool | None = Field(
         default=None,

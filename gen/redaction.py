@@ -32,12 +32,12 @@ import unicodedata
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from gen.conversation import Conversation, DataWarning, Session, Turn
+from gen.conversation import Conversation, DataWarning, Turn
 from gen.validation import InputModel
 
 # Bump when what a setting finds changes (a pattern, a library option): the recipe fingerprint includes it, so
@@ -196,13 +196,9 @@ class Redactor:
         counts: Counter[str] = Counter()
         speakers = self.speakers(conversation.speakers, counts)
         rename = dict(zip(conversation.speakers, speakers, strict=True))
+        # dataclasses.replace keeps every field redaction does not touch (an observed clock, each turn's time)
         sessions = tuple(
-            Session(
-                turns=tuple(self.turn(turn, rename, counts) for turn in session.turns),
-                start=session.start,
-                gap_before=session.gap_before,
-                label=session.label,
-            )
+            replace(session, turns=tuple(self.turn(turn, rename, counts) for turn in session.turns))
             for session in conversation.sessions
         )
         personas = {
@@ -214,9 +210,7 @@ class Redactor:
         self.changed += bool(counts)
         self.counts.update(counts)
         self.warn_about_id(conversation)
-        return Conversation(
-            conversation.conversation_id, speakers, sessions, personas, metadata, conversation.source_file
-        )
+        return replace(conversation, speakers=speakers, sessions=sessions, personas=personas, metadata=metadata)
 
     def speakers(self, names: tuple[str, str], counts: Counter[str]) -> tuple[str, str]:
         first, second = (self.text(name, counts) for name in names)
@@ -230,7 +224,7 @@ class Redactor:
         speaker = rename.get(turn.speaker, turn.speaker)
         if text is turn.text and caption is turn.image_caption and speaker == turn.speaker:
             return turn
-        return Turn(speaker, text, turn.source_turn_id, caption)
+        return replace(turn, speaker=speaker, text=text, image_caption=caption)
 
     def value(self, value: Any, rename: dict[str, str], counts: Counter[str]) -> Any:
         """Metadata redacted: every string inside it, and keys that name a speaker renamed with the speaker."""

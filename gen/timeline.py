@@ -75,6 +75,28 @@ def stamp_offsets(turns: Sequence[Turn], seconds_per_word: float) -> list[int]:
     return offsets
 
 
+def refuse_long_response(conversation: Conversation, session: Session, offsets: list[int], spec: TimelineSpec) -> None:
+    """On a simulated clock a response takes its words × seconds_per_word, and the gap to the response before it
+    is that time; a response long enough for it to reach session_gap_minutes would break the rule that splits
+    sessions back out of the log (no gap inside a session reaches it). Refused here, naming the response and the
+    settings, rather than by the log validator once every product is built."""
+    gap_seconds = spec.session_gap_minutes * 60
+    for position in range(1, len(offsets)):
+        taken = offsets[position] - offsets[position - 1]
+        if taken >= gap_seconds:
+            turn = session.turns[position]
+            raise GenError(
+                f"response {position + 1} of {session.label or 'a session'} has {turn.word_count:,} words, which "
+                f"take {taken:,} s at seconds_per_word {spec.seconds_per_word:g}: not below session_gap_minutes "
+                f"{spec.session_gap_minutes:g}, so the session would split in two",
+                file=conversation.source_file,
+                record=conversation.conversation_id,
+                field="timeline.session_gap_minutes",
+                expected=f"a session_gap_minutes above {taken / 60:,.1f} or a lower seconds_per_word in the recipe's "
+                "timeline, or the source's own times (`clock: observed`)",
+            )
+
+
 def ceil_to_second(moment: datetime) -> datetime:
     return moment if not moment.microsecond else moment.replace(microsecond=0) + timedelta(seconds=1)
 
@@ -134,7 +156,9 @@ def place_on_clock(conversation: Conversation, spec: TimelineSpec, donors: Donor
         if stamped and start - stamped[-1][-1] <= gap:
             start = resolve_overlap(conversation, sessions, number, start, stamped[-1][-1], spec)
         starts.append(start)
-        stamped.append([start + timedelta(seconds=s) for s in stamp_offsets(session.turns, spec.seconds_per_word)])
+        offsets = stamp_offsets(session.turns, spec.seconds_per_word)
+        refuse_long_response(conversation, session, offsets, spec)
+        stamped.append([start + timedelta(seconds=s) for s in offsets])
 
     padding, donor_ids = padding_turns(conversation, spec.padding, donors, seed)
     after_minutes = padding_offset(spec.padding, seed, conversation.conversation_id) if padding else None
@@ -146,7 +170,9 @@ def place_on_clock(conversation: Conversation, spec: TimelineSpec, donors: Donor
         )
         sessions.append(Session(turns=tuple(padding), start=start, label="padding"))
         starts.append(start)
-        stamped.append([start + timedelta(seconds=s) for s in stamp_offsets(padding, spec.seconds_per_word)])
+        offsets = stamp_offsets(padding, spec.seconds_per_word)
+        refuse_long_response(conversation, sessions[-1], offsets, spec)
+        stamped.append([start + timedelta(seconds=s) for s in offsets])
 
     responses: list[Response] = []
     for session_number, (session, stamps) in enumerate(zip(sessions, stamped), start=1):

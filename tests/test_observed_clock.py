@@ -213,3 +213,20 @@ def test_teabag_reads_an_observed_source(tmp_path):
     rows, _, rejects, _, checks, _, _ = build(tmp_path, Model(), sources=[{"format": "chat_logs", "path": str(path)}])
     assert checks.passed, checks.report()
     assert rejects == [] and [r["question_id"] for r in rows] == ["chat_logs/e/teabag-1", "chat_logs/e/teabag-2"]
+
+
+def test_redaction_keeps_the_observed_clock_and_each_message_time(tmp_path, capsys):
+    """`redact:` rebuilt each conversation without its clock and each turn without its time, so a redacted log
+    of people's messages lost the times they were sent (found by the fuzzer's own-log surfaces)."""
+    lines = observed_lines()
+    lines[0]["text"] = "Mail me at ann@example.com before the train."  # something to redact in the first message
+    path = recipe(
+        tmp_path, [{"format": "chat_logs", "path": str(write_log(tmp_path, lines))}], redact={"names": ["Ann"]}
+    )
+    folder = run(tmp_path, capsys, path)
+    log = read_jsonl(folder / "log" / "test.jsonl")
+    assert [row["timestamp"] for row in log] == [
+        f"{day + timedelta(minutes=k):%Y-%m-%dT%H:%M:00}" for day in DAYS for k in range(len(TEXTS))
+    ]
+    assert log[0]["text"] == "Mail me at [EMAIL] before the train." and log[0]["speaker"] == "[NAME]"
+    assert read_jsonl(folder / "conversations" / "test.jsonl")[0]["clock"] == "observed"

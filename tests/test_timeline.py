@@ -265,3 +265,21 @@ def test_the_conversations_validator_checks_the_offset_and_the_padding_start(tmp
     assert failed(lambda row: row.update(padding_after_minutes=late)) == {
         "the padding session starts at the later of (last start + offset) and (last response + gap + 1 minute)"
     }
+
+
+def test_a_response_too_long_for_the_session_gap_is_refused_naming_it():
+    """A reply of 2,607 words after a 2-word one: floor(0.46 × 2,609) − floor(0.46 × 2) = 1,200 − 0 = 1,200 s
+    between them, a gap of 20 minutes that the log validator refuses inside a session (the run failed
+    validation after building everything; found by the fuzzer, a 3,000-word table cell). 2,606 words take
+    floor(0.46 × 2,608) = 1,199 s and are kept."""
+    long = locomo_sample("long", ("Ann", "Bob"), [("1:00 pm on 8 May, 2023", ["hi there", words(2607)])])
+    (conversation,) = conversations(long)
+    with pytest.raises(GenError) as error:
+        build_timeline(conversation, TimelineSpec(padding=PaddingSpec(mode="none")))
+    message = str(error.value)
+    assert "locomo/long" in message and "timeline.session_gap_minutes" in message
+    assert "response 2 of session_1 has 2,607 words, which take 1,200 s" in message
+    kept = locomo_sample("kept", ("Ann", "Bob"), [("1:00 pm on 8 May, 2023", ["hi there", words(2606), "ok"])])
+    (conversation,) = conversations(kept)
+    timeline = build_timeline(conversation, TimelineSpec(padding=PaddingSpec(mode="none")))
+    assert stamps(timeline) == ["2023-05-08T13:00:00", "2023-05-08T13:19:59", "2023-05-08T13:20:00"]

@@ -117,7 +117,37 @@ def read_run(run_dir: Path) -> dict:
         refuse_outside(run_dir, run_dir / relative)
     if not isinstance(split, str) or not split:
         raise GenError("run.json has no split name", file=report_path, field="split")
+    check_sources(report.get("sources"), report_path)
     return report
+
+
+# what the card and the published run.json read of each of run.json's sources, as gen run writes them
+SOURCE_FIELDS: dict[str, type] = {"format": str, "origin": str, "origin_name": str, "loaded": int, "selected": int}
+
+
+def check_sources(sources: object, report_path: Path) -> None:
+    """run.json's `sources` as publishing reads them (the card's source lines, the public run.json, the personal
+    data check): a damaged or hand-edited entry is one message naming it here, before the card's template or the
+    upload meet it."""
+    if not isinstance(sources, list) or not sources:
+        raise GenError(
+            f"got {type(sources).__name__}", file=report_path, field="sources", expected="a list of the run's sources"
+        )
+    for index, entry in enumerate(sources):
+        if not isinstance(entry, dict):
+            raise GenError(
+                f"got {type(entry).__name__}", file=report_path, field=f"sources[{index}]", expected="an object"
+            )
+        for name, kind in SOURCE_FIELDS.items():
+            value = entry.get(name)
+            negative = isinstance(value, int) and value < 0
+            if not isinstance(value, kind) or isinstance(value, bool) or negative:
+                raise GenError(
+                    "missing" if value is None else f"got {value!r}",
+                    file=report_path,
+                    field=f"sources[{index}].{name}",
+                    expected=f"{'a whole number' if kind is int else 'text'}, as gen run writes it",
+                )
 
 
 def refuse_outside(run_dir: Path, path: Path) -> None:

@@ -19,6 +19,7 @@ guessed. A two-digit year is put in the century that brings it nearest today (da
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
@@ -69,8 +70,20 @@ def read_time(text: str, dayfirst: bool | None, origin: Any, where: str, field: 
             expected="set `dayfirst: true` (8/5 is 8 May) or `dayfirst: false` (8/5 is August 5) in the source entry",
         )
     try:
-        # dayfirst only for day/month dates: dateutil would read 2023-05-08 as 5 August under it
-        value = dates.parse(text, dayfirst=bool(dayfirst) and numeric is not None, default=NO_DATE)
+        with warnings.catch_warnings():
+            # a zone name dateutil does not know (EST, CEST) would otherwise be dropped with a warning, and the
+            # time read as local: hours away from when it was said
+            warnings.simplefilter("error", dates.UnknownTimezoneWarning)
+            # dayfirst only for day/month dates: dateutil would read 2023-05-08 as 5 August under it
+            value = dates.parse(text, dayfirst=bool(dayfirst) and numeric is not None, default=NO_DATE)
+    except dates.UnknownTimezoneWarning:
+        raise GenError(
+            f"the time {text!r} names a time zone gen cannot convert",
+            file=origin,
+            record=where,
+            field=field,
+            expected=f"{TIME_FORMS}, with a UTC offset (+01:00, Z) rather than a zone's name",
+        ) from None
     except (ValueError, OverflowError):
         raise GenError(
             f"cannot read the time {text!r}", file=origin, record=where, field=field, expected=TIME_FORMS
@@ -104,7 +117,23 @@ class TimeReader:
                 expected="every time of a source with an offset (converted to UTC) or every time without one "
                 "(kept as local times)",
             )
+        return in_utc(value, text, self.origin, where, field)
+
+
+def in_utc(value: datetime, text: str, origin: Any, where: str, field: str) -> datetime:
+    """`value` as the log writes it (utc_naive), or one error naming the place: an offset of a day or more
+    (+9999, UTC-99) is no offset a clock has, and converting a time of year 1 or 9999 can leave the calendar."""
+    try:
         return utc_naive(value)
+    except (ValueError, OverflowError):
+        raise GenError(
+            f"the time {text!r} has no place in UTC (its offset is not under 24 hours, or it falls outside the "
+            "years 1 to 9999 once converted)",
+            file=origin,
+            record=where,
+            field=field,
+            expected=f"{TIME_FORMS}, with an offset between -23:59 and +23:59",
+        ) from None
 
 
 def messages(records: Iterable[tuple[str, Any]], origin: Any, dayfirst: bool | None) -> Iterator[Said]:

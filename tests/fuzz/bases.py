@@ -162,3 +162,120 @@ def llm_recipe(per_conversation: int = 2) -> dict:
 
 
 LLM = Base("tcq", llm_recipe(), "data/sample_locomo.json", SAMPLE_LOCOMO)
+
+
+# -- the formats of people's own logs (gen/sources/chat_exports.py, table.py, messages.py) ---------------------
+# Two sittings of one pair a week apart, with topic phrases temporal_reasoning can ask about, an email, a phone
+# number and a link for `redact:` to replace, and the names it lists.
+DIALOGUE = [
+    ("2024-03-01 09:00:00", "user", "Morning Ann, my pottery class starts today at the studio."),
+    ("2024-03-01 09:01:30", "assistant", "Lovely! Write to ann@example.com about the heat wave plans."),
+    ("2024-03-01 09:03:00", "user", "Call Bob on +44 20 7946 0958 about the garden party."),
+    ("2024-03-08 18:00:00", "assistant", "How did the pottery class go? See https://example.org/bowls (photos)."),
+    ("2024-03-08 18:02:00", "user", "The heat wave cracked my bowl, sadly, but the garden party was fun."),
+    ("2024-03-08 18:04:00", "assistant", "Next week then, same studio."),
+]
+EPOCH = 1709283600  # 2024-03-01 09:00:00 UTC: DIALOGUE's first time as a Unix time
+
+
+def unix_times() -> list[float]:
+    from datetime import datetime
+
+    return [
+        datetime.fromisoformat(stamp).timestamp() - datetime(2024, 3, 1, 9).timestamp() + EPOCH
+        for stamp, _, _ in DIALOGUE
+    ]
+
+
+def messages_records() -> list[dict]:
+    """The `messages` layout: one record per sitting, grouped into one conversation by `pair`."""
+    sittings: dict[str, list[dict]] = {}
+    for stamp, role, text in DIALOGUE:
+        sittings.setdefault(stamp[:10], []).append({"role": role, "content": text, "timestamp": stamp})
+    first = [{"role": "system", "content": "be kind"}, *sittings["2024-03-01"]]
+    return [{"pair": "p1", "messages": first}, {"pair": "p1", "messages": sittings["2024-03-08"]}]
+
+
+def sharegpt_records() -> list[dict]:
+    speaker = {"user": "human", "assistant": "gpt"}
+    turns = [{"from": speaker[role], "value": text} for _, role, text in DIALOGUE]
+    return [{"id": "s1", "conversations": turns}, {"id": "s2", "conversations": turns[:2]}]
+
+
+def chatgpt_export() -> list[dict]:
+    """conversations.json of a ChatGPT export: one conversation whose tree has the root, a system node, the
+    dialogue and one abandoned branch (an edited message) off the current one."""
+    mapping: dict[str, dict] = {"root": {"id": "root", "message": None, "parent": None, "children": ["sys"]}}
+    system = {"author": {"role": "system"}, "content": {"content_type": "text", "parts": [""]}, "create_time": None}
+    mapping["sys"] = {"id": "sys", "message": system, "parent": "root", "children": ["m0"]}
+    parent = "sys"
+    for number, ((_, role, text), seconds) in enumerate(zip(DIALOGUE, unix_times())):
+        node = f"m{number}"
+        message = {
+            "id": node,
+            "author": {"role": role},
+            "content": {"content_type": "text", "parts": [text]},
+            "create_time": seconds,
+            "metadata": {},
+        }
+        mapping[node] = {"id": node, "message": message, "parent": parent, "children": []}
+        mapping[parent]["children"].append(node)
+        parent = node
+    abandoned = {**mapping["m1"]["message"], "id": "edit", "content": {"content_type": "text", "parts": ["never"]}}
+    mapping["edit"] = {"id": "edit", "message": abandoned, "parent": "m0", "children": []}
+    mapping["m0"]["children"].append("edit")
+    return [{"title": "Pottery", "conversation_id": "c-1", "mapping": mapping, "current_node": parent}]
+
+
+def table(delimiter: str) -> bytes:
+    """CSV or TSV with a header, quoted cells (one holding a line break and the delimiter) and CRLF lines, as a
+    spreadsheet writes them."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, lineterminator="\r\n")
+    writer.writerow(["Chat", "From", "Sent", "Message"])
+    for stamp, role, text in DIALOGUE:
+        writer.writerow(["c1", "Ann" if role == "user" else "Bob", stamp, text])
+    writer.writerow(["c1", "Bob", "2024-03-08 18:05:00", f"a cell over\ntwo lines{delimiter} quoted"])
+    return out.getvalue().encode("utf-8")
+
+
+TABLE_OPTIONS = {"speaker": "From", "text": "Message", "time": "Sent", "conversation": "Chat"}
+REDACT = {"names": ["Ann", "Bob"], "phone_region": "GB"}
+PERSONAL_PRODUCTS = ["log", "conversations", "temporal_reasoning"]
+
+
+def personal(name: str, source: dict, path: str, content: bytes) -> Base:
+    return Base(name, {**recipe(name, {**source, "path": path}, PERSONAL_PRODUCTS), "redact": REDACT}, path, content)
+
+
+PERSONAL_BASES = {
+    "messages": personal(
+        "msgs", {"format": "messages", "options": {"group": "pair"}}, "data/chats.jsonl", jsonl(messages_records())
+    ),
+    "sharegpt": Base(
+        "share",
+        recipe("share", {"format": "sharegpt", "path": "data/share.json"}, ["log", "conversations"], ANCHOR),
+        "data/share.json",
+        json.dumps(sharegpt_records()).encode(),
+    ),
+    "chatgpt": personal("gpt", {"format": "chatgpt"}, "data/conversations.json", json.dumps(chatgpt_export()).encode()),
+    "csv": personal("csv", {"format": "csv", "options": TABLE_OPTIONS}, "data/chats.csv", table(",")),
+    "tsv": personal(
+        "tsv", {"format": "tsv", "options": TABLE_OPTIONS, "clock": "simulated"}, "data/chats.tsv", table("\t")
+    ),
+    "chat_clock": personal(
+        "clock",
+        {"format": "chat_logs", "clock": "observed", "session_break_minutes": 90},
+        "data/log.jsonl",
+        jsonl(
+            [
+                {"conversation": "c1", "speaker": "Ann" if role == "user" else "Bob", "text": text, "time": stamp}
+                for stamp, role, text in DIALOGUE
+            ]
+        ),
+    ),
+}
+PERSONAL_FORMATS = tuple(sorted(PERSONAL_BASES))

@@ -71,3 +71,34 @@ def valid_results(format_name: str) -> object:
         for qa in sample["qa"]:
             qa["mine_context"] = ["D1:1", "D1:2"]
     return samples
+
+
+@functools.cache
+def own_dataset_files() -> dict[str, bytes]:
+    """`own/`: a run of tests/fuzz/bases.py's chat_logs base with an observed clock (log, conversations,
+    temporal_reasoning), made from people's own logs: what `gen eval --answers` and `gen push` read."""
+    from tests.fuzz.bases import PERSONAL_BASES
+
+    base = PERSONAL_BASES["chat_clock"]
+    with tempfile.TemporaryDirectory(prefix="gen-fuzz-own-") as tmp:
+        work = Path(tmp)
+        for relative, content in base.files().items():
+            (work / relative).parent.mkdir(parents=True, exist_ok=True)
+            (work / relative).write_bytes(content)
+        gen("run", "recipe.yaml", "--output-dir", "built", cwd=work)
+        (work / "built" / base.recipe["name"]).rename(work / "own")
+        return {
+            path.relative_to(work).as_posix(): path.read_bytes()
+            for path in sorted((work / "own").rglob("*"))
+            if path.is_file()
+        }
+
+
+def valid_answers() -> list[dict]:
+    """One written answer per temporal_reasoning question of `own/` (every other one the gold answer)."""
+    lines = own_dataset_files()["own/temporal_reasoning/test.jsonl"].decode().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [
+        {"question_id": record["question_id"], "answer": record["answer"] if index % 2 else "1 May 2023"}
+        for index, record in enumerate(records)
+    ]

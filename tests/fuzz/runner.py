@@ -21,18 +21,23 @@ gen_subprocess does), in a fresh temporary folder that holds the case's files.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import resource
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,6 +78,7 @@ class Case:
     replies: tuple = ()  # the fake server's reply plan (tests/fuzz/server.py), empty for no server
     what: str = ""  # one line: how this case differs from a valid input
     timeout_s: float = DEFAULT_TIMEOUT_S
+    terminal: bool = False  # stderr on a pseudo-terminal (progress displays drawn), as a user's shell runs it
 
     def command_line(self) -> str:
         return "gen " + " ".join(shell_quote(arg) for arg in self.args)
@@ -236,10 +242,12 @@ def limit_resources(cpu_seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def environment(work: Path) -> dict[str, str]:
+def environment(work: Path, terminal: bool = False) -> dict[str, str]:
     """gen's environment: this checkout on PYTHONPATH, and every place it may write by default inside `work`
     (the cache under the declared output `cache`, home and temp files in folders that are checked)."""
     keep = {name: value for name, value in os.environ.items() if name in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")}
+    if terminal:
+        keep["TERM"] = "xterm-256color"
     return {
         **keep,
         "PYTHONPATH": str(REPO),
@@ -261,14 +269,14 @@ def run_process(case: Case, work: Path, base_url: str) -> Outcome:
     args = [arg.replace(BASE_URL, base_url) for arg in case.args]
     out_path, err_path = work / "tmp" / ".fuzz-stdout", work / "tmp" / ".fuzz-stderr"
     start = time.monotonic()
-    with out_path.open("wb") as out, err_path.open("wb") as err:
+    with out_path.open("wb") as out, err_path.open("wb") as err, stderr_for(case, err) as (stderr_to, drawn):
         process = subprocess.Popen(
             [sys.executable, "-m", "gen", *args],
             cwd=work,
-            env=environment(work),
+            env=environment(work, case.terminal),
             stdin=subprocess.DEVNULL,
             stdout=out,
-            stderr=err,
+            stderr=stderr_to,
             start_new_session=True,
             preexec_fn=lambda: limit_resources(int(case.timeout_s) + 5),
         )
@@ -279,14 +287,50 @@ def run_process(case: Case, work: Path, base_url: str) -> Outcome:
     out_path.unlink()
     err_path.unlink()
     code = os.waitstatus_to_exitcode(status)
+    if case.terminal:
+        stderr = bytes(drawn).decode("utf-8", errors="replace")
     outcome = Outcome(
         case, 128 - code if code < 0 else code, stdout, stderr, seconds, usage.ru_maxrss / 1024, timed_out
     )
+    if case.terminal:
+        outcome.violations += check_terminal(stderr)
+        outcome.stderr = "\n".join(Screen.of(stderr).lines)  # what the user sees: the checks read that
     if timed_out:
         outcome.violations.append(Violation("hang", f"still running after {case.timeout_s:g}s", "timeout"))
     if left_behind(process.pid):
         outcome.violations.append(Violation("process", "processes of the run were still alive after it ended", ""))
     return outcome
+
+
+@contextlib.contextmanager
+def stderr_for(case: Case, err: Any) -> Iterator[tuple[Any, bytearray]]:
+    """Where the run's stderr goes: the file `err`, or for a terminal case a pseudo-terminal of 200 columns,
+    whose output a thread gathers while the run goes on (a full terminal would block the writer)."""
+    drawn = bytearray()
+    if not case.terminal:
+        yield err, drawn
+        return
+    master, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+
+    def gather() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every end of the terminal closed
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=gather, daemon=True)
+    reader.start()
+    try:
+        yield follower, drawn
+    finally:
+        os.close(follower)
+        reader.join(timeout=10)
+        os.close(master)
 
 
 def wait_for(process: subprocess.Popen, case: Case, start: float) -> tuple[int, resource.struct_rusage, bool]:
@@ -374,8 +418,8 @@ def names_it(message: str, name: str) -> bool:
     """Whether `name` stands in the message as a whole token (so "1" is named by "error: 1: no such file" but
     not by "line 12"), or quoted as Python writes it (a name of blanks, or with a character that does not print,
     counts only so: printed bare, nobody can see it)."""
-    if repr(name) in message:
-        return True
+    if repr(name) in message or (not name.isprintable() and repr(name)[1:-1] in message):
+        return True  # quoted, or escaped inside a quoted path ('/tmp/.../data/\x1b[2Jred.jsonl')
     if not name.strip() or not name.isprintable():
         return False
     return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message) is not None
@@ -414,6 +458,67 @@ def message_shape(message: str) -> str:
     text = re.sub(r"(/[^\s:]+)+", "PATH", text)
     text = re.sub(r"\d+(\.\d+)?", "N", text)
     return " ".join(text.split()[:9])
+
+
+# -- a terminal's screen ----------------------------------------------------------------------------------------
+CONTROL = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b.|[\r\n\x08]")
+HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
+
+
+@dataclass
+class Screen:
+    """The lines a terminal shows after `text` was written to it (the moves rich's display makes: carriage
+    return, line feed, cursor up, erase line), and where the cursor is left."""
+
+    lines: list[str] = field(default_factory=lambda: [""])
+    row: int = 0
+    column: int = 0
+
+    @classmethod
+    def of(cls, text: str) -> Screen:
+        screen = cls()
+        position = 0
+        for match in CONTROL.finditer(text):
+            screen.write(text[position : match.start()])
+            screen.control(match)
+            position = match.end()
+        screen.write(text[position:])
+        return screen
+
+    def write(self, text: str) -> None:
+        if text:
+            line = self.lines[self.row].ljust(self.column)
+            self.lines[self.row] = line[: self.column] + text + line[self.column + len(text) :]
+            self.column += len(text)
+
+    def control(self, match: re.Match) -> None:
+        token, final = match.group(0), match.group(2)
+        if token == "\r":
+            self.column = 0
+        elif token == "\n":
+            self.row += 1
+            if self.row == len(self.lines):
+                self.lines.append("")
+        elif token == "\x08":
+            self.column = max(0, self.column - 1)
+        elif final == "A":
+            self.row = max(0, self.row - int(match.group(1) or 1))
+        elif final == "K":
+            keep = 0 if match.group(1) == "2" else self.column
+            self.lines[self.row] = self.lines[self.row][:keep]
+
+
+def check_terminal(drawn: str) -> list[Violation]:
+    """A run on a terminal leaves it clean: the cursor shown again if it was hidden, and the cursor at the start
+    of a line (the last line ended, a display erased)."""
+    found = []
+    if HIDE_CURSOR in drawn and drawn.rfind(SHOW_CURSOR) < drawn.rfind(HIDE_CURSOR):
+        found.append(Violation("terminal", "the cursor is left hidden", "cursor hidden"))
+    screen = Screen.of(drawn)
+    if screen.column != 0:
+        tail = screen.lines[screen.row][-80:]
+        found.append(Violation("terminal", f"the last line is not ended: {tail!r}", "line not ended"))
+    return found
 
 
 # -- the files ------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.fuzz import bases, datasets
+from tests.fuzz import bases, datasets, own_logs
 from tests.fuzz.bases import BASES, LLM, SOURCE_FORMATS, recipe_text
 from tests.fuzz.runner import Case
 from tests.fuzz.server import ReplySpec, describe
@@ -477,4 +477,10 @@ SURFACES = {
     "templates": template_cases(),
     "cli": cli_cases(),
     "signals": signal_cases(),
+    # people's own logs (tests/fuzz/own_logs.py)
+    "own_sources": own_logs.own_source_cases(),
+    "own_recipes": own_logs.own_recipe_cases(),
+    "answers": own_logs.answers_cases(),
+    "push": own_logs.push_cases(),
+    "terminal": own_logs.terminal_cases(),
 }

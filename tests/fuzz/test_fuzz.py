@@ -28,7 +28,7 @@ def budget(examples: int) -> settings:
     )
 
 
-@budget(60)
+@budget(40)
 @given(SURFACES["sources"])
 def test_source_readers_end_in_success_or_one_message(case):
     """In this process (cheap): any source file, mutated, is read or refused with one message naming it."""
@@ -41,7 +41,7 @@ def test_source_files_through_a_real_run(case):
     assert_promises_kept(execute(case))
 
 
-@budget(12)
+@budget(9)
 @given(SURFACES["recipes"])
 def test_recipes(case):
     assert_promises_kept(execute(case))
@@ -65,13 +65,13 @@ def test_results_for_import_predictions(case):
     assert_promises_kept(execute(case))
 
 
-@budget(10)
+@budget(8)
 @given(SURFACES["templates"])
 def test_templates(case):
     assert_promises_kept(execute(case))
 
 
-@budget(12)
+@budget(9)
 @given(SURFACES["cli"])
 def test_command_line_values(case):
     assert_promises_kept(execute(case))
@@ -80,4 +80,36 @@ def test_command_line_values(case):
 @budget(6)
 @given(SURFACES["signals"])
 def test_signals_at_random_instants(case):
+    assert_promises_kept(execute(case))
+
+
+# -- people's own logs: the message readers, clock/options/redact, temporal_reasoning, --answers, push ----------
+@budget(30)
+@given(SURFACES["own_sources"])
+def test_message_readers_end_in_success_or_one_message(case):
+    """In this process (cheap): messages, sharegpt, chatgpt, csv, tsv and chat_logs files, mutated."""
+    assert_promises_kept(execute_in_process(case))
+
+
+@budget(4)
+@given(SURFACES["own_recipes"])
+def test_own_log_recipes(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(3)
+@given(SURFACES["answers"])
+def test_answers_for_eval(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(2)
+@given(SURFACES["push"])
+def test_push_of_a_run_from_own_logs(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(3)
+@given(SURFACES["terminal"])
+def test_runs_on_a_terminal_leave_it_clean(case):
     assert_promises_kept(execute(case))

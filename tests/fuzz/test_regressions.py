@@ -227,3 +227,88 @@ def test_a_run_ended_by_sigterm_during_llm_calls_leaves_no_staging_folder():
         timeout_s=90,
     )
     assert_promises_kept(execute(case))
+
+
+# -- people's own logs (tests/fuzz/own_logs.py) -----------------------------------------------------------------
+def own_case(format_name: str, source: bytes, what: str, command: tuple[str, ...] = RUN) -> Case:
+    base = bases.PERSONAL_BASES[format_name]
+    return Case("own_sources", command, base.files(source=source), names=(base.source_path.split("/")[-1],), what=what)
+
+
+def chat_log_with_first_time(stamp: str) -> bytes:
+    """The chat_logs base with its first message's time replaced."""
+    lines = bases.PERSONAL_BASES["chat_clock"].source.decode().splitlines()
+    first = json.loads(lines[0])
+    first["time"] = stamp
+    return "\n".join([json.dumps(first), *lines[1:]]).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("stamp", "what"),
+    [
+        ("2024-03-01 09:00 +9999", "own_sources | names | exit 1 | ValueError (offset not under 24 h) at utc_naive"),
+        ("2024-03-01T09:00:00+24:00", "the same, an ISO offset of a whole day"),
+        ("0001-01-01T00:30:00+01:00", "own_sources | names | exit 1 | OverflowError (before year 1 in UTC)"),
+        ("9999-12-31 23:30 -0100", "the same, after year 9999 in UTC"),
+    ],
+)
+def test_a_time_that_has_no_place_in_utc(stamp, what):
+    """The run stopped with "a bug in gen ... ValueError/OverflowError" and a crash file, not a message naming
+    the line and the field."""
+    outcome = execute_in_process(own_case("chat_clock", chat_log_with_first_time(stamp), what))
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "log.jsonl: line 1: time:" in outcome.stderr
+
+
+def test_a_time_with_a_zone_name_is_refused_not_read_as_local():
+    """own_sources: "09:00 EST" was read as 09:00 local time (five hours off), with dateutil's
+    UnknownTimezoneWarning and its source line printed on the terminal."""
+    outcome = execute_in_process(own_case("chat_clock", chat_log_with_first_time("2024-03-01 09:00 EST"), "EST"))
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "UnknownTimezoneWarning" not in outcome.stderr
+    assert "log.jsonl: line 1: time: the time '2024-03-01 09:00 EST' names a time zone" in outcome.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "what"),
+    [
+        (lambda sources: None, "push | names, outside | exit 1 | TypeError at gen/export/hub_folder.py (sources null)"),
+        (lambda sources: [{**sources[0], "loaded": {}}], "push | names | exit 2 | the card template's TypeError"),
+        (
+            lambda sources: [{k: v for k, v in sources[0].items() if k != "origin_name"}],
+            "push | names | exit 2 | the card template's undefined origin_name",
+        ),
+    ],
+)
+def test_push_of_a_run_whose_run_json_sources_are_damaged(change, what):
+    """run.json's sources edited by hand: the push crashed, or blamed gen's own card template, not run.json."""
+    files = dict(datasets.own_dataset_files())
+    report = json.loads(files["own/run.json"])
+    report["sources"] = change(report["sources"])
+    files["own/run.json"] = json.dumps(report).encode()
+    args = ("push", "own", "--repo-id", "me/own", "--export-dir", "out/hub", "--dry-run", "--personal-data-ok")
+    outcome = execute(Case("push", args, files, names=("run.json",), what=what))
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "run.json: sources" in outcome.stderr
+
+
+def test_a_session_break_longer_than_a_timedelta():
+    """own_recipes | names, outside | exit 1 | OverflowError at gen/sources/messages.py:build (timedelta of
+    7e16 minutes): session_break_minutes had no upper bound."""
+    base = bases.PERSONAL_BASES["tsv"]
+    recipe = json.loads(json.dumps(base.recipe))
+    recipe["sources"][0]["session_break_minutes"] = 7.1354346333321336e16
+    case = Case("own_recipes", RUN, base.files(recipe=recipe), names=("recipe.yaml",), what="session_break 7e16")
+    outcome = execute_in_process(case)
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "sources[0].session_break_minutes" in outcome.stderr
+
+
+def test_a_table_cell_of_three_thousand_words_on_a_simulated_clock():
+    """own_sources (table: enormous-cell, by hand): the run built every product, then failed its own log
+    validation (exit 1: a 23-minute gap inside a session); now refused when placed, naming the file and the row."""
+    base = bases.PERSONAL_BASES["tsv"]  # clock: simulated
+    case = own_case("tsv", base.source.replace(b"Next week", b"w " * 3000, 1), "a 3,000-word cell")
+    outcome = execute_in_process(case)
+    assert_promises_kept(outcome)
+    assert outcome.exit_code == 2 and "chats.tsv: tsv/c1: timeline.session_gap_minutes: response 3" in outcome.stderr

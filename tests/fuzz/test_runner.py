@@ -3,7 +3,17 @@ broken, so a green fuzz run means the promises held, not that nothing was looked
 
 from __future__ import annotations
 
-from tests.fuzz.runner import Case, Outcome, check_files, check_output, closing_message, traceback_shape
+from tests.fuzz.runner import (
+    Case,
+    Outcome,
+    Screen,
+    check_files,
+    check_output,
+    check_terminal,
+    closing_message,
+    names_it,
+    traceback_shape,
+)
 
 CASE = Case("test", ("run", "recipe.yaml"), names=("recipe.yaml",))
 
@@ -60,3 +70,19 @@ def test_each_broken_promise_of_the_files_is_caught():
     kept = {**before, "out/.x.stopped": "folder", "out/.x.stopped/run.json": "s", "out/x": "folder"}
     assert check_files(CASE, 1, before, kept) == []
     assert kinds(check_files(CASE, 0, before, {**before, "tmp": "folder", "tmp/left": "t"})) == ["temp"]
+
+
+def test_a_terminal_left_clean_passes_and_each_way_of_leaving_it_dirty_is_caught():
+    """As rich draws a transient display: hide the cursor, draw, erase the row, show the cursor, then the message."""
+    clean = "\x1b[?25l\r\x1b[2Kreading chats.csv ━━ 0:00:00\r\x1b[2K\x1b[?25h\rerror: chats.csv: line 2\r\n"
+    assert check_terminal(clean) == []
+    assert Screen.of(clean).lines == ["error: chats.csv: line 2", ""]
+    assert kinds(check_terminal("\x1b[?25l\r\x1b[2Kreading chats.csv ━━\r\n")) == ["terminal"]  # cursor hidden
+    assert kinds(check_terminal("\x1b[?25l\rreading chats.csv ━━\x1b[?25h")) == ["terminal"]  # line not ended
+    up = "first\r\nsecond\r\n\x1b[1A\x1b[2Kthird\r\n"  # up one row, erased, written over
+    assert Screen.of(up).lines == ["first", "third", ""]
+
+
+def test_a_name_that_does_not_print_counts_only_quoted_or_escaped():
+    assert names_it("error: '/w/data/\\x1b[2Jred.jsonl': line 2: x", "\x1b[2Jred.jsonl")
+    assert not names_it("error: /w/data/\x1b[2Jred.jsonl: line 2: x", "\x1b[2Jred.jsonl")  # printed raw: unseen

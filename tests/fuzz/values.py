@@ -5,6 +5,7 @@ tuple that says what it did, so a failing case reads as "valid input X + these c
 from __future__ import annotations
 
 import json
+from copy import deepcopy
 from typing import Any
 
 from hypothesis import strategies as st
@@ -95,6 +96,8 @@ def apply(tree: Any, mutation: tuple) -> Any:
     """`tree` with one mutation applied: ("set", path, value), ("delete", path), ("add", path, key, value),
     ("repeat", path) (a list's item twice, or a mapping's key again under a case-changed name)."""
     op, path = mutation[0], mutation[1]
+    if op in ("set", "add"):  # a fresh copy: st.just([]) hands every example the same list, which a later
+        mutation = (*mutation[:-1], deepcopy(mutation[-1]))  # change could then put inside itself
     if not path:
         return mutation[2] if op == "set" else tree
     parent = get(tree, path[:-1])
