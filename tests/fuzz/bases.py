@@ -165,15 +165,16 @@ LLM = Base("tcq", llm_recipe(), "data/sample_locomo.json", SAMPLE_LOCOMO)
 
 
 # -- the formats of people's own logs (gen/sources/chat_exports.py, table.py, messages.py) ---------------------
-# Two sittings of one pair a week apart, with topic phrases temporal_reasoning can ask about, an email, a phone
-# number and a link for `redact:` to replace, and the names it lists.
+# Two sittings of one pair a week apart, with topic phrases temporal_reasoning can ask about (the heat wave in the
+# first alone, the book club in the second), an email, a phone number and a link for `redact:` to replace, and the
+# names it lists.
 DIALOGUE = [
     ("2024-03-01 09:00:00", "user", "Morning Ann, my pottery class starts today at the studio."),
     ("2024-03-01 09:01:30", "assistant", "Lovely! Write to ann@example.com about the heat wave plans."),
     ("2024-03-01 09:03:00", "user", "Call Bob on +44 20 7946 0958 about the garden party."),
     ("2024-03-08 18:00:00", "assistant", "How did the pottery class go? See https://example.org/bowls (photos)."),
-    ("2024-03-08 18:02:00", "user", "The heat wave cracked my bowl, sadly, but the garden party was fun."),
-    ("2024-03-08 18:04:00", "assistant", "Next week then, same studio."),
+    ("2024-03-08 18:02:00", "user", "The kiln cracked my bowl, sadly, but the garden party was fun."),
+    ("2024-03-08 18:04:00", "assistant", "Next week then, same studio, after the book club."),
 ]
 EPOCH = 1709283600  # 2024-03-01 09:00:00 UTC: DIALOGUE's first time as a Unix time
 
