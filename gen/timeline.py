@@ -75,6 +75,15 @@ def stamp_offsets(turns: Sequence[Turn], seconds_per_word: float) -> list[int]:
     return offsets
 
 
+def simulated_times(
+    conversation: Conversation, session: Session, start: datetime, spec: TimelineSpec
+) -> list[datetime]:
+    """Each turn's time on a simulated clock: the session's start plus the speaking time of the turns before."""
+    offsets = stamp_offsets(session.turns, spec.seconds_per_word)
+    refuse_long_response(conversation, session, offsets, spec)
+    return [start + timedelta(seconds=s) for s in offsets]
+
+
 def refuse_long_response(conversation: Conversation, session: Session, offsets: list[int], spec: TimelineSpec) -> None:
     """On a simulated clock a response takes its words × seconds_per_word, and the gap to the response before it
     is that time; a response long enough for it to reach session_gap_minutes would break the rule that splits
@@ -156,9 +165,7 @@ def place_on_clock(conversation: Conversation, spec: TimelineSpec, donors: Donor
         if stamped and start - stamped[-1][-1] <= gap:
             start = resolve_overlap(conversation, sessions, number, start, stamped[-1][-1], spec)
         starts.append(start)
-        offsets = stamp_offsets(session.turns, spec.seconds_per_word)
-        refuse_long_response(conversation, session, offsets, spec)
-        stamped.append([start + timedelta(seconds=s) for s in offsets])
+        stamped.append(simulated_times(conversation, session, start, spec))
 
     padding, donor_ids = padding_turns(conversation, spec.padding, donors, seed)
     after_minutes = padding_offset(spec.padding, seed, conversation.conversation_id) if padding else None
@@ -170,9 +177,7 @@ def place_on_clock(conversation: Conversation, spec: TimelineSpec, donors: Donor
         )
         sessions.append(Session(turns=tuple(padding), start=start, label="padding"))
         starts.append(start)
-        offsets = stamp_offsets(padding, spec.seconds_per_word)
-        refuse_long_response(conversation, sessions[-1], offsets, spec)
-        stamped.append([start + timedelta(seconds=s) for s in offsets])
+        stamped.append(simulated_times(conversation, sessions[-1], start, spec))
 
     responses: list[Response] = []
     for session_number, (session, stamps) in enumerate(zip(sessions, stamped), start=1):
