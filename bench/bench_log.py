@@ -15,7 +15,7 @@ import yaml
 from corpora import run_small_and_large  # bench/corpora.py
 
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 
 
 def measure(source: Path, workdir: Path, label: str) -> float:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from gen.llm.features import EndpointProbe
     from gen.llm.task import Task
     from gen.recipe import Recipe
-    from gen.run.shards import Prepared
+    from gen.pipeline.shards import Prepared
 
 
 def load_recipe(recipe: str | Path | Mapping[str, Any], *, source_dir: str | Path | None = None) -> Recipe:
@@ -70,7 +70,7 @@ def run_recipe(
 ) -> Path:
     """Build every product of the recipe, validate it and write the run folder (`gen run`); returns its path."""
     from gen.llm.config import RunSettings
-    from gen.run.runner import run
+    from gen.pipeline.runner import run
 
     settings = RunSettings(offline=offline, cache_dir=Path(cache_dir) if cache_dir else None)
     out = Path(output_dir) if output_dir is not None else None
@@ -136,7 +136,7 @@ def validate(
     cached): does it answer, and does it have what its steps' calls need (log-probabilities, /completions with
     echo, the structured-output mode; gen/llm/features.py)? One GenError lists every endpoint that fails."""
     from gen.llm.features import endpoint_needs
-    from gen.run.shards import prepare
+    from gen.pipeline.shards import prepare
 
     loaded = recipe if not isinstance(recipe, (str, Path, Mapping)) else load_recipe(recipe, source_dir=source_dir)
     prepared = prepare(loaded)
@@ -218,7 +218,7 @@ def planning(
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
     from gen.products.base import BuildContext
-    from gen.run.shards import prepare
+    from gen.pipeline.shards import prepare
 
     loaded = as_recipe(recipe)
     prepared = prepare(loaded, limit) if prepared is None else prepared

@@ -141,12 +141,12 @@ def run(
     Example: gen run recipes/quickstart.yaml --output-dir outputs
     """
     from gen.recipe import load_recipe
-    from gen.run.runner import run as run_recipe
+    from gen.pipeline.runner import run as run_recipe
 
     if ray_address is not None and executor is not ExecutorName.ray:
         raise GenError("--ray-address is only for --executor ray", field="--ray-address", expected="--executor ray")
     if executor is ExecutorName.ray:
-        from gen.run.executors import require_ray
+        from gen.pipeline.executors import require_ray
 
         require_ray()  # before reading any source: say at once that Ray is missing
     settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)

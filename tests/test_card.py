@@ -14,7 +14,7 @@ import pytest
 from gen.export.card import render_card, shorten
 from gen.export.card_header import merge_metadata, split_card
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 from tests.conftest import REPO, read_jsonl
 
 

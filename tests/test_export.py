@@ -17,7 +17,7 @@ from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
 from gen.products.schema import as_features
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 from tests.conftest import REPO, locomo_sample, read_jsonl, write_json, write_recipe
 
 
@@ -306,7 +306,7 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
         "by_test": {"date": {"base_questions": 2, "variants": 2}, "session": {"base_questions": 1, "variants": 1}},
         "total": {"base_questions": 3, "variants": 3},
     }
-    from gen.run.shards import provenance as count_provenance
+    from gen.pipeline.shards import provenance as count_provenance
 
     assert count_provenance(rows) == {
         ("model", "gpt-x"): 2,

@@ -20,7 +20,7 @@ import pytest
 from gen.export.harness.dates import locomo_style
 from gen.export.hub_folder import build_export
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 from tests.conftest import REPO, read_jsonl, require_shared, requires_extra, run_cli
 
 QUESTION_CONFIGS = ("time_queries", "ambiguous_time_queries")  # the quickstart's

@@ -20,7 +20,7 @@ from gen.export.hub_folder import build_export
 from gen.products.registry import config_spec
 from gen.products.schema import as_features
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 from tests.conftest import REPO, read_jsonl, write_recipe
 
 ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
@@ -122,7 +122,7 @@ def test_two_runs_of_one_name_load_their_own_rows(tmp_path):
     import datasets
 
     from gen.recipe import load_recipe
-    from gen.run.runner import run
+    from gen.pipeline.runner import run
 
     counts = {}
     for limit in (1, 2):

@@ -28,7 +28,7 @@ import gen
 from gen.errors import GenError
 from gen.export.hub_folder import build_export
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 from tests.conftest import REPO, gen_subprocess, run_cli, write_recipe
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"

@@ -12,7 +12,7 @@ import yaml
 from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.hub import READ_TOKEN, TOKEN, FakeHub
 

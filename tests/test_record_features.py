@@ -211,7 +211,7 @@ def test_teabag_configs_load(tmp_path):
 
 def test_persona_sql_configs_load(tmp_path):
     from gen.llm.config import RunSettings
-    from gen.run.runner import run
+    from gen.pipeline.runner import run
     from tests.fakes.openai_server import FakeOpenAI
     from tests.test_persona_sql_labels import Model, recipe_for
 
@@ -223,7 +223,7 @@ def test_persona_sql_configs_load(tmp_path):
 
 def test_time_content_questions_configs_load(tmp_path):
     from gen.llm.config import RunSettings
-    from gen.run.runner import run
+    from gen.pipeline.runner import run
     from tests.fakes.openai_server import FakeOpenAI, tcq_question
     from tests.test_time_content_questions import make_recipe
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from gen.recipe import load_recipe
-from gen.run.runner import run
+from gen.pipeline.runner import run
 from tests.conftest import REPO, gen_subprocess, read_jsonl, run_cli, write_json, write_recipe
 
 

@@ -170,7 +170,7 @@ def test_a_shard_reads_exactly_the_conversations_prepared_says_it_reads(tmp_path
     """`Prepared.reads` tells, from the summaries alone, which conversations a unit reads (its own and its
     padding donors'): a store holding only those builds the same timeline as the whole store."""
     from gen.recipe import load_recipe
-    from gen.run.shards import prepare
+    from gen.pipeline.shards import prepare
 
     recipe = write_recipe(
         tmp_path / "r.yaml",

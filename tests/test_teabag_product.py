@@ -524,7 +524,7 @@ def test_registered():
 
 def run_folder(tmp_path: Path, model, sources: list[dict], **options) -> Path:
     from gen.llm.config import RunSettings as Settings
-    from gen.run.runner import run
+    from gen.pipeline.runner import run
 
     with FakeOpenAI(model) as server:
         recipe = recipe_for(tmp_path, server.base_url, sources, **options)

@@ -491,7 +491,7 @@ def unfinished(path: str, outputs: tuple[str, ...], after: dict[str, str]) -> bo
 
 
 def kept_stop(path: str) -> bool:
-    """A path inside the `.<name>.stopped` folder a stopped run keeps on purpose (gen/run/runner.py)."""
+    """A path inside the `.<name>.stopped` folder a stopped run keeps on purpose (gen/pipeline/runner.py)."""
     return any(part.startswith(".") and part.endswith(".stopped") for part in path.split("/"))
 
 

@@ -1,9 +1,9 @@
 """One run: recipe → sources → conversations → timelines → products → validators → writer.
 
-The work is done conversation by conversation (gen/run/shards.py) and streamed to the run folder, so memory
+The work is done conversation by conversation (gen/pipeline/shards.py) and streamed to the run folder, so memory
 follows the largest conversation rather than the corpus. For each conversation the products are built in
 the order the registry gives (each after the products whose records it needs), each product's records are
-validated there and then, counted, and appended to its config's file. Two stages (gen/run/executors.py):
+validated there and then, counted, and appended to its config's file. Two stages (gen/pipeline/executors.py):
 
   local    products that need no LLM: one conversation per task, in this process or, with `workers > 1`,
            in a pool of processes whose results are written in conversation order (the same bytes);
@@ -42,9 +42,9 @@ from gen.products.checks import Checks
 from gen.products.registry import Bound, bind
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
-from gen.run.executors import RayConnection, llm_results, local_results, ray_results
-from gen.run.shards import Prepared, ShardResult, prepare, stage_products, uses_llm
-from gen.run.writer import RunFolder, ShardWriter, write_rejects
+from gen.pipeline.executors import RayConnection, llm_results, local_results, ray_results
+from gen.pipeline.shards import Prepared, ShardResult, prepare, stage_products, uses_llm
+from gen.pipeline.writer import RunFolder, ShardWriter, write_rejects
 from gen.write_guard import refuse_writing_into
 
 log = logging.getLogger(__name__)

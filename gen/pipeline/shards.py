@@ -1,8 +1,8 @@
 """The work of a run, conversation by conversation: sources read and products bound (`prepare`), then, for
 a shard of conversations, every product of a stage built, validated, counted and encoded (`process_shard`).
 
-What a shard returns is small and picklable, so executors (gen/run/executors.py) can run shards in other
-processes and the writer (gen/run/runner.py) appends them in conversation order.
+What a shard returns is small and picklable, so executors (gen/pipeline/executors.py) can run shards in other
+processes and the writer (gen/pipeline/runner.py) appends them in conversation order.
 """
 
 from __future__ import annotations
