@@ -13,8 +13,8 @@ import pytest
 
 from gen.export.card import render_card, shorten
 from gen.export.card_header import merge_metadata, split_card
-from gen.recipe import load_recipe
 from gen.pipeline.runner import run
+from gen.recipe import load_recipe
 from tests.conftest import REPO, read_jsonl
 
 

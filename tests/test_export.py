@@ -15,9 +15,9 @@ from gen.errors import GenError
 from gen.export.card import render_card
 from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
+from gen.pipeline.runner import run
 from gen.products.schema import as_features
 from gen.recipe import load_recipe
-from gen.pipeline.runner import run
 from tests.conftest import REPO, locomo_sample, read_jsonl, write_json, write_recipe
 
 

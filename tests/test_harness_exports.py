@@ -19,8 +19,8 @@ import pytest
 
 from gen.export.harness.dates import locomo_style
 from gen.export.hub_folder import build_export
-from gen.recipe import load_recipe
 from gen.pipeline.runner import run
+from gen.recipe import load_recipe
 from tests.conftest import REPO, read_jsonl, require_shared, requires_extra, run_cli
 
 QUESTION_CONFIGS = ("time_queries", "ambiguous_time_queries")  # the quickstart's

@@ -17,12 +17,12 @@ import pytest
 from gen.errors import Stopped
 from gen.llm.config import RunSettings
 from gen.llm.engine import Engine
-from gen.products.registry import load
-from gen.products.time_content.time_content_questions import TimeContentQuestions
 from gen.pipeline import executors
 from gen.pipeline.executors import llm_batch_size
 from gen.pipeline.runner import run
 from gen.pipeline.shards import prepare, process_batch
+from gen.products.registry import load
+from gen.products.time_content.time_content_questions import TimeContentQuestions
 from tests.conftest import REPO, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, tcq_question
 

@@ -17,10 +17,10 @@ import pytest
 
 from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
+from gen.pipeline.runner import run
 from gen.products.registry import config_spec
 from gen.products.schema import as_features
 from gen.recipe import load_recipe
-from gen.pipeline.runner import run
 from tests.conftest import REPO, read_jsonl, write_recipe
 
 ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
@@ -121,8 +121,8 @@ def test_two_runs_of_one_name_load_their_own_rows(tmp_path):
     conversation, then two) loaded into one cache each give their own records."""
     import datasets
 
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     counts = {}
     for limit in (1, 2):

@@ -27,8 +27,8 @@ import yaml
 import gen
 from gen.errors import GenError
 from gen.export.hub_folder import build_export
-from gen.recipe import load_recipe
 from gen.pipeline.runner import run
+from gen.recipe import load_recipe
 from tests.conftest import REPO, gen_subprocess, run_cli, write_recipe
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"

@@ -11,8 +11,8 @@ import yaml
 
 from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
-from gen.recipe import load_recipe
 from gen.pipeline.runner import run
+from gen.recipe import load_recipe
 from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.hub import READ_TOKEN, TOKEN, FakeHub
 

@@ -154,8 +154,8 @@ def quality_recipe(tmp_path, base_url: str):
 
 
 def run_once(recipe_path, out, cache_dir, offline=False):
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     settings = RunSettings(cache_dir=cache_dir, progress="off", offline=offline)
     return run(load_recipe(recipe_path), out, llm_settings=settings)

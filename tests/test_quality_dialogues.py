@@ -22,8 +22,8 @@ from tests.test_teabag_product import episode
 
 
 def run_recipe(tmp_path, model, data: dict, **endpoint):
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     with FakeOpenAI(model) as server:
         data["llm"] = {"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": None, **endpoint}}

@@ -130,8 +130,8 @@ SESSIONS = [
 
 
 def run_labels(tmp_path, *others: str, **options):
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
     recipe = write_recipe(
@@ -239,8 +239,8 @@ def test_run_json_gives_the_distributions_of_the_rewards_and_gates(tmp_path, bag
 
 
 def test_gen_eval_reports_the_quality_labels_of_the_dataset(tmp_path, bag_of_words, capsys):
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
     from tests.conftest import run_cli
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])

@@ -23,8 +23,8 @@ PADDING = [{"speaker": "Xi", "text": "I love pizza pizza"}, {"speaker": "Yu", "t
 
 
 def padded_run(tmp_path, **options):
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
     padding = write_json(tmp_path / "padding.json", PADDING)
@@ -125,8 +125,8 @@ def test_on_locomo_almost_every_negative_hit_was_an_answer_to_a_question(tmp_pat
     """locomo10 has 19 follow-ups with a negative phrase (read by hand: 13 of them open with "No"/"Nope" right
     after a reply that ends with a yes/no question, e.g. "Ever been to one?" - "Nope, never been"); the labels
     keep the other 6 ("it's not right that...", "what went wrong", "I'm sure you're wrong")."""
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     locomo = require_shared("locomo/locomo10.json")
     recipe = write_recipe(
@@ -162,8 +162,8 @@ def test_on_locomo_almost_every_negative_hit_was_an_answer_to_a_question(tmp_pat
 
 
 def test_persona_cosine_is_the_replys_best_cosine_to_its_speakers_facts(tmp_path, bag_of_words):  # noqa: F811
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     folder = run(load_recipe(episode_recipe(tmp_path, {})), tmp_path / "out")
     assert json.loads((folder / "run.json").read_text())["validation"]["quality_labels"]["passed"]
@@ -184,8 +184,8 @@ def test_persona_cosine_is_the_replys_best_cosine_to_its_speakers_facts(tmp_path
 
 
 def test_persona_cosine_is_null_without_persona_facts(tmp_path, bag_of_words):  # noqa: F811
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run
+    from gen.recipe import load_recipe
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
     recipe = write_recipe(

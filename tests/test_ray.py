@@ -51,7 +51,9 @@ def test_the_quickstart_on_ray_writes_the_bytes_of_the_local_executor(tmp_path, 
     outputs = {}
     for executor in ("local", "ray"):
         if executor == "ray":  # from here on a shard run in this process fails: Ray's workers must run them
-            monkeypatch.setattr("gen.pipeline.executors.process_shard", lambda *_: pytest.fail("a shard ran in the driver"))
+            monkeypatch.setattr(
+                "gen.pipeline.executors.process_shard", lambda *_: pytest.fail("a shard ran in the driver")
+            )
         code, _, err = run_cli(
             [
                 "run",

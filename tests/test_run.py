@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from gen.recipe import load_recipe
 from gen.pipeline.runner import run
+from gen.recipe import load_recipe
 from tests.conftest import REPO, gen_subprocess, read_jsonl, run_cli, write_json, write_recipe
 
 

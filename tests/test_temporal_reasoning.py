@@ -89,8 +89,8 @@ def run(folder: Path, capsys, **options) -> Path:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
-    from gen.recipe import load_recipe
     from gen.pipeline.runner import run as run_recipe
+    from gen.recipe import load_recipe
 
     folder = tmp_path_factory.mktemp("reasoning")
     return run_recipe(load_recipe(recipe(folder)), output_dir=folder / "out")

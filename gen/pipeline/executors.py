@@ -31,9 +31,9 @@ from gen import stopping
 from gen.about import install_hint
 from gen.errors import GenError
 from gen.llm.lanes import Lane
-from gen.products.registry import Bound
 from gen.pipeline.shards import Prepared, ShardResult, fewer_collections, process_batch, process_shard
 from gen.pipeline.spool import spool
+from gen.products.registry import Bound
 from gen.sources.store import ConversationStore, HeldConversations
 
 if TYPE_CHECKING:

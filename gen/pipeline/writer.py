@@ -13,9 +13,9 @@ from typing import IO, TYPE_CHECKING, Literal
 
 from gen.folders import NewFolder, written_by_gen
 from gen.jsonl import encode_lines
-from gen.products.registry import Bound
 from gen.pipeline.shards import ShardResult
 from gen.pipeline.spool import SPOOL, append_range
+from gen.products.registry import Bound
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine

@@ -98,9 +98,9 @@ QUALITY_SESSIONS = [
 
 def quality_run(tmp: Path) -> Path:
     """The log and quality labels of one two-session dialogue (no padding), built in this process."""
+    from gen.pipeline.runner import run
     from gen.products.quality import vectors
     from gen.recipe import load_recipe
-    from gen.pipeline.runner import run
     from tests.test_quality_labels import BagOfWords
 
     source = write_json(tmp / "conv.json", [locomo_sample("s1", sessions=QUALITY_SESSIONS)])

@@ -1,5 +1,6 @@
-"""The `gen batches` commands (registered in gen/cli.py): the Batch API batches an LLM cache sent, cancelling one
-and forgetting one. Heavy imports happen inside the functions."""
+"""`gen batches` (with `cancel` and `forget`) and `gen cache repair` (registered in gen/cli/main.py): the Batch
+API batches an LLM cache sent, and repairing a damaged cache, each a thin layer over its function in
+gen/api/tools.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from gen.cli_options import CACHE_DIR
+from gen.cli.options import CACHE_DIR
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -25,9 +26,9 @@ def batches(ctx: typer.Context, cache_dir: Path | None = CACHE_DIR) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from gen.llm.batch import known_batches
+    import gen
 
-    rows = known_batches(cache_dir)
+    rows = gen.batches(cache_dir)
     if not rows:
         typer.echo("this cache has sent no batch")
         return
@@ -48,9 +49,9 @@ def batches_cancel(
 
     Example: gen batches cancel batch_abc123
     """
-    from gen.llm.batch import cancel_batch
+    import gen
 
-    status = cancel_batch(cache_dir, batch_id)
+    status = gen.cancel_batch(batch_id, cache_dir)
     err.print(f"batch {batch_id}: {status}")
 
 
@@ -63,12 +64,28 @@ def batches_forget(
 
     Example: gen batches forget batch_abc123
     """
-    from gen.llm.batch import forget_batch
-    from gen.llm.batch_ledger import ABANDONED, TERMINAL
+    import gen
 
-    row = forget_batch(cache_dir, batch_id)
+    forgotten = gen.forget_batch(batch_id, cache_dir)
     err.print(f"batch {batch_id} forgotten: the next run sends its requests that have no reply in the cache again")
-    if row.status not in TERMINAL | {ABANDONED}:
+    if forgotten.still_running:
         err.print(
-            f"it was {row.status} when last polled: the endpoint may still run it, and gen can no longer cancel it"
+            f"it was {forgotten.batch.status} when last polled: the endpoint may still run it, and gen can no longer "
+            "cancel it"
         )
+
+
+cache_app = typer.Typer(help="The LLM reply cache.", no_args_is_help=True)
+
+
+@cache_app.command("repair")
+def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
+    """Copy every readable reply of a damaged LLM cache into a new llm.sqlite; the damaged file is kept beside it.
+
+    Example: gen cache repair --cache-dir ~/.cache/gen
+    """
+    import gen
+
+    done = gen.repair_cache(cache_dir)
+    lost_text = f"; {done.lost} damaged stretch(es) could not be read" if done.lost else ""
+    err.print(f"kept {done.kept:,} replies in {done.cache}{lost_text}; the damaged file is {done.damaged_file}")
