@@ -98,6 +98,7 @@ QUALITY_SESSIONS = [
 
 def quality_run(tmp: Path) -> Path:
     """The log and quality labels of one two-session dialogue (no padding), built in this process."""
+    from gen.pipeline.options import RunOptions
     from gen.pipeline.runner import run
     from gen.products.quality import vectors
     from gen.recipe import load_recipe
@@ -116,7 +117,7 @@ def quality_run(tmp: Path) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(vectors, "model", lambda: BagOfWords())
         patch.setattr("gen.embedding.model_folder", lambda what="": tmp)
-        return run(load_recipe(recipe), tmp / "out")
+        return run(load_recipe(recipe), RunOptions(output_dir=tmp / "out"))
 
 
 # -- fixtures (made once for the package: tests/view/conftest.py imports them) --------------------------------
