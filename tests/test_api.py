@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 
@@ -92,7 +93,8 @@ def test_the_readmes_python_example_runs(tmp_path):
     example = readme.split("## From Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     script = tmp_path / "example.py"
     script.write_text(example.replace('"recipes/quickstart.yaml"', repr(str(QUICKSTART))))
-    done = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's gen, whichever one the venv installed
+    done = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert "(pooled)" in done.stdout and "time_queries" in done.stdout
     assert (tmp_path / "exports" / "quickstart-beir" / "gen-export.json").is_file()

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 ALLOWED_EXITS = {0, 1, 2, 129, 130, 143}
 SIGNAL_EXITS = {129, 130, 143}
-# the first words of the line gen (or click, for usage errors) ends a failed run with; gen/cli.py main
+# the first words of the line gen (or click, for usage errors) ends a failed run with; gen/cli/main.py main
 MESSAGE_STARTS = ("error:", "stopped:", "Error:", "interrupted", "aborted")
 ADDRESS_SPACE_BYTES = 3 * 1024**3  # RLIMIT_AS: gen with pyarrow and pandas loaded maps well under 1 GB
 PEAK_RSS_MB = 1500  # a small input must never need more
