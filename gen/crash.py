@@ -2,7 +2,7 @@
 
 An exception that escapes a command and is not a GenError is a bug (in gen, or in a plugin it loaded): the
 user can do nothing about it but report it, and a screenful of traceback buries the one thing to do. The CLI
-(gen/cli.py, main) prints one line naming the exception and the file written here, which holds the traceback.
+(gen/cli/main.py, main) prints one line naming the exception and the file written here, which holds the traceback.
 
 Where: $XDG_STATE_HOME/gen/crashes/ (by default ~/.local/state/gen/crashes/), the XDG place for what a program
 leaves behind for later; when it cannot be written, the system's temporary folder. One file per crash,

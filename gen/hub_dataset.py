@@ -13,17 +13,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import typer
-
 from gen.errors import GenError
 
-__all__ = ["DATASET_HELP", "REVISION", "dataset_folder"]
-
-# the commands' argument and option
-DATASET_HELP = "A run folder (outputs/<name>), an export folder, or a dataset id on the Hugging Face Hub (me/name)."
-REVISION = typer.Option(
-    None, "--revision", help="With a Hub dataset id: the branch, tag or commit to read (default: main)."
-)
+__all__ = ["dataset_folder"]
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 

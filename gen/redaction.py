@@ -1,5 +1,5 @@
 """The recipe's optional `redact:` step: emails, phone numbers, URLs and listed names in the conversations are
-replaced by placeholders as each conversation is read, before it is stored (gen/run/shards.py: prepare).
+replaced by placeholders as each conversation is read, before it is stored (gen/pipeline/shards.py: prepare).
 
 Every product and every validator reads conversations from that store only, so they all see the same redacted
 text and the ground truth stays consistent with it; no other path reads a source's texts for a product. What is

@@ -311,7 +311,7 @@ def donor_choice(
     """(donor id, first session) of every donor a conversation's padding reads, in order: from the donor drawn
     by seed, each with its sessions from one drawn by seed (wrapping round), until their words reach the
     target. It needs each donor's words per session only, so a run can tell which conversations a shard
-    will read without reading them (gen/run/executors.py sends a Ray task only those)."""
+    will read without reading them (gen/pipeline/executors.py sends a Ray task only those)."""
     own = bisect_left(ids, conversation_id)
     if own < len(ids) and ids[own] == conversation_id:  # never its own donor
         ids = [*ids[:own], *ids[own + 1 :]]

@@ -153,10 +153,11 @@ def private_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory) -> Path:
     """The quickstart recipe run into a temporary folder (once per test module that asks for it)."""
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), RunOptions(output_dir=tmp_path_factory.mktemp("out")))
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from gen.pipeline.shards import Prepared, prepare
 from gen.products.base import BuildContext, Product, Records, Unit
 from gen.products.checks import Checks
 from gen.products.registry import REGISTRY
 from gen.recipe import Recipe
-from gen.run.shards import Prepared, prepare
 from gen.timeline import Timeline
 from gen.validation import validate_model
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 
@@ -29,7 +30,7 @@ def test_a_recipe_from_a_mapping_is_the_recipe_of_its_file(monkeypatch):
 
 
 def test_run_summary_and_load_agree_with_the_files(tmp_path):
-    folder = gen.run_recipe(QUICKSTART, tmp_path / "out")
+    folder = gen.run(QUICKSTART, gen.RunOptions(output_dir=tmp_path / "out"))
     assert folder == tmp_path / "out" / "quickstart"
     table = gen.summary(folder)
     counts = {name: len(read_jsonl(folder / name / "test.jsonl")) for name in table["config"]}
@@ -43,7 +44,7 @@ def test_run_summary_and_load_agree_with_the_files(tmp_path):
 
 
 def test_evaluate_gives_the_table_gen_eval_writes_as_csv(tmp_path, capsys):
-    folder = gen.run_recipe(QUICKSTART, tmp_path / "out")
+    folder = gen.run(QUICKSTART, gen.RunOptions(output_dir=tmp_path / "out"))
     rows = read_jsonl(folder / "time_queries" / "test.jsonl")
     predictions = tmp_path / "first.jsonl"  # only the first relevant response: recall 1/n for n relevant
     predictions.write_text(
@@ -52,7 +53,7 @@ def test_evaluate_gives_the_table_gen_eval_writes_as_csv(tmp_path, capsys):
             for r in rows
         )
     )
-    table = gen.evaluate(folder, predictions)
+    table = gen.evaluate(folder, predictions).table
     pooled = table[(table["config"] == "time_queries") & (table["test"] == "(pooled)")].iloc[0]
     expected = sum(1 / len(r["relevant_response_indices"]) for r in rows) / len(rows)
     assert pooled["questions"] == len(rows) and pooled["recall"] == pytest.approx(expected)
@@ -67,9 +68,11 @@ def test_evaluate_gives_the_table_gen_eval_writes_as_csv(tmp_path, capsys):
 
 
 def test_export_writes_the_harness_layout(tmp_path):
-    folder = gen.run_recipe(QUICKSTART, tmp_path / "out")
-    out = gen.export_harness(folder, "locomo", tmp_path / "locomo")
+    folder = gen.run(QUICKSTART, gen.RunOptions(output_dir=tmp_path / "out"))
+    out = tmp_path / "locomo"
+    written = gen.export_harness(folder, "locomo", out)
     manifest = json.loads((out / "gen-export.json").read_text())
+    assert {item.config for item in written} == set(manifest["configs"])
     assert set(manifest["configs"]) == {"time_queries", "ambiguous_time_queries"}
 
 
@@ -90,7 +93,8 @@ def test_the_readmes_python_example_runs(tmp_path):
     example = readme.split("## From Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     script = tmp_path / "example.py"
     script.write_text(example.replace('"recipes/quickstart.yaml"', repr(str(QUICKSTART))))
-    done = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's gen, whichever one the venv installed
+    done = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert "(pooled)" in done.stdout and "time_queries" in done.stdout
     assert (tmp_path / "exports" / "quickstart-beir" / "gen-export.json").is_file()

@@ -13,14 +13,15 @@ import pytest
 
 from gen.export.card import render_card, shorten
 from gen.export.card_header import merge_metadata, split_card
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.recipe import load_recipe
-from gen.run.runner import run
 from tests.conftest import REPO, read_jsonl
 
 
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory) -> Path:
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), RunOptions(output_dir=tmp_path_factory.mktemp("out")))
 
 
 @pytest.fixture(scope="module")

@@ -110,7 +110,7 @@ def test_a_number_outside_its_range_is_a_usage_error_naming_the_option(tmp_path,
 
 
 def test_the_command_line_has_the_recipes_own_ranges_for_concurrency_and_request_processes():
-    from gen.cli_options import RANGES
+    from gen.cli.options import RANGES
     from gen.llm.config import MAX_REQUEST_PROCESSES, EndpointConfig
 
     metadata = EndpointConfig.model_fields["max_concurrency"].metadata

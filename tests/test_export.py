@@ -15,16 +15,17 @@ from gen.errors import GenError
 from gen.export.card import render_card
 from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.products.schema import as_features
 from gen.recipe import load_recipe
-from gen.run.runner import run
 from tests.conftest import REPO, locomo_sample, read_jsonl, write_json, write_recipe
 
 
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory) -> Path:
     """The run folder of `gen run recipes/quickstart.yaml --output-dir <tmp>`."""
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), RunOptions(output_dir=tmp_path_factory.mktemp("out")))
 
 
 @pytest.fixture(scope="module")
@@ -273,7 +274,7 @@ def test_a_locomo_layout_run_is_cc_by_nc(tmp_path):
             "products": [{"type": "log"}],
         },
     )
-    folder = run(load_recipe(recipe), output_dir=tmp_path / "out")
+    folder = run(load_recipe(recipe), RunOptions(output_dir=tmp_path / "out"))
     header, body = split_card((folder / "README.md").read_text())
     assert header["license"] == "cc-by-nc-4.0"
     assert "LoCoMo" in body and "padding session (taken from another conversation)" not in flat(body)
@@ -306,7 +307,7 @@ def test_counts_per_test_models_prompts_and_rejects_are_in_the_card(tmp_path):
         "by_test": {"date": {"base_questions": 2, "variants": 2}, "session": {"base_questions": 1, "variants": 1}},
         "total": {"base_questions": 3, "variants": 3},
     }
-    from gen.run.shards import provenance as count_provenance
+    from gen.pipeline.shards import provenance as count_provenance
 
     assert count_provenance(rows) == {
         ("model", "gpt-x"): 2,
@@ -358,11 +359,11 @@ def test_card_metadata_is_merged_into_an_existing_card():
 
 def test_rerunning_keeps_metadata_added_to_the_run_folder_card(tmp_path):
     recipe = load_recipe(REPO / "recipes" / "quickstart.yaml")
-    folder = run(recipe, output_dir=tmp_path)
+    folder = run(recipe, RunOptions(output_dir=tmp_path))
     header, body = split_card((folder / "README.md").read_text())
     header["tags"] = ["my-tag"]
     (folder / "README.md").write_text("---\n" + yaml.safe_dump(header) + "---\n" + body)
-    header, _ = split_card((run(recipe, output_dir=tmp_path) / "README.md").read_text())
+    header, _ = split_card((run(recipe, RunOptions(output_dir=tmp_path)) / "README.md").read_text())
     assert header["tags"][0] == "my-tag" and "dialogue" in header["tags"]
 
 

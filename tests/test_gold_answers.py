@@ -209,8 +209,9 @@ def test_the_rule_names_every_problem():
 def answered(tmp_path_factory) -> Path:
     """A finished run with answers for every session question of sample-2 (and ambiguous ones sharing them)."""
     from gen.llm.config import RunSettings
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run as run_recipe
     from gen.products.registry import load
-    from gen.run.runner import run as run_recipe
 
     base = tmp_path_factory.mktemp("answered")
     path = recipe(base, "http://127.0.0.1:9/v1", questions=["time_queries", "ambiguous_time_queries"])
@@ -219,9 +220,8 @@ def answered(tmp_path_factory) -> Path:
     with FakeOpenAI(lambda req: good_reply(req.last_user)) as server:
         data["llm"]["main"]["base_url"] = server.base_url
         recipe_obj = load(write_recipe(base / "recipe.yaml", data))[0]
-        folder = run_recipe(
-            recipe_obj, base / "out", llm_settings=RunSettings(cache_dir=base / "cache", progress="off")
-        )
+        settings = RunSettings(cache_dir=base / "cache", progress="off")
+        folder = run_recipe(recipe_obj, RunOptions(output_dir=base / "out", llm=settings))
         assert server.count == 3  # both configs share the three base questions: one answer each
     return folder
 

@@ -19,8 +19,9 @@ import pytest
 
 from gen.export.harness.dates import locomo_style
 from gen.export.hub_folder import build_export
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.recipe import load_recipe
-from gen.run.runner import run
 from tests.conftest import REPO, read_jsonl, require_shared, requires_extra, run_cli
 
 QUESTION_CONFIGS = ("time_queries", "ambiguous_time_queries")  # the quickstart's
@@ -497,7 +498,7 @@ def test_time_content_questions_export_with_the_question_as_written(tmp_path):
             "products": [{"type": "log"}, {"type": "time_content_questions", "per_conversation": 4}],
         }
         path = write_recipe(tmp_path / "tcq.yaml", recipe)
-        run_dir = run(load_recipe(path), output_dir=tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path))
+        run_dir = run(load_recipe(path), RunOptions(output_dir=tmp_path / "out", llm=RunSettings(cache_dir=tmp_path)))
     export(run_dir, "locomo", tmp_path / "locomo")
     records = list(read_jsonl(run_dir / "time_content_questions" / "test.jsonl"))
     assert len(records) == 8

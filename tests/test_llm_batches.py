@@ -17,12 +17,13 @@ import pytest
 from gen.errors import Stopped
 from gen.llm.config import RunSettings
 from gen.llm.engine import Engine
+from gen.pipeline import executors
+from gen.pipeline.executors import llm_batch_size
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
+from gen.pipeline.shards import prepare, process_batch
 from gen.products.registry import load
 from gen.products.time_content.time_content_questions import TimeContentQuestions
-from gen.run import executors
-from gen.run.executors import llm_batch_size
-from gen.run.runner import run
-from gen.run.shards import prepare, process_batch
 from tests.conftest import REPO, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, tcq_question
 
@@ -73,7 +74,10 @@ def test_batches_follow_the_items_and_change_no_record(tmp_path, monkeypatch):
             monkeypatch.setattr(executors, "LLM_BATCH", first)
             monkeypatch.setattr(executors, "LLM_BATCH_MAX", most)
             recipe = copies_recipe(tmp_path, server.base_url, name)
-            folder = run(recipe, tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path / name, progress="off"))
+            folder = run(
+                recipe,
+                RunOptions(output_dir=tmp_path / "out", llm=RunSettings(cache_dir=tmp_path / name, progress="off")),
+            )
             written[name] = {
                 config: (folder / config / "test.jsonl").read_bytes() for config in ("log", "time_content_questions")
             }
@@ -102,7 +106,10 @@ def test_batches_one_at_a_time_follow_the_items_too(tmp_path, monkeypatch):
     monkeypatch.setattr(executors, "LLM_BATCH_MAX", 20)
     with FakeOpenAI(tcq_question) as server:
         recipe = copies_recipe(tmp_path, server.base_url, "one-at-a-time")
-        run(recipe, tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path / "cache", progress="off"))
+        run(
+            recipe,
+            RunOptions(output_dir=tmp_path / "out", llm=RunSettings(cache_dir=tmp_path / "cache", progress="off")),
+        )
     # 5 conversations asked 10 items: 8 x 2 x 5 / 10 = 8 conversations next, and 8 again, then the last 3
     assert batches == [(0, 5), (5, 8), (13, 8), (21, 3)]
 
@@ -154,7 +161,7 @@ def test_a_reject_limit_stop_with_two_batches_in_flight_leaves_the_rejects_of_on
             recipe = garbage_recipe(tmp_path, server.base_url, name)
             settings = RunSettings(cache_dir=tmp_path / name, progress="off")
             with pytest.raises(Stopped, match="more than max_reject_rate 20% allows"):
-                run(recipe, tmp_path / "out", llm_settings=settings)
+                run(recipe, RunOptions(output_dir=tmp_path / "out", llm=settings))
             stopped = tmp_path / "out" / f".{name}.stopped"
             kept[name] = (stopped / "rejects.jsonl").read_bytes(), json.loads((stopped / "run.json").read_text())
             caches[name] = cached_keys(tmp_path / name)

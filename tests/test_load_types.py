@@ -17,10 +17,11 @@ import pytest
 
 from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.products.registry import config_spec
 from gen.products.schema import as_features
 from gen.recipe import load_recipe
-from gen.run.runner import run
 from tests.conftest import REPO, read_jsonl, write_recipe
 
 ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
@@ -29,7 +30,7 @@ ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory) -> Path:
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=tmp_path_factory.mktemp("out"))
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), RunOptions(output_dir=tmp_path_factory.mktemp("out")))
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +122,9 @@ def test_two_runs_of_one_name_load_their_own_rows(tmp_path):
     conversation, then two) loaded into one cache each give their own records."""
     import datasets
 
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     counts = {}
     for limit in (1, 2):
@@ -134,7 +136,8 @@ def test_two_runs_of_one_name_load_their_own_rows(tmp_path):
             "products": [{"type": "log"}],
         }
         folder = run(
-            load_recipe(write_recipe(tmp_path / f"r{limit}.yaml", recipe)), output_dir=tmp_path / f"out{limit}"
+            load_recipe(write_recipe(tmp_path / f"r{limit}.yaml", recipe)),
+            RunOptions(output_dir=tmp_path / f"out{limit}"),
         )
         lines = (folder / "log" / "test.jsonl").read_text().splitlines()
         loaded = datasets.load_dataset(str(folder), "log", split="test", cache_dir=str(tmp_path / "one-cache"))

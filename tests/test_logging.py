@@ -21,7 +21,7 @@ def test_the_default_shows_the_runs_lines_and_the_log_file_keeps_them_with_debug
     assert lines[-1] == f"wrote {tmp_path / 'out' / 'quickstart'}"
     assert not any("run log:" in line for line in lines)  # a debug line
     kept = (tmp_path / "c" / "logs" / "quickstart.log").read_text()
-    assert " DEBUG gen: run log: " in kept and " INFO gen.run.shards: locomo: 2 of 2 conversations" in kept
+    assert " DEBUG gen: run log: " in kept and " INFO gen.pipeline.shards: locomo: 2 of 2 conversations" in kept
     assert not list((tmp_path / "out").rglob("*.log"))
 
 

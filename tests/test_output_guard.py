@@ -27,8 +27,9 @@ import yaml
 import gen
 from gen.errors import GenError
 from gen.export.hub_folder import build_export
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.recipe import load_recipe
-from gen.run.runner import run
 from tests.conftest import REPO, gen_subprocess, run_cli, write_recipe
 
 SAMPLE = REPO / "gen" / "data" / "sample_locomo.json"
@@ -57,7 +58,7 @@ def small_run(tmp_path_factory) -> Path:
     recipe = yaml.safe_load((REPO / "recipes" / "quickstart.yaml").read_text())
     recipe["sources"][0]["path"] = str(SAMPLE)
     recipe["products"] = [{"type": "log"}, {"type": "conversations"}]
-    return run(load_recipe(write_recipe(folder / "quickstart.yaml", recipe)), output_dir=folder / "out")
+    return run(load_recipe(write_recipe(folder / "quickstart.yaml", recipe)), RunOptions(output_dir=folder / "out"))
 
 
 @pytest.fixture
@@ -345,7 +346,7 @@ def test_python_users_meet_the_same_guard(world):
     with pytest.raises(GenError, match=r"--export-dir: this lies inside the input OUTPUT_DIR"):
         build_export(world.dataset, world.dataset / "export")
     with pytest.raises(GenError, match=r"--output-dir: the input sources\[0\]\.path"):
-        gen.run_recipe(named_like_its_corpus, output_dir=world.tmp)
+        gen.run(named_like_its_corpus, gen.RunOptions(output_dir=world.tmp))
     assert snapshot(world.tmp) == before
 
 

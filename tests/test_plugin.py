@@ -144,7 +144,7 @@ pickle.dump(load(sys.argv[1])[1], open(sys.argv[2], "wb"))
 """
     unpickled = """
 import json, pickle, sys
-import gen.run.executors
+import gen.pipeline.executors
 pickle.load(open(sys.argv[1], "rb"))
 families = sorted({m.split(".")[2] for m in sys.modules if m.startswith("gen.products.") and m.count(".") > 2})
 from gen.products.registry import REGISTRY

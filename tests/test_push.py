@@ -11,8 +11,9 @@ import yaml
 
 from gen.export.card_header import split_card
 from gen.export.hub_folder import build_export
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.recipe import load_recipe
-from gen.run.runner import run
 from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.hub import READ_TOKEN, TOKEN, FakeHub
 
@@ -26,7 +27,7 @@ def small_run(tmp_path_factory) -> Path:
     recipe = yaml.safe_load((REPO / "recipes" / "quickstart.yaml").read_text())
     recipe["sources"][0]["path"] = str(REPO / "gen" / "data" / "sample_locomo.json")
     recipe["products"] = [{"type": "log"}, {"type": "conversations"}]
-    return run(load_recipe(write_recipe(folder / "quickstart.yaml", recipe)), output_dir=folder / "out")
+    return run(load_recipe(write_recipe(folder / "quickstart.yaml", recipe)), RunOptions(output_dir=folder / "out"))
 
 
 def configs_of(run_dir: Path) -> list[str]:

@@ -154,11 +154,12 @@ def quality_recipe(tmp_path, base_url: str):
 
 
 def run_once(recipe_path, out, cache_dir, offline=False):
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     settings = RunSettings(cache_dir=cache_dir, progress="off", offline=offline)
-    return run(load_recipe(recipe_path), out, llm_settings=settings)
+    return run(load_recipe(recipe_path), RunOptions(output_dir=out, llm=settings))
 
 
 def test_r1_r3_1_and_pc_worked_out_by_hand_and_replayed_offline(tmp_path, bag_of_words):  # noqa: F811

@@ -22,13 +22,17 @@ from tests.test_teabag_product import episode
 
 
 def run_recipe(tmp_path, model, data: dict, **endpoint):
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     with FakeOpenAI(model) as server:
         data["llm"] = {"main": {"model": "fake-model", "base_url": server.base_url, "api_key_env": None, **endpoint}}
         recipe = load_recipe(write_recipe(tmp_path / "r.yaml", data))
-        return run(recipe, tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path / "cache", progress="off"))
+        return run(
+            recipe,
+            RunOptions(output_dir=tmp_path / "out", llm=RunSettings(cache_dir=tmp_path / "cache", progress="off")),
+        )
 
 
 def test_teabag_sessions_6_are_labelled_after_their_history(tmp_path, bag_of_words):  # noqa: F811

@@ -133,8 +133,9 @@ SESSIONS = [
 
 
 def run_labels(tmp_path, *others: str, **options):
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
     recipe = write_recipe(
@@ -146,7 +147,7 @@ def run_labels(tmp_path, *others: str, **options):
             "products": [*({"type": name} for name in others), {"type": "quality_labels", **options}],
         },
     )
-    folder = run(load_recipe(recipe), tmp_path / "out")
+    folder = run(load_recipe(recipe), RunOptions(output_dir=tmp_path / "out"))
     return folder, read_jsonl(folder / "quality_turns" / "test.jsonl")
 
 
@@ -243,8 +244,9 @@ def test_run_json_gives_the_distributions_of_the_rewards_and_gates(tmp_path, bag
 
 
 def test_gen_eval_reports_the_quality_labels_of_the_dataset(tmp_path, bag_of_words, capsys):
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
     from tests.conftest import run_cli
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
@@ -257,7 +259,7 @@ def test_gen_eval_reports_the_quality_labels_of_the_dataset(tmp_path, bag_of_wor
             "products": [{"type": "time_queries"}, {"type": "quality_labels"}],
         },
     )
-    folder = run(load_recipe(recipe), tmp_path / "out")
+    folder = run(load_recipe(recipe), RunOptions(output_dir=tmp_path / "out"))
     rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
     (tmp_path / "none.jsonl").write_text("")
     code, out, err = run_cli(["eval", folder, "--predictions", tmp_path / "none.jsonl"], capsys)

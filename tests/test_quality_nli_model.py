@@ -65,11 +65,14 @@ def one_by_one(folder, premise: str, hypothesis: str) -> dict[str, float]:
 
 
 def test_a_local_model_gives_each_pair_the_softmax_of_its_own_forward_pass(tmp_path, bag_of_words):  # noqa: F811
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     folder = tiny_model(tmp_path / "nli")
-    out = run(load_recipe(episode_recipe(tmp_path, {"nli_model": str(folder)})), tmp_path / "out")
+    out = run(
+        load_recipe(episode_recipe(tmp_path, {"nli_model": str(folder)})), RunOptions(output_dir=tmp_path / "out")
+    )
     report = json.loads((out / "run.json").read_text())
     assert report["validation"]["quality_labels"]["passed"]
     assert report["configs"]["quality_turns"]["summary"]["backends"]["nli"] == "transformers model nli, softmax"

@@ -23,8 +23,9 @@ PADDING = [{"speaker": "Xi", "text": "I love pizza pizza"}, {"speaker": "Yu", "t
 
 
 def padded_run(tmp_path, **options):
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
     padding = write_json(tmp_path / "padding.json", PADDING)
@@ -37,7 +38,7 @@ def padded_run(tmp_path, **options):
             "products": [{"type": "quality_labels", **options}],
         },
     )
-    folder = run(load_recipe(recipe), tmp_path / "out")
+    folder = run(load_recipe(recipe), RunOptions(output_dir=tmp_path / "out"))
     assert json.loads((folder / "run.json").read_text())["validation"]["quality_labels"]["passed"]
     (summary,) = read_jsonl(folder / "quality_dialogues" / "test.jsonl")
     return read_jsonl(folder / "quality_turns" / "test.jsonl"), summary
@@ -125,8 +126,9 @@ def test_on_locomo_almost_every_negative_hit_was_an_answer_to_a_question(tmp_pat
     """locomo10 has 19 follow-ups with a negative phrase (read by hand: 13 of them open with "No"/"Nope" right
     after a reply that ends with a yes/no question, e.g. "Ever been to one?" - "Nope, never been"); the labels
     keep the other 6 ("it's not right that...", "what went wrong", "I'm sure you're wrong")."""
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     locomo = require_shared("locomo/locomo10.json")
     recipe = write_recipe(
@@ -138,7 +140,7 @@ def test_on_locomo_almost_every_negative_hit_was_an_answer_to_a_question(tmp_pat
             "products": [{"type": "log"}, {"type": "quality_labels"}],
         },
     )
-    folder = run(load_recipe(recipe), tmp_path / "out")
+    folder = run(load_recipe(recipe), RunOptions(output_dir=tmp_path / "out"))
     assert json.loads((folder / "run.json").read_text())["validation"]["quality_labels"]["passed"]
     rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
     log = {(r["conversation_id"], r["response_index"]): r["text"] for r in read_jsonl(folder / "log" / "test.jsonl")}
@@ -162,10 +164,11 @@ def test_on_locomo_almost_every_negative_hit_was_an_answer_to_a_question(tmp_pat
 
 
 def test_persona_cosine_is_the_replys_best_cosine_to_its_speakers_facts(tmp_path, bag_of_words):  # noqa: F811
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
-    folder = run(load_recipe(episode_recipe(tmp_path, {})), tmp_path / "out")
+    folder = run(load_recipe(episode_recipe(tmp_path, {})), RunOptions(output_dir=tmp_path / "out"))
     assert json.loads((folder / "run.json").read_text())["validation"]["quality_labels"]["passed"]
     rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
     texts = PREVIOUS + DIALOG
@@ -184,8 +187,9 @@ def test_persona_cosine_is_the_replys_best_cosine_to_its_speakers_facts(tmp_path
 
 
 def test_persona_cosine_is_null_without_persona_facts(tmp_path, bag_of_words):  # noqa: F811
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.recipe import load_recipe
-    from gen.run.runner import run
 
     source = write_json(tmp_path / "conv.json", [locomo_sample("s1", sessions=SESSIONS)])
     recipe = write_recipe(
@@ -197,7 +201,7 @@ def test_persona_cosine_is_null_without_persona_facts(tmp_path, bag_of_words):  
             "products": [{"type": "quality_labels"}],
         },
     )
-    folder = run(load_recipe(recipe), tmp_path / "out")
+    folder = run(load_recipe(recipe), RunOptions(output_dir=tmp_path / "out"))
     rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
     assert [r["persona_cosine"] for r in rows] == [None] * 8
     (summary,) = read_jsonl(folder / "quality_dialogues" / "test.jsonl")

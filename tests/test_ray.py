@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gen.run.executors import RayConnection, ray_shard_size
+from gen.pipeline.executors import RayConnection, ray_shard_size
 from tests.conftest import REPO, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.test_llm_commands import KEY, plain_question, tcq_recipe
@@ -51,7 +51,9 @@ def test_the_quickstart_on_ray_writes_the_bytes_of_the_local_executor(tmp_path, 
     outputs = {}
     for executor in ("local", "ray"):
         if executor == "ray":  # from here on a shard run in this process fails: Ray's workers must run them
-            monkeypatch.setattr("gen.run.executors.process_shard", lambda *_: pytest.fail("a shard ran in the driver"))
+            monkeypatch.setattr(
+                "gen.pipeline.executors.process_shard", lambda *_: pytest.fail("a shard ran in the driver")
+            )
         code, _, err = run_cli(
             [
                 "run",

@@ -227,7 +227,7 @@ def test_a_megabyte_value_makes_a_short_message():
 
 
 def test_structured_output_off_unquoted_is_the_word_off_and_a_yes_still_sets_a_boolean(tmp_path):
-    from gen.api import load_recipe
+    from gen import load_recipe
     from gen.products.registry import bind
 
     path = tmp_path / "r.yaml"

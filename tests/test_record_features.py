@@ -211,25 +211,33 @@ def test_teabag_configs_load(tmp_path):
 
 def test_persona_sql_configs_load(tmp_path):
     from gen.llm.config import RunSettings
-    from gen.run.runner import run
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from tests.fakes.openai_server import FakeOpenAI
     from tests.test_persona_sql_labels import Model, recipe_for
 
     with FakeOpenAI(Model()) as server:
         recipe = recipe_for(tmp_path, server.base_url)
-        folder = run(recipe, tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path / "cache", progress="off"))
+        folder = run(
+            recipe,
+            RunOptions(output_dir=tmp_path / "out", llm=RunSettings(cache_dir=tmp_path / "cache", progress="off")),
+        )
     loads_whole(folder)
 
 
 def test_time_content_questions_configs_load(tmp_path):
     from gen.llm.config import RunSettings
-    from gen.run.runner import run
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from tests.fakes.openai_server import FakeOpenAI, tcq_question
     from tests.test_time_content_questions import make_recipe
 
     with FakeOpenAI(tcq_question) as server:
         recipe = make_recipe(tmp_path, server.base_url, verify="no")
-        folder = run(recipe, tmp_path / "out", llm_settings=RunSettings(cache_dir=tmp_path / "cache", progress="off"))
+        folder = run(
+            recipe,
+            RunOptions(output_dir=tmp_path / "out", llm=RunSettings(cache_dir=tmp_path / "cache", progress="off")),
+        )
     loads_whole(folder)
 
 

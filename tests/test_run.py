@@ -8,15 +8,16 @@ import shutil
 
 import pytest
 
+from gen.pipeline.options import RunOptions
+from gen.pipeline.runner import run
 from gen.recipe import load_recipe
-from gen.run.runner import run
 from tests.conftest import REPO, gen_subprocess, read_jsonl, run_cli, write_json, write_recipe
 
 
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
-    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), output_dir=out)
+    return run(load_recipe(REPO / "recipes" / "quickstart.yaml"), RunOptions(output_dir=out))
 
 
 def test_quickstart_writes_the_documented_layout(quickstart):

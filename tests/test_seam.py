@@ -140,7 +140,7 @@ def test_one_or_two_workers_write_the_same_bytes(tmp_path, capsys):
 def test_a_pool_never_has_more_processes_than_conversations(tmp_path, capsys, monkeypatch):
     import multiprocessing
 
-    from gen.run import executors
+    from gen.pipeline import executors
 
     started = []
     fork = multiprocessing.get_context("fork")
@@ -207,7 +207,7 @@ def test_one_stage_or_two_write_the_same_bytes_with_llm_products(tmp_path, capsy
 def test_the_configuration_layer_imports_no_product_and_no_engine():
     code = (
         "import sys, gen.recipe, gen.sources, gen.timeline, gen.llm.config; "
-        "loaded = [m for m in sys.modules if m.startswith(('gen.products', 'gen.llm.engine', 'gen.run.runner', "
+        "loaded = [m for m in sys.modules if m.startswith(('gen.products', 'gen.llm.engine', 'gen.pipeline.runner', "
         "'gen.export.card', 'openai', 'datasets'))]; print(loaded)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

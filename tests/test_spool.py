@@ -1,4 +1,4 @@
-"""A local worker's lines reach the run's files through a spool file (gen/run/spool.py): the same bytes, in
+"""A local worker's lines reach the run's files through a spool file (gen/pipeline/spool.py): the same bytes, in
 conversation order, and no spool file left behind."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from gen.run.shards import ShardResult
-from gen.run.spool import spool
-from gen.run.writer import SPOOL, ShardWriter
+from gen.pipeline.shards import ShardResult
+from gen.pipeline.spool import spool
+from gen.pipeline.writer import SPOOL, ShardWriter
 
 
 def shard(number: int) -> ShardResult:

@@ -169,8 +169,8 @@ def test_no_file_is_left_in_the_temporary_folder_after_a_run_or_a_killed_run(tmp
 def test_a_shard_reads_exactly_the_conversations_prepared_says_it_reads(tmp_path):
     """`Prepared.reads` tells, from the summaries alone, which conversations a unit reads (its own and its
     padding donors'): a store holding only those builds the same timeline as the whole store."""
+    from gen.pipeline.shards import prepare
     from gen.recipe import load_recipe
-    from gen.run.shards import prepare
 
     recipe = write_recipe(
         tmp_path / "r.yaml",

@@ -524,11 +524,14 @@ def test_registered():
 
 def run_folder(tmp_path: Path, model, sources: list[dict], **options) -> Path:
     from gen.llm.config import RunSettings as Settings
-    from gen.run.runner import run
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
 
     with FakeOpenAI(model) as server:
         recipe = recipe_for(tmp_path, server.base_url, sources, **options)
-        return run(recipe, tmp_path / "out", llm_settings=Settings(cache_dir=tmp_path / "cache", progress="off"))
+        return run(
+            recipe, RunOptions(output_dir=tmp_path / "out", llm=Settings(cache_dir=tmp_path / "cache", progress="off"))
+        )
 
 
 class SampleModel:

@@ -89,11 +89,12 @@ def run(folder: Path, capsys, **options) -> Path:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run as run_recipe
     from gen.recipe import load_recipe
-    from gen.run.runner import run as run_recipe
 
     folder = tmp_path_factory.mktemp("reasoning")
-    return run_recipe(load_recipe(recipe(folder)), output_dir=folder / "out")
+    return run_recipe(load_recipe(recipe(folder)), RunOptions(output_dir=folder / "out"))
 
 
 def rows_of(dataset: Path) -> list[dict]:

@@ -156,7 +156,7 @@ class Product(ABC, Generic[OptionsT]):
     needs: Needs = Needs()  # a product whose needs depend on its options sets its own in __init__
     # An LLM product whose `build` keeps nothing from one batch of conversations to the next (no count over the
     # run, no reading of engine.rejects) sets this: the run may then build two batches at once, in two threads
-    # (gen/run/executors.py:llm_results), so that its calls keep the endpoints busy between batches.
+    # (gen/pipeline/executors.py:llm_results), so that its calls keep the endpoints busy between batches.
     concurrent_batches: ClassVar[bool] = False
 
     def __init__(self, options: OptionsT) -> None:

@@ -1,5 +1,5 @@
 """Does a record fit its config's declared features? One check, used by `gen run`'s validation (every record of
-every written config, gen/run/shards.py) and by the Hub export (gen/export/typed_records.py).
+every written config, gen/pipeline/shards.py) and by the Hub export (gen/export/typed_records.py).
 
 Why one place: a run whose validation passed is published, loaded with `datasets.load_dataset` and exported to
 parquet, and each of those reads the records as the declared features say. If the run checked less than the

@@ -12,11 +12,12 @@ import difflib
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from gen.errors import GenError
 from gen.plugins import PRODUCTS, registered
 from gen.products.base import ConfigSpec, Needs, Product
-from gen.recipe import Recipe, load_recipe
+from gen.recipe import Recipe, load_recipe, recipe_from_data
 from gen.validation import validate_model
 
 
@@ -185,8 +186,24 @@ def topological(names: Iterable[str], configured: Mapping[str, Product] | None =
     return done
 
 
-def load(path: str | Path) -> tuple[Recipe, list[Bound]]:
-    """A recipe file, checked whole: its own keys, then every product's options (what `gen validate` does
-    before reading sources)."""
-    recipe = load_recipe(path)
-    return recipe, bind(recipe)
+class BoundRecipe(NamedTuple):
+    """A recipe and its products bound to their checked options: what one command loads, once, and hands on (a
+    product may keep counts over its run, so each command binds its own and never a second time)."""
+
+    recipe: Recipe
+    products: list[Bound]
+
+
+MAPPING_FILE = "(recipe given as a mapping)"
+
+
+def load(recipe: str | Path | Mapping[str, Any] | Recipe, source_dir: Path | None = None) -> BoundRecipe:
+    """The one way a recipe is loaded: a file, a mapping with a file's keys (relative paths from the working
+    folder) or a Recipe already read, checked whole (its own keys, then every product's options) and bound."""
+    if isinstance(recipe, Recipe):
+        loaded = recipe
+    elif isinstance(recipe, Mapping):
+        loaded = recipe_from_data(dict(recipe), Path.cwd() / MAPPING_FILE, source_dir)
+    else:
+        loaded = load_recipe(recipe, source_dir)
+    return BoundRecipe(loaded, bind(loaded))

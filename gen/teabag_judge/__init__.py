@@ -9,7 +9,7 @@ Data flows one way:
     ask.py       the judge prompt (templates/prompts/teabag_judge.j2), its reply model, and one engine step
     score.py     each question's verdict (judged, no answer, or not judged) and the rates
     report.py    the table printed and the verdicts file written (all or nothing)
-    cli.py       the command, registered in gen/cli.py
+    judging.py   asks the judging endpoint (the work of gen.judge; the command is in gen/cli/scoring.py)
 
 Questions without an answer are marked Incorrect without a call; questions the judge gave no usable verdict
 for are listed with the reason and left out of the rates.

@@ -1,18 +1,15 @@
-"""`gen view RUN_FOLDER`: open a run folder in a local web app. The web libraries are the optional `view` extra,
-imported only here, inside the command, so every other command starts without them."""
+"""Serving a run folder in a local web app (`gen view RUN_FOLDER`, through gen.view_folder). The web libraries are
+the optional `view` extra, imported only here, inside `serve`, so every other command starts without them."""
 
 from __future__ import annotations
 
 import errno
 import importlib.util
 import socket
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
-import typer
-
 from gen.about import DISTRIBUTION
-from gen.cli_options import number
 from gen.errors import GenError
 
 EXTRA_MODULES = ("starlette", "uvicorn", "duckdb")
@@ -54,30 +51,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def view(
-    run_folder: Path = typer.Argument(
-        ..., metavar="RUN_FOLDER", help="A run folder (outputs/NAME, .NAME.stopped...) or a gen push export folder."
-    ),
-    port: int = number(8765, "--port", help="The port to listen on (0: any free port)."),
-    host: str = typer.Option(
-        "127.0.0.1", "--host", help="The address to listen on; the default lets only this machine in."
-    ),
-    compare: Path | None = typer.Option(
-        None, "--compare", help="A second run folder, shown beside the first on the Compare page."
-    ),
-    verdicts: Path | None = typer.Option(
-        None,
-        "--verdicts",
-        help="The verdicts file gen judge wrote for this run's TeaBag answers: each TeaBag question's page then "
-        "shows its verdict and the answer judged.",
-    ),
+def serve(
+    run_folder: Path, port: int, host: str, compare: Path | None, verdicts: Path | None, say: Callable[[str], None]
 ) -> None:
-    """Look at a run in your browser: overview, records with filters, conversations on a time axis, questions
-    with their relevant responses, rejects, and a comparison with a second run. Reads the folder, never writes
-    into it. Needs the view extra: pip install 'gen-memory[view]'.
-
-    Example: gen view outputs/quickstart
-    """
+    """Serve the viewer over `run_folder` (and `compare` beside it, and `verdicts` on the TeaBag pages) until
+    Ctrl-C; `say` gets the one line naming the address. The work of gen.view_folder (gen/api/tools.py)."""
     require_view_extra()
     import uvicorn
 
@@ -98,8 +76,7 @@ def view(
         index.start()
         shown_host = f"[{host}]" if ":" in host else host
         url = f"http://{shown_host}:{sock.getsockname()[1]}/"
-        typer.echo(f"gen view: {folder.path} at {url} (Ctrl-C to stop)")
-        sys.stdout.flush()
+        say(f"gen view: {folder.path} at {url} (Ctrl-C to stop)")
         config = uvicorn.Config(
             make_app(Viewer(folder, index, other, verdicts=judged)), log_level="warning", lifespan="off"
         )

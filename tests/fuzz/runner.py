@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 ALLOWED_EXITS = {0, 1, 2, 129, 130, 143}
 SIGNAL_EXITS = {129, 130, 143}
-# the first words of the line gen (or click, for usage errors) ends a failed run with; gen/cli.py main
+# the first words of the line gen (or click, for usage errors) ends a failed run with; gen/cli/main.py main
 MESSAGE_STARTS = ("error:", "stopped:", "Error:", "interrupted", "aborted")
 ADDRESS_SPACE_BYTES = 3 * 1024**3  # RLIMIT_AS: gen with pyarrow and pandas loaded maps well under 1 GB
 PEAK_RSS_MB = 1500  # a small input must never need more
@@ -596,7 +596,7 @@ def unfinished(path: str, outputs: tuple[str, ...], after: dict[str, str]) -> bo
 
 
 def kept_stop(path: str) -> bool:
-    """A path inside the `.<name>.stopped` folder a stopped run keeps on purpose (gen/run/runner.py)."""
+    """A path inside the `.<name>.stopped` folder a stopped run keeps on purpose (gen/pipeline/runner.py)."""
     return any(part.startswith(".") and part.endswith(".stopped") for part in path.split("/"))
 
 

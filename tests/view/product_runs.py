@@ -110,16 +110,17 @@ def quality_run(tmp: Path, sample_id: str = "s1") -> Path:
 
 def run_in_process(tmp: Path, recipe: dict) -> Path:
     """`gen run` of `recipe` in this process, quality labels' encoder the bag of words (no model to fetch)."""
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run
     from gen.products.quality import vectors
     from gen.recipe import load_recipe
-    from gen.run.runner import run
     from tests.test_quality_labels import BagOfWords
 
     path = write_recipe(tmp / "recipe.yaml", recipe)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(vectors, "model", lambda: BagOfWords())
         patch.setattr("gen.embedding.model_folder", lambda what="": tmp)
-        return run(load_recipe(path), tmp / "out")
+        return run(load_recipe(path), RunOptions(output_dir=tmp / "out"))
 
 
 def labelled_run(tmp: Path, product: str, episode_id: str = "episode-1") -> Path:

@@ -1,5 +1,5 @@
 """Lanes: batches of one run's LLM stage in flight together, so that the endpoints' limits never idle between
-steps (gen/run/executors.py:llm_results keeps two batches of conversations in flight, each in its own thread).
+steps (gen/pipeline/executors.py:llm_results keeps two batches of conversations in flight, each in its thread).
 
 Every engine step a batch runs happens inside ``engine.lane(lane)``; the lane keeps what must come out as a
 sequential run would have it, and the runner merges the lanes into the engine in batch order

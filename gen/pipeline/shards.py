@@ -1,8 +1,8 @@
 """The work of a run, conversation by conversation: sources read and products bound (`prepare`), then, for
 a shard of conversations, every product of a stage built, validated, counted and encoded (`process_shard`).
 
-What a shard returns is small and picklable, so executors (gen/run/executors.py) can run shards in other
-processes and the writer (gen/run/runner.py) appends them in conversation order.
+What a shard returns is small and picklable, so executors (gen/pipeline/executors.py) can run shards in other
+processes and the writer (gen/pipeline/runner.py) appends them in conversation order.
 """
 
 from __future__ import annotations
@@ -156,14 +156,15 @@ def fewer_collections() -> Iterator[None]:
         gc.set_threshold(*previous)
 
 
-def prepare(recipe: Recipe, limit: int | None = None) -> Prepared:
+def prepare(recipe: Recipe, limit: int | None = None, products: list[Bound] | None = None) -> Prepared:
+    """The recipe's sources read and selected, with its products: `products` when the caller has bound them (a
+    command binds its recipe once: gen/products/registry.py:load), else bound here."""
     with fewer_collections():
-        return prepare_sources(recipe, limit)
+        return prepare_sources(recipe, limit, bind(recipe) if products is None else products)
 
 
-def prepare_sources(recipe: Recipe, limit: int | None) -> Prepared:
+def prepare_sources(recipe: Recipe, limit: int | None, products: list[Bound]) -> Prepared:
     started = time.perf_counter()
-    products = bind(recipe)
     store = ConversationStore()
     chosen: list[Summary] = []
     pools: list[SourcePool] = []

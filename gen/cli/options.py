@@ -1,5 +1,6 @@
-"""Command-line options shared by the commands that call an LLM (`gen run`, `gen judge`, `gen plan`...): where
-the cache is and how fast calls may go. They change no data and enter no hash."""
+"""Command-line options shared by several commands: the dataset a scoring or export command reads, and for the
+commands that call an LLM (`gen run`, `gen judge`, `gen plan`...) where the cache is and how fast calls may go
+(they change no data and enter no hash), with the allowed range of every number the command line takes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from gen.errors import GenError
 if TYPE_CHECKING:
     from gen.llm.config import RunSettings
 
+# the argument and option of the commands that read a finished dataset (gen/hub_dataset.py)
+DATASET_HELP = "A run folder (outputs/<name>), an export folder, or a dataset id on the Hugging Face Hub (me/name)."
+REVISION = typer.Option(
+    None, "--revision", help="With a Hub dataset id: the branch, tag or commit to read (default: main)."
+)
 SOURCE_DIR = typer.Option(
     None,
     "--source-dir",

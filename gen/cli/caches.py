@@ -1,6 +1,6 @@
-"""The `gen batches` commands (registered in gen/cli.py): the Batch API batches an LLM cache sent, cancelling one
-and forgetting one. What they do and say is gen/llm/batch/commands.py; here only arguments and printing (typer
-stays out of gen/llm). Heavy imports happen inside the functions."""
+"""`gen batches` (with `cancel` and `forget`) and `gen cache repair` (registered in gen/cli/main.py): the Batch
+API batches an LLM cache sent, and repairing a damaged cache, each a thin layer over its function in
+gen/api/tools.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from gen.cli_options import CACHE_DIR
+from gen.cli.options import CACHE_DIR
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -25,9 +25,11 @@ def batches(ctx: typer.Context, cache_dir: Path | None = CACHE_DIR) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from gen.llm.batch.commands import batch_table, known_batches
+    import gen
 
-    rows = known_batches(cache_dir)
+    from gen.llm.batch.commands import batch_table
+
+    rows = gen.batches(cache_dir)
     if not rows:
         typer.echo("this cache has sent no batch")
         return
@@ -43,9 +45,9 @@ def batches_cancel(
 
     Example: gen batches cancel batch_abc123
     """
-    from gen.llm.batch.commands import cancel_batch
+    import gen
 
-    status = cancel_batch(cache_dir, batch_id)
+    status = gen.cancel_batch(batch_id, cache_dir)
     err.print(f"batch {batch_id}: {status}")
 
 
@@ -58,10 +60,28 @@ def batches_forget(
 
     Example: gen batches forget batch_abc123
     """
-    from gen.llm.batch.commands import forget_batch, forget_warning
+    import gen
 
-    row = forget_batch(cache_dir, batch_id)
+    from gen.llm.batch.commands import forget_warning
+
+    forgotten = gen.forget_batch(batch_id, cache_dir)
     err.print(f"batch {batch_id} forgotten: the next run sends its requests that have no reply in the cache again")
-    warning = forget_warning(row)
-    if warning is not None:
+    warning = forget_warning(forgotten.batch)
+    if warning:
         err.print(warning)
+
+
+cache_app = typer.Typer(help="The LLM reply cache.", no_args_is_help=True)
+
+
+@cache_app.command("repair")
+def cache_repair(cache_dir: Path | None = CACHE_DIR) -> None:
+    """Copy every readable reply of a damaged LLM cache into a new llm.sqlite; the damaged file is kept beside it.
+
+    Example: gen cache repair --cache-dir ~/.cache/gen
+    """
+    import gen
+
+    done = gen.repair_cache(cache_dir)
+    lost_text = f"; {done.lost} damaged stretch(es) could not be read" if done.lost else ""
+    err.print(f"kept {done.kept:,} replies in {done.cache}{lost_text}; the damaged file is {done.damaged_file}")

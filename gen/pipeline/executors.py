@@ -6,7 +6,7 @@ are the same whichever executor ran them.
           instance, or a cluster at --ray-address)
   llm     batches of conversations in this process, which holds the run's one LLM engine (one cache, one set
           of rate limits for every step): in each, the products that need no LLM conversation by conversation,
-          then the LLM products over the batch (gen/run/shards.py, process_batch)
+          then the LLM products over the batch (gen/pipeline/shards.py, process_batch)
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from gen import stopping
 from gen.about import install_hint
 from gen.errors import GenError
 from gen.llm.accounts.lanes import Lane
+from gen.pipeline.shards import Prepared, ShardResult, fewer_collections, process_batch, process_shard
+from gen.pipeline.spool import spool
 from gen.products.registry import Bound
-from gen.run.shards import Prepared, ShardResult, fewer_collections, process_batch, process_shard
-from gen.run.spool import spool
 from gen.sources.store import ConversationStore, HeldConversations
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 LLM_BATCH = 64
 LLM_BATCH_MAX = 256
 LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
-LLM_IN_FLIGHT = 2  # batches whose steps run at once (gen/llm/lanes.py): one fills the limits while another drains
+LLM_IN_FLIGHT = 2  # batches whose steps run at once (gen/llm/accounts/lanes.py): one fills the limits while another drains
 BATCH_ITEMS = 50_000  # what one Batch API input file may hold
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
 # Ray shards: one conversation until a shard has come back; then sized for RAY_TASK_SECONDS of work
@@ -81,7 +81,7 @@ def local_results(
     prepared: Prepared, products: list[Bound], workers: int | None, spool_folder: Path | None = None
 ) -> Generator[ShardResult, None, None]:
     """One conversation per shard. With workers, each worker leaves its shards' lines in `spool_folder`
-    (gen/run/spool.py; a temporary folder when none is given) and sends back where."""
+    (gen/pipeline/spool.py; a temporary folder when none is given) and sends back where."""
     shards = [[position] for position in range(len(prepared.conversations))]
     if workers is None or workers <= 1 or len(shards) <= 1:
         for shard in shards:
@@ -225,7 +225,7 @@ def ray_results(
     conversation at first, then as many as take about RAY_TASK_SECONDS (`ray_shard_size`). At most
     RAY_IN_FLIGHT_PER_WORKER × workers tasks are in flight (submitted and not yet written), so what waits in the
     object store stays bounded on any corpus; the writer gets the results in order, so the bytes are those of the
-    local executor. A task that runs on this node leaves its lines in `spool_folder` (gen/run/spool.py) instead of
+    local executor. A task that runs on this node leaves its lines in `spool_folder` (gen/pipeline/spool.py) instead of
     sending them through the object store.
 
     Only this stage runs on Ray. The LLM stage stays in the driver (`llm_results`) with the run's one
@@ -286,7 +286,7 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Generator[ShardResult, None, None]:
     """Batches of conversations through the LLM products, yielded in conversation order. LLM_IN_FLIGHT batches
-    run at once, each in a thread of its own and in an engine lane (gen/llm/lanes.py): the next batch's items are
+    run at once, each in a thread of its own and in an engine lane (gen/llm/accounts/lanes.py): the next batch's items are
     prepared and its calls sent while the current one drains, so the endpoints' limits never idle between steps.
     Lanes are merged into the engine in batch order, so rejects come out as with one batch at a time. When the
     run stops (a stop in a batch, an error, Ctrl-C), the batches after the oldest one in flight are cancelled and

@@ -1,17 +1,6 @@
-"""gen from Python: the same code paths as the command line, which is a thin layer over them.
-
-    import gen
-
-    recipe = gen.load_recipe("recipes/quickstart.yaml")      # or a dict, checked the same way
-    folder = gen.run_recipe(recipe, output_dir="outputs")
-    gen.summary(folder)                                        # a DataFrame: one row per config
-    dataset = gen.load(folder)                                 # a DatasetDict: one Dataset per config
-    gen.export_harness(folder, "beir", "exports/quickstart-beir")
-    gen.evaluate(folder, "predictions.jsonl")                  # a DataFrame: scores per config and test
-
-(`gen.run` and `gen.export` are packages of gen, hence `run_recipe` and `export_harness`.) Every function
-raises `gen.errors.GenError` with the file, record and field of a problem, as the command line prints it.
-"""
+"""Building a dataset from a recipe: run it, plan its LLM calls, validate it, preview one prompt (`gen run`,
+`gen plan`, `gen validate`, `gen preview`). Each takes a recipe as a path, a mapping or a Recipe and binds it once
+(gen/api/recipes.py)."""
 
 from __future__ import annotations
 
@@ -23,58 +12,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gen import progress, reading
+from gen import progress
+from gen.api.recipes import bound
 from gen.errors import GenError
 
 if TYPE_CHECKING:
     import pandas as pd
-    from datasets import DatasetDict
 
     from gen.llm.engine import Engine
     from gen.llm.probes.features import EndpointProbe
     from gen.llm.task import Task
-    from gen.recipe import Recipe
-    from gen.run.shards import Prepared
-
-
-def load_recipe(recipe: str | Path | Mapping[str, Any], *, source_dir: str | Path | None = None) -> Recipe:
-    """A recipe file (or a mapping with the same keys, its relative paths taken from the working folder), checked
-    whole: its own keys, then every product's options, as `gen validate` does before reading any source."""
-    from gen.products.registry import bind
-    from gen.recipe import load_recipe as read_file
-    from gen.recipe import recipe_from_data
-
-    folder = Path(source_dir) if source_dir is not None else None
-    if isinstance(recipe, Mapping):
-        loaded = recipe_from_data(dict(recipe), Path.cwd() / "(recipe given as a mapping)", folder)
-    else:
-        loaded = read_file(recipe, folder)
-    bind(loaded)
-    return loaded
-
-
-def as_recipe(recipe: Any) -> Recipe:
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.shards import Prepared
     from gen.recipe import Recipe
 
-    return recipe if isinstance(recipe, Recipe) else load_recipe(recipe)
 
+def run(recipe: str | Path | Mapping[str, Any] | Recipe, options: RunOptions | None = None) -> Path:
+    """Build every product of the recipe, validate it and write the run folder (`gen run`); returns its path.
+    `options` (gen.RunOptions): where the run goes, how much it reads, who does the work, how its LLM calls go."""
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run as run_pipeline
 
-def run_recipe(
-    recipe: str | Path | Mapping[str, Any] | Recipe,
-    output_dir: str | Path | None = None,
-    *,
-    limit: int | None = None,
-    offline: bool = False,
-    cache_dir: str | Path | None = None,
-    workers: int = 1,
-) -> Path:
-    """Build every product of the recipe, validate it and write the run folder (`gen run`); returns its path."""
-    from gen.llm.config import RunSettings
-    from gen.run.runner import run
+    chosen = options if options is not None else RunOptions()
+    if chosen.executor == "ray":
+        from gen.pipeline.executors import require_ray
 
-    settings = RunSettings(offline=offline, cache_dir=Path(cache_dir) if cache_dir else None)
-    out = Path(output_dir) if output_dir is not None else None
-    return run(as_recipe(recipe), output_dir=out, limit=limit, llm_settings=settings, workers=workers)
+        require_ray()  # before reading any source: say at once that Ray is missing
+    loaded = bound(recipe, chosen.source_dir)
+    return run_pipeline(loaded.recipe, chosen, loaded.products)
 
 
 def plan(
@@ -136,10 +101,11 @@ def validate(
     cached): does it answer, and does it have what its steps' calls need (log-probabilities, /completions with
     echo, the structured-output mode; gen/llm/features.py)? One GenError lists every endpoint that fails."""
     from gen.llm.probes.features import endpoint_needs
-    from gen.run.shards import prepare
+    from gen.pipeline.shards import prepare
 
-    loaded = recipe if not isinstance(recipe, (str, Path, Mapping)) else load_recipe(recipe, source_dir=source_dir)
-    prepared = prepare(loaded)
+    recipe_bound = bound(recipe, source_dir)
+    loaded = recipe_bound.recipe
+    prepared = prepare(loaded, products=recipe_bound.products)
     count = len(prepared.conversations)
     responses = None
     if prepared.needs_timelines:
@@ -154,7 +120,7 @@ def validate(
         responses=responses,
         products=[b.name + ("" if b.written else " (needed, not written)") for b in prepared.products],
     )
-    with planning(loaded, cache_dir=cache_dir, prepared=prepared) as (steps, engine):
+    with planning(None, cache_dir=cache_dir, prepared=prepared) as (steps, engine):
         calling: set[str] = set()
         for name, tasks, _ in steps:
             found.calls_needed[name] = engine.plan(name, tasks).calls_needed
@@ -207,7 +173,7 @@ def refuse_unset_keys(recipe: Recipe, endpoints: set[str]) -> None:
 
 @contextmanager
 def planning(
-    recipe: str | Path | Mapping[str, Any] | Recipe,
+    recipe: str | Path | Mapping[str, Any] | Recipe | None,
     limit: int | None = None,
     cache_dir: str | Path | None = None,
     prepared: Prepared | None = None,
@@ -217,11 +183,14 @@ def planning(
     read the cache: one that does not exist yet is not created (an empty one in a temporary folder stands in)."""
     from gen.llm.config import RunSettings
     from gen.llm.engine import Engine
+    from gen.pipeline.shards import prepare
     from gen.products.base import BuildContext
-    from gen.run.shards import prepare
 
-    loaded = as_recipe(recipe)
-    prepared = prepare(loaded, limit) if prepared is None else prepared
+    if prepared is None:
+        assert recipe is not None, "planning needs a recipe or what was prepared from one"
+        recipe_bound = bound(recipe)
+        prepared = prepare(recipe_bound.recipe, limit, recipe_bound.products)
+    loaded = prepared.recipe
     units = prepared.units()
     ctx = BuildContext(loaded)
     with progress.task("rendering the LLM prompts"):
@@ -270,74 +239,3 @@ PLAN_COLUMNS = (
     "batches",
     "batch_cost_usd",
 )
-
-
-def summary(run_folder: str | Path) -> pd.DataFrame:
-    """One row per config of a run folder: its product, records, whether its product's validation passed, and
-    the config's description (from run.json)."""
-    import pandas as pd
-
-    report = read_report(Path(run_folder))
-    validation = report.get("validation", {})
-    rows = [
-        {
-            "config": name,
-            "product": info.get("product"),
-            "records": info.get("records"),
-            "validation_passed": (validation.get(info.get("product"), {}) or {}).get("passed"),
-            "questions": "questions" in info,
-            "description": info.get("description", ""),
-        }
-        for name, info in report["configs"].items()
-    ]
-    return pd.DataFrame(rows)
-
-
-def read_report(folder: Path) -> dict:
-    path = folder / "run.json"
-    try:
-        report = reading.read_json(path, "run.json written by gen run")
-        report["configs"].items()
-    except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
-        raise GenError(
-            f"not a run folder ({type(exc).__name__})", file=path, expected="run.json written by gen run"
-        ) from None
-    return report
-
-
-def load(run_folder: str | Path) -> DatasetDict:
-    """A finished run folder (or an export folder) as a `datasets.DatasetDict`, one Dataset per config, each with
-    the features its product declares: what `datasets.load_dataset(folder, config)` gives, for every config."""
-    from datasets import DatasetDict, load_dataset
-
-    from gen.eval.dataset import finished_report
-
-    folder = Path(run_folder)
-    report = finished_report(folder, "loaded")
-    split = report.get("split", "test")
-    return DatasetDict({name: load_dataset(str(folder), name, split=split) for name in report["configs"]})
-
-
-def export_harness(dataset: str | Path, format: str, output: str | Path, *, config: str | None = None) -> Path:
-    """Write a dataset's questions in a harness's layout (`gen export`): locomo, longmemeval, beir, or an
-    installed plugin's format."""
-    from gen.export.harness.exporter import export as write_export
-
-    write_export(Path(dataset), format, Path(output), config)
-    return Path(output)
-
-
-def evaluate(
-    dataset: str | Path,
-    predictions: str | Path,
-    *,
-    k: int | None = None,
-    questions_from: str | Path | None = None,
-) -> pd.DataFrame:
-    """Scores of a predictions file (`gen eval`): one row per config and test, then per config its mean over
-    tests and its pooled mean over questions."""
-    from gen.eval.report import scores_table
-    from gen.eval.score import evaluate as score
-
-    subset = Path(questions_from) if questions_from is not None else None
-    return scores_table(score(Path(dataset), Path(predictions), k, subset))

@@ -1,6 +1,6 @@
-"""The `gen eval` and `gen baseline` commands (registered in gen/cli.py): scoring a system's retrieved responses,
-and writing a reference system's. Heavy imports happen inside the functions, so every other command starts
-without them."""
+"""`gen eval`, `gen baseline` and `gen judge` (registered in gen/cli/main.py): scoring a system's retrieved
+responses or answers, writing a reference system's, and judging TeaBag answers, each a thin layer over its
+function in gen/api/scoring.py (imported inside the command, so every other command starts without it)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,17 @@ from pathlib import Path
 
 import typer
 
-from gen.cli_options import number
-from gen.hub_dataset import DATASET_HELP, REVISION
+from gen.cli.options import (
+    CACHE_DIR,
+    DATASET_HELP,
+    MAX_CONCURRENCY,
+    OFFLINE,
+    REQUESTS_PER_MINUTE,
+    REVISION,
+    TOKENS_PER_MINUTE,
+    number,
+    run_settings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,57 +55,11 @@ def evaluate(
 
     Example: gen eval outputs/locomo-temporal --predictions mine.jsonl --k 10
     """
-    from gen.errors import GenError
-    from gen.hub_dataset import dataset_folder
-    from gen.write_guard import refuse_writing_into
+    import gen
 
-    if (predictions is None) == (answers is None):
-        raise GenError(
-            "give either --predictions (retrieved responses) or --answers (written answers)",
-            field="--predictions / --answers",
-            expected="exactly one of the two",
-        )
-    folder = dataset_folder(dataset, revision)
-    read = {"DATASET": folder, "--predictions": predictions, "--answers": answers, "--questions-from": questions_from}
-    refuse_writing_into({"--json": json_out, "--csv": csv_out}, read)
-    if answers is not None:
-        if k is not None:
-            raise GenError(
-                "--k cuts rankings; written answers have none", field="--k", expected="--k with --predictions"
-            )
-        score_answers(folder, answers, questions_from, json_out, csv_out)
-        return
-    assert predictions is not None  # one of the two, checked above
-    from gen.eval.report import format_result, result_json, scores_table
-    from gen.eval.score import evaluate as score
-
-    result = score(folder, predictions, k, questions_from)
-    typer.echo(format_result(result))
-    if json_out is not None:
-        from gen.jsonl import write_json
-
-        write_json(json_out, result_json(result), "scores")
-    if csv_out is not None:
-        from gen.jsonl import replace_file
-
-        replace_file(csv_out, scores_table(result).to_csv(index=False).encode("utf-8"), "scores table")
-
-
-def score_answers(
-    folder: Path, answers: Path, questions_from: Path | None, json_out: Path | None, csv_out: Path | None
-) -> None:
-    from gen.eval.answers import answers_json, answers_table, evaluate_answers, format_answers
-
-    result = evaluate_answers(folder, answers, questions_from)
-    typer.echo(format_answers(result))
-    if json_out is not None:
-        from gen.jsonl import write_json
-
-        write_json(json_out, answers_json(result), "scores")
-    if csv_out is not None:
-        from gen.jsonl import replace_file
-
-        replace_file(csv_out, answers_table(result).encode("utf-8"), "scores table")
+    options = gen.EvalOptions(k=k, questions_from=questions_from, revision=revision, json_out=json_out, csv_out=csv_out)
+    scores = gen.evaluate(dataset, predictions, answers=answers, options=options)
+    typer.echo(scores.text)
 
 
 class BaselineName(StrEnum):
@@ -127,13 +90,55 @@ def baseline(
 
     Example: gen baseline bm25 outputs/locomo-temporal --output bm25.jsonl --k 30
     """
-    from gen.eval.baselines import write_baseline, write_turn_baseline
-    from gen.hub_dataset import dataset_folder
+    import gen
 
-    dataset = dataset_folder(dataset, revision)
+    count = gen.baseline(
+        name.value, dataset, output, k=k, whole_dialogue=whole_dialogue, turns=turns, revision=revision
+    )
     if turns:
-        count = write_turn_baseline(name.value, dataset, output, k=k)
         log.info("wrote what was retrieved for %s responses to %s", f"{count:,}", output)
-        return
-    count = write_baseline(name.value, dataset, output, k=k, whole_dialogue=whole_dialogue)
-    log.info("wrote %s predictions to %s", f"{count:,}", output)
+    else:
+        log.info("wrote %s predictions to %s", f"{count:,}", output)
+
+
+def judge(
+    dataset: Path = typer.Argument(..., metavar="DATASET", help=f"{DATASET_HELP} It holds the teabag config."),
+    revision: str | None = REVISION,
+    answers: Path = typer.Option(
+        ..., "--answers", help='JSONL, one line per question: {"question_id": ..., "answer": "..."}.'
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", help="The verdicts file to write (default: beside the answers, <answers>.verdicts.json)."
+    ),
+    recipe: Path | None = typer.Option(
+        None,
+        "--recipe",
+        help="A YAML file whose llm: section defines the judging endpoint (default: DATASET/recipe.yaml).",
+    ),
+    endpoint: str | None = typer.Option(
+        None,
+        "--endpoint",
+        help="The endpoint that judges (default: the only one, else the teabag product entry's endpoint).",
+    ),
+    cache_dir: Path | None = CACHE_DIR,
+    offline: bool = OFFLINE,
+    max_concurrency: int | None = MAX_CONCURRENCY,
+    requests_per_minute: float | None = REQUESTS_PER_MINUTE,
+    tokens_per_minute: float | None = TOKENS_PER_MINUTE,
+) -> None:
+    """Judge a system's answers to the teabag questions (Correct or Incorrect, asked of an LLM endpoint) and
+    print the success rate overall and per source.
+
+    A question without an answer counts as Incorrect; one the judge gave no usable verdict for is listed and
+    left out of the rate. Replies are cached: a second run makes no calls.
+
+    Example: gen judge outputs/teabag-cc --answers mine.jsonl --endpoint judge
+    """
+    import gen
+
+    settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
+    options = gen.JudgeOptions(output=output, recipe=recipe, endpoint=endpoint, revision=revision, llm=settings)
+    judged = gen.judge(dataset, answers, options)
+    typer.echo(judged.text)
+    calls = f"judge calls made {judged.about['calls_made']:,}, cached {judged.about['calls_cached']:,}"
+    log.info("wrote %s verdicts to %s (%s)", f"{judged.verdicts:,}", judged.output, calls)

@@ -13,7 +13,7 @@ import errno
 import os
 from pathlib import Path
 
-from gen.run.shards import ShardResult, Spooled
+from gen.pipeline.shards import ShardResult, Spooled
 
 SPOOL = ".spool"  # inside the run folder being built: it goes with that folder however the run ends
 

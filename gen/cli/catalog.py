@@ -1,5 +1,5 @@
-"""The `gen schema` command (registered in gen/cli.py): the recipe's JSON Schema, or its options reference as
-Markdown, both made by gen/recipe_schema.py from the models that check a recipe."""
+"""`gen schema` and `gen products` (registered in gen/cli/main.py): what a recipe may say, made from the installed
+products and source formats, through gen.schema and gen.list_products (gen/api/tools.py)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,23 @@ def schema(
 
     Example: gen schema --builtin --output recipe.schema.json
     """
-    from gen.jsonl import replace_file
-    from gen.recipe_schema import options_reference, products, recipe_schema, schema_text, source_formats
+    import gen
 
-    made = recipe_schema(products(builtin_only=builtin), source_formats(builtin_only=builtin))
-    text = options_reference(made) if markdown else schema_text(made)
+    text = gen.schema(markdown=markdown, builtin=builtin, output=output)
     if output is None:
         typer.echo(text, nl=False)
     else:
-        replace_file(output, text.encode("utf-8"), "options reference" if markdown else "recipe schema")
         typer.echo(f"wrote {output}", err=True)
+
+
+def products() -> None:
+    """List the products a recipe can name under `products: - type: ...`.
+
+    Example: gen products
+    """
+    import gen
+
+    described = gen.list_products()
+    width = max(len(name) for name in described)
+    for name, description in described.items():
+        typer.echo(f"{name.ljust(width)}  {description}")

@@ -13,9 +13,9 @@ from typing import IO, TYPE_CHECKING, Literal
 
 from gen.folders import NewFolder, written_by_gen
 from gen.jsonl import encode_lines
+from gen.pipeline.shards import ShardResult
+from gen.pipeline.spool import SPOOL, append_range
 from gen.products.registry import Bound
-from gen.run.shards import ShardResult
-from gen.run.spool import SPOOL, append_range
 
 if TYPE_CHECKING:
     from gen.llm.engine import Engine
@@ -64,7 +64,7 @@ class ShardWriter:
         self.files: dict[str, IO[bytes]] = {}
 
     def spool_folder(self) -> Path:
-        """Where local workers leave their shards' lines (gen/run/spool.py); removed by `close`."""
+        """Where local workers leave their shards' lines (gen/pipeline/spool.py); removed by `close`."""
         path = self.folder / SPOOL
         path.mkdir(exist_ok=True)
         return path

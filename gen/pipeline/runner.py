@@ -1,9 +1,9 @@
 """One run: recipe → sources → conversations → timelines → products → validators → writer.
 
-The work is done conversation by conversation (gen/run/shards.py) and streamed to the run folder, so memory
+The work is done conversation by conversation (gen/pipeline/shards.py) and streamed to the run folder, so memory
 follows the largest conversation rather than the corpus. For each conversation the products are built in
 the order the registry gives (each after the products whose records it needs), each product's records are
-validated there and then, counted, and appended to its config's file. Two stages (gen/run/executors.py):
+validated there and then, counted, and appended to its config's file. Two stages (gen/pipeline/executors.py):
 
   local    products that need no LLM: one conversation per task, in this process or, with `workers > 1`,
            in a pool of processes whose results are written in conversation order (the same bytes);
@@ -38,13 +38,14 @@ from gen.export.card import render_card
 from gen.jsonl import write_json
 from gen.llm.config import RunSettings
 from gen.logs import run_log
+from gen.pipeline.executors import RayConnection, llm_results, local_results, ray_results
+from gen.pipeline.options import RunOptions
+from gen.pipeline.shards import Prepared, ShardResult, prepare, stage_products, uses_llm
+from gen.pipeline.writer import RunFolder, ShardWriter, write_rejects
 from gen.products.checks import Checks
 from gen.products.registry import Bound, bind
 from gen.provenance import portable_recipe, public_llm_report, public_origin
 from gen.recipe import Recipe
-from gen.run.executors import RayConnection, llm_results, local_results, ray_results
-from gen.run.shards import Prepared, ShardResult, prepare, stage_products, uses_llm
-from gen.run.writer import RunFolder, ShardWriter, write_rejects
 from gen.write_guard import refuse_writing_into
 
 log = logging.getLogger(__name__)
@@ -111,45 +112,30 @@ class Tallies:
             self.seconds[step] += seconds
 
 
-def run(
-    recipe: Recipe,
-    output_dir: Path | None = None,
-    limit: int | None = None,
-    llm_settings: RunSettings | None = None,
-    workers: int | None = 1,
-    executor: str = "local",
-    ray_address: str | None = None,
-) -> Path:
-    """Build, validate and write the run. `llm_settings` are run-only LLM overrides (never in the data). Every
-    message is also kept in the run's log file, beside the LLM cache (gen/logs.py)."""
-    settings = llm_settings or RunSettings()
-    refuse_writing_into(run_outputs(recipe, output_dir, settings), recipe_inputs(recipe, settings), adds_to=ADDS_TO)
-    with run_log(log_path(recipe, settings)):
-        return build_and_publish(recipe, output_dir, limit, settings, workers, executor, ray_address)
+def run(recipe: Recipe, options: RunOptions | None = None, products: list[Bound] | None = None) -> Path:
+    """Build, validate and write the run. `options` are the run's settings beside the recipe (RunOptions; its
+    LLM settings never enter the data); `products` the recipe's bound products, when the caller bound them
+    already (gen.run does: a recipe is bound once per command). Every message is also kept in the run's log
+    file, beside the LLM cache (gen/logs.py)."""
+    options = options or RunOptions()
+    refuse_writing_into(run_outputs(recipe, options), recipe_inputs(recipe, options.llm), adds_to=ADDS_TO)
+    with run_log(log_path(recipe, options.llm)):
+        return build_and_publish(recipe, options, bind(recipe) if products is None else products)
 
 
-def build_and_publish(
-    recipe: Recipe,
-    output_dir: Path | None,
-    limit: int | None,
-    settings: RunSettings,
-    workers: int | None,
-    executor: str,
-    ray_address: str | None,
-) -> Path:
+def build_and_publish(recipe: Recipe, options: RunOptions, products: list[Bound]) -> Path:
     ray: RayConnection | None = None
     engine: Engine | None = None
     try:
-        products = bind(recipe)
         if any(uses_llm(b.name, products) for b in products):  # made first: its request processes start meanwhile
             from gen.llm.engine import Engine  # only runs with LLM products load the engine
 
-            engine = Engine(recipe.llm, settings, templates_dir=recipe.templates)
-        if executor == "ray":
-            prepared, ray = prepare_beside_ray(recipe, limit, workers, ray_address)
+            engine = Engine(recipe.llm, options.llm, templates_dir=recipe.templates)
+        if options.executor == "ray":
+            prepared, ray = prepare_beside_ray(recipe, options, products)
         else:
-            prepared = prepare(recipe, limit)
-        final = build_and_write(prepared, engine, output_dir, workers, ray)
+            prepared = prepare(recipe, options.limit, products)
+        final = build_and_write(prepared, engine, options, ray)
     finally:
         if engine is not None:
             engine.close()
@@ -162,9 +148,7 @@ def build_and_publish(
     return final
 
 
-def prepare_beside_ray(
-    recipe: Recipe, limit: int | None, workers: int | None, address: str | None
-) -> tuple[Prepared, RayConnection]:
+def prepare_beside_ray(recipe: Recipe, options: RunOptions, products: list[Bound]) -> tuple[Prepared, RayConnection]:
     """The sources loaded in a thread while Ray starts in this one (its driver must be the main thread): Ray's
     start, about 2 s, passes while they load instead of after. Should either fail, the error is raised here
     and Ray, if it started, is shut down."""
@@ -172,13 +156,13 @@ def prepare_beside_ray(
 
     def load() -> None:
         try:
-            loaded["prepared"] = prepare(recipe, limit)
+            loaded["prepared"] = prepare(recipe, options.limit, products)
         except BaseException as error:  # raised again below, in the run's thread
             loaded["error"] = error
 
     thread = threading.Thread(target=load, name="gen-prepare", daemon=True)  # not waited for if Ray fails
     thread.start()
-    connection = RayConnection(workers, address)
+    connection = RayConnection(options.workers, options.ray_address)
     try:
         while thread.is_alive():
             thread.join(0.1)  # in short waits, so that Ctrl-C is not held up
@@ -191,16 +175,12 @@ def prepare_beside_ray(
 
 
 def build_and_write(
-    prepared: Prepared,
-    engine: Engine | None,
-    output_dir: Path | None,
-    workers: int | None,
-    ray: RayConnection | None = None,
+    prepared: Prepared, engine: Engine | None, options: RunOptions, ray: RayConnection | None = None
 ) -> Path:
     """Run the stages and write the run folder: the stage that needs no LLM on `ray` when given, else in this
-    process or a pool of `workers` processes."""
+    process or a pool of `options.workers` processes."""
     recipe = prepared.recipe
-    final = output_folder(recipe, output_dir)
+    final = output_folder(recipe, options.output_dir)
     products = prepared.products
     tallies = Tallies(products)
     with RunFolder(final) as folder:
@@ -208,7 +188,7 @@ def build_and_write(
         report: dict | None = None
         try:
             with product_bars(products, len(prepared.conversations)) as bars:
-                for results in stages(prepared, products, engine, workers, ray, shards):
+                for results in stages(prepared, products, engine, options.workers, ray, shards):
                     with contextlib.closing(results):  # on the way out: stop the workers before the folder is kept
                         for result in results:
                             with stopping.held():  # a shard is written and counted together, or not at all
@@ -343,11 +323,12 @@ def log_path(recipe: Recipe, settings: RunSettings) -> Path:
 ADDS_TO = ("--batch-export",)  # a folder the run adds request files to: it may hold the files it imports
 
 
-def run_outputs(recipe: Recipe, output_dir: Path | None, settings: RunSettings) -> dict[str, Path | None]:
+def run_outputs(recipe: Recipe, options: RunOptions) -> dict[str, Path | None]:
     """Everything a run writes, named as the user sets it: the run folder (replaced whole), the LLM cache and
     the run's log (files in the cache folder), the batch request folder."""
+    settings = options.llm
     return {
-        "--output-dir": output_folder(recipe, output_dir),
+        "--output-dir": output_folder(recipe, options.output_dir),
         "--cache-dir": settings.cache_path(),
         "--cache-dir (the run's log)": log_path(recipe, settings),
         "--batch-export": settings.batch_export,

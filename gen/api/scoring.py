@@ -1,0 +1,200 @@
+"""Scoring a system on a finished dataset: retrieved responses or written answers (`gen eval`), a reference
+system's predictions (`gen baseline`), and an LLM judge's verdicts on TeaBag answers (`gen judge`). A dataset is
+a run or export folder, or a Hub dataset (`hf:owner/name`, at `revision`)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gen.errors import GenError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gen.llm.config import RunSettings
+
+IN_MEMORY = "predictions given in memory.jsonl"
+
+
+@dataclass(frozen=True)
+class Scores:
+    """What `evaluate` scored: `table`, one row per config and test (the --csv table); `text`, the report
+    `gen eval` prints; `json`, what its --json writes."""
+
+    table: pd.DataFrame
+    text: str
+    json: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """`k`: score only the first K indices of each ranking (retrieved responses only); `questions_from`: score
+    only the questions a `gen export` folder holds; `json_out`, `csv_out`: also write the scores there."""
+
+    k: int | None = None
+    questions_from: Path | None = None
+    revision: str | None = None
+    json_out: Path | None = None
+    csv_out: Path | None = None
+
+
+def evaluate(
+    dataset: str | Path,
+    predictions: str | Path | Iterable[Mapping[str, Any]] | None = None,
+    *,
+    answers: str | Path | None = None,
+    options: EvalOptions | None = None,
+) -> Scores:
+    """Scores of retrieved responses (`predictions`: a JSONL file, or its lines as mappings {question_id,
+    retrieved}) or of written answers (`answers`: JSONL of {question_id, answer}; exact match and token F1), per
+    config and test, then per config over tests and pooled over questions (`gen eval`)."""
+    from gen.hub_dataset import dataset_folder
+    from gen.write_guard import refuse_writing_into
+
+    chosen = options if options is not None else EvalOptions()
+    if (predictions is None) == (answers is None):
+        raise GenError(
+            "give either --predictions (retrieved responses) or --answers (written answers)",
+            field="--predictions / --answers",
+            expected="exactly one of the two",
+        )
+    folder = dataset_folder(dataset, chosen.revision)
+    given = Path(predictions) if isinstance(predictions, (str, Path)) else None
+    read = {"DATASET": folder, "--predictions": given, "--answers": answers, "--questions-from": chosen.questions_from}
+    refuse_writing_into({"--json": chosen.json_out, "--csv": chosen.csv_out}, read)
+    if answers is not None:
+        if chosen.k is not None:
+            raise GenError(
+                "--k cuts rankings; written answers have none", field="--k", expected="--k with --predictions"
+            )
+        scores = score_answers(folder, Path(answers), chosen.questions_from)
+    elif given is not None:
+        scores = score_predictions(folder, given, chosen)
+    else:
+        assert predictions is not None and not isinstance(predictions, (str, Path))  # given in memory
+        scores = score_in_memory(folder, predictions, chosen)
+    write_scores(scores, chosen)
+    return scores
+
+
+def score_predictions(folder: Path, predictions: Path, options: EvalOptions) -> Scores:
+    from gen.eval.report import format_result, result_json, scores_table
+    from gen.eval.score import evaluate as score
+
+    result = score(folder, predictions, options.k, options.questions_from)
+    return Scores(scores_table(result), format_result(result), result_json(result))
+
+
+def score_in_memory(folder: Path, lines: Iterable[Mapping[str, Any]], options: EvalOptions) -> Scores:
+    """Predictions given as mappings are written as the JSONL file they stand for and read by the file's one
+    reader, so they are checked line by line exactly as a file is (a problem names its line in IN_MEMORY)."""
+    from gen.jsonl import encode_lines
+
+    with tempfile.TemporaryDirectory(prefix="gen-eval-") as scratch:
+        path = Path(scratch) / IN_MEMORY
+        path.write_bytes(encode_lines([dict(line) for line in lines]))
+        return score_predictions(folder, path, options)
+
+
+def score_answers(folder: Path, answers: Path, questions_from: Path | None) -> Scores:
+    import io
+
+    import pandas as pd
+
+    from gen.eval.answers import answers_json, answers_table, evaluate_answers, format_answers
+
+    result = evaluate_answers(folder, answers, questions_from)
+    table = pd.read_csv(io.StringIO(answers_table(result)))
+    return Scores(table, format_answers(result), answers_json(result))
+
+
+def write_scores(scores: Scores, options: EvalOptions) -> None:
+    from gen.jsonl import replace_file, write_json
+
+    if options.json_out is not None:
+        write_json(options.json_out, scores.json, "scores")
+    if options.csv_out is not None:
+        replace_file(options.csv_out, scores.table.to_csv(index=False).encode("utf-8"), "scores table")
+
+
+BASELINES = ("recent", "bm25", "semantic", "semantic_meta")
+
+
+def baseline(
+    name: str,
+    dataset: str | Path,
+    output: str | Path,
+    *,
+    k: int = 10,
+    whole_dialogue: bool = False,
+    turns: bool = False,
+    revision: str | None = None,
+) -> int:
+    """Write a reference system's predictions for every question config of a dataset (`gen baseline`; needs the
+    eval extra); with `turns`, what it retrieves for every response of the log instead. Returns the lines
+    written."""
+    from gen.eval.baselines import write_baseline, write_turn_baseline
+    from gen.hub_dataset import dataset_folder
+
+    if name not in BASELINES:
+        raise GenError(f"unknown baseline {name!r}", field="NAME", expected=", ".join(BASELINES))
+    folder, written = dataset_folder(dataset, revision), Path(output)
+    if turns:
+        return write_turn_baseline(name, folder, written, k=k)
+    return write_baseline(name, folder, written, k=k, whole_dialogue=whole_dialogue)
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """Which endpoint judges (`recipe`: a YAML file whose llm: section defines it, default the dataset's
+    recipe.yaml; `endpoint`: its name), where the verdicts go (default <answers>.verdicts.json), and how the
+    calls go (`llm`: cache, offline, limits)."""
+
+    output: Path | None = None
+    recipe: Path | None = None
+    endpoint: str | None = None
+    revision: str | None = None
+    llm: RunSettings | None = None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The judge's result (its verdicts and success rates), the report `gen judge` prints and where the verdicts
+    were written."""
+
+    text: str
+    output: Path
+    verdicts: int
+    about: dict[str, Any] = field(default_factory=dict)
+
+
+def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None = None) -> Judged:
+    """Judge a system's answers to the teabag questions (Correct or Incorrect, asked of an LLM endpoint) and write
+    the verdicts (`gen judge`); replies are cached, so a second run makes no calls."""
+    from gen.eval.dataset import open_dataset
+    from gen.hub_dataset import dataset_folder
+    from gen.jsonl import write_json
+    from gen.llm.config import RunSettings
+    from gen.teabag_judge.endpoint import choose_endpoint
+    from gen.teabag_judge.items import read_answers, read_questions
+    from gen.teabag_judge.judging import run_judge
+    from gen.teabag_judge.report import format_result, result_json
+    from gen.write_guard import refuse_writing_into
+
+    chosen = options if options is not None else JudgeOptions()
+    given = Path(answers)
+    output = chosen.output if chosen.output is not None else given.with_name(f"{given.stem}.verdicts.json")
+    settings = chosen.llm if chosen.llm is not None else RunSettings()
+    folder = dataset_folder(dataset, chosen.revision)
+    read = {"DATASET": folder, "--answers": given, "--recipe": chosen.recipe}
+    refuse_writing_into({"--output": output, "--cache-dir": settings.cache_path()}, read)
+    questions = read_questions(open_dataset(folder))
+    answer_map = read_answers(given, {q.question_id for q in questions})
+    judge_endpoint = choose_endpoint(folder, chosen.recipe, chosen.endpoint)
+    result, about = run_judge(questions, answer_map, judge_endpoint, settings)
+    write_json(output, result_json(result, dataset=folder, answers=given, judge=about), "verdicts")
+    return Judged(format_result(result, given, folder), output, len(result.verdicts), about)

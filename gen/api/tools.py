@@ -1,0 +1,114 @@
+"""The rest of gen's work, each as a function: look at a run in the browser (`gen view`), the Batch API batches a
+cache sent (`gen batches`, `cancel`, `forget`), repairing a damaged cache (`gen cache repair`), the recipe's JSON
+Schema and options reference (`gen schema`) and the installed products (`gen products`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gen.errors import GenError
+
+if TYPE_CHECKING:
+    from gen.llm.batch.ledger import BatchRow
+
+
+def view_folder(
+    run_folder: str | Path,
+    *,
+    port: int = 8765,
+    host: str = "127.0.0.1",
+    compare: str | Path | None = None,
+    verdicts: str | Path | None = None,
+    say: Callable[[str], None] = print,
+) -> None:
+    """Serve a run folder (or a `gen push` export folder) in a local web app until Ctrl-C (`gen view`; needs the
+    view extra). It reads the folder and never writes into it. `say` gets the line naming the address."""
+    from gen.view.command import require_view_extra, serve
+
+    require_view_extra()
+    other = Path(compare) if compare is not None else None
+    judged = Path(verdicts) if verdicts is not None else None
+    serve(Path(run_folder), port, host, other, judged, say)
+
+
+def batches(cache_dir: str | Path | None = None) -> list[BatchRow]:
+    """The Batch API batches sent from this cache (`gen batches`): id, endpoint, step, status, counts, age."""
+    from gen.llm.batch.commands import known_batches
+
+    return known_batches(folder_of(cache_dir))
+
+
+def cancel_batch(batch_id: str, cache_dir: str | Path | None = None) -> str:
+    """Ask the Batch API to cancel a batch this cache sent (`gen batches cancel`); returns its status."""
+    from gen.llm.batch.commands import cancel_batch as cancel
+
+    return cancel(folder_of(cache_dir), batch_id)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """A batch forget_batch removed, as last polled; `still_running`: the endpoint may still run it (it was not
+    finished when last polled), and gen can no longer cancel it."""
+
+    batch: BatchRow
+    still_running: bool
+
+
+def forget_batch(batch_id: str, cache_dir: str | Path | None = None) -> Forgotten:
+    """Remove a batch from this cache (`gen batches forget`): the next run sends again its requests that have no
+    reply cached. The endpoint is not told."""
+    from gen.llm.batch.commands import forget_batch as forget
+    from gen.llm.batch.ledger import ABANDONED, TERMINAL
+
+    row = forget(folder_of(cache_dir), batch_id)
+    return Forgotten(row, row.status not in TERMINAL | {ABANDONED})
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """What repair_cache did: replies kept in the new cache file, damaged stretches lost, where the old file is."""
+
+    cache: Path
+    kept: int
+    lost: int
+    damaged_file: Path
+
+
+def repair_cache(cache_dir: str | Path | None = None) -> Repaired:
+    """Copy every readable reply of a damaged LLM cache into a new llm.sqlite, keeping the damaged file beside it
+    (`gen cache repair`)."""
+    from gen.llm.cache import repair
+    from gen.llm.config import RunSettings
+
+    path = RunSettings(cache_dir=folder_of(cache_dir)).cache_path()
+    if not path.is_file():
+        raise GenError("there is no LLM cache here", file=path, expected="the --cache-dir of the damaged cache")
+    kept, lost, aside = repair(path)
+    return Repaired(path, kept, lost, aside)
+
+
+def schema(*, markdown: bool = False, builtin: bool = False, output: str | Path | None = None) -> str:
+    """The recipe's JSON Schema, or with `markdown` its options reference (`gen schema`): every installed product
+    and source format, or with `builtin` only gen's own. With `output`, the file is replaced whole too."""
+    from gen.jsonl import replace_file
+    from gen.recipe_schema import options_reference, products, recipe_schema, schema_text, source_formats
+
+    made = recipe_schema(products(builtin_only=builtin), source_formats(builtin_only=builtin))
+    text = options_reference(made) if markdown else schema_text(made)
+    if output is not None:
+        replace_file(Path(output), text.encode("utf-8"), "options reference" if markdown else "recipe schema")
+    return text
+
+
+def list_products() -> dict[str, str]:
+    """Every product a recipe can name under `products: - type: ...`, with its description (`gen products`)."""
+    from gen.products.registry import REGISTRY
+
+    return {name: product.description for name, product in REGISTRY.items()}
+
+
+def folder_of(cache_dir: str | Path | None) -> Path | None:
+    return Path(cache_dir) if cache_dir is not None else None
