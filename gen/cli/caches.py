@@ -4,6 +4,7 @@ gen/api/tools.py."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import typer
@@ -27,14 +28,17 @@ def batches(ctx: typer.Context, cache_dir: Path | None = CACHE_DIR) -> None:
         return
     import gen
 
-    from gen.llm.batch.commands import batch_table
-
     rows = gen.batches(cache_dir)
     if not rows:
         typer.echo("this cache has sent no batch")
         return
-    for line in batch_table(rows):
-        typer.echo(line)
+    typer.echo(f"{'batch':<34} {'endpoint':<12} {'step':<28} {'status':<11} {'done':>13} {'failed':>7} {'age':>7}")
+    for row in rows:
+        age = (time.time() - row.created) / 3600
+        done = f"{row.completed:,}/{row.requests:,}"
+        typer.echo(
+            f"{row.id:<34} {row.endpoint:<12} {row.step:<28} {row.status:<11} {done:>13} {row.failed:>7,} {age:>6.1f}h"
+        )
 
 
 @batches_app.command("cancel")
@@ -62,13 +66,13 @@ def batches_forget(
     """
     import gen
 
-    from gen.llm.batch.commands import forget_warning
-
     forgotten = gen.forget_batch(batch_id, cache_dir)
     err.print(f"batch {batch_id} forgotten: the next run sends its requests that have no reply in the cache again")
-    warning = forget_warning(forgotten.batch)
-    if warning:
-        err.print(warning)
+    if forgotten.still_running:
+        err.print(
+            f"it was {forgotten.batch.status} when last polled: the endpoint may still run it, and gen can no longer "
+            "cancel it"
+        )
 
 
 cache_app = typer.Typer(help="The LLM reply cache.", no_args_is_help=True)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 LLM_BATCH = 64
 LLM_BATCH_MAX = 256
 LLM_ROUNDS_PER_STEP = 8  # items per step, in multiples of the endpoints' concurrency
-LLM_IN_FLIGHT = 2  # batches whose steps run at once (gen/llm/accounts/lanes.py): one fills the limits while another drains
+LLM_IN_FLIGHT = 2  # batches whose steps run at once (gen/llm/accounts/lanes.py): one fills the limits, one drains
 BATCH_ITEMS = 50_000  # what one Batch API input file may hold
 RAY_IN_FLIGHT_PER_WORKER = 2  # Ray tasks submitted but not yet written, per worker: bounds the memory they hold
 # Ray shards: one conversation until a shard has come back; then sized for RAY_TASK_SECONDS of work
@@ -286,9 +286,9 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Generator[ShardResult, None, None]:
     """Batches of conversations through the LLM products, yielded in conversation order. LLM_IN_FLIGHT batches
-    run at once, each in a thread of its own and in an engine lane (gen/llm/accounts/lanes.py): the next batch's items are
-    prepared and its calls sent while the current one drains, so the endpoints' limits never idle between steps.
-    Lanes are merged into the engine in batch order, so rejects come out as with one batch at a time. When the
+    run at once, each in a thread of its own and in an engine lane (gen/llm/accounts/lanes.py): the next batch's
+    items are prepared and its calls sent while the current one drains, so the endpoints' limits never idle
+    between steps. Lanes are merged into the engine in batch order, so rejects come out as with one batch at a time. When the
     run stops (a stop in a batch, an error, Ctrl-C), the batches after the oldest one in flight are cancelled and
     left out (their completed calls stay cached), and the oldest is merged as it stands.
 

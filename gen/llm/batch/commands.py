@@ -1,5 +1,5 @@
-"""What ``gen batches`` does with the batches a cache has sent: list them, cancel one, forget one, in words the
-command prints. The command line itself (gen/cli_batches.py) only parses arguments and prints what these say.
+"""What ``gen batches`` does with the batches a cache has sent: list them, cancel one, forget one. The command
+line (gen/cli/caches.py) reaches them through gen/api/tools.py and prints what they give.
 
 A batch id the cache's ledger does not hold is one error for both cancel and forget (:func:`_unknown`), naming
 the id and what was expected, so the two commands cannot drift apart.
@@ -9,39 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 from gen.errors import GenError
-from gen.llm.batch.ledger import ABANDONED, TERMINAL, BatchRow, Ledger
+from gen.llm.batch.ledger import BatchRow, Ledger
 from gen.llm.batch.rounds import API_RETRIES, MAX_POLL_S
 from gen.llm.calls.endpoint import KeyScrubber
 from gen.llm.calls.request import server_message
 from gen.llm.config import RunSettings
 
-__all__ = ["batch_table", "cancel_batch", "forget_batch", "forget_warning", "known_batches"]
-
-
-def batch_table(rows: list[BatchRow], now: float | None = None) -> list[str]:
-    """The lines ``gen batches`` prints: a header, then per batch its id, endpoint, step, status, requests done
-    and failed, and age in hours."""
-    now = time.time() if now is None else now
-    lines = [f"{'batch':<34} {'endpoint':<12} {'step':<28} {'status':<11} {'done':>13} {'failed':>7} {'age':>7}"]
-    for row in rows:
-        age = (now - row.created) / 3600
-        done = f"{row.completed:,}/{row.requests:,}"
-        lines.append(
-            f"{row.id:<34} {row.endpoint:<12} {row.step:<28} {row.status:<11} {done:>13} {row.failed:>7,} {age:>6.1f}h"
-        )
-    return lines
-
-
-def forget_warning(row: BatchRow) -> str | None:
-    """What to say after forgetting a batch that may still run on the endpoint (gen can no longer cancel it)."""
-    if row.status in TERMINAL | {ABANDONED}:
-        return None
-    return f"it was {row.status} when last polled: the endpoint may still run it, and gen can no longer cancel it"
+__all__ = ["cancel_batch", "forget_batch", "known_batches"]
 
 
 def known_batches(cache_dir: Path | None) -> list[BatchRow]:
