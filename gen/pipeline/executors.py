@@ -285,16 +285,15 @@ def _ray_get(ray: Any, ref: Any) -> ShardResult:
 
 
 def llm_results(prepared: Prepared, products: list[Bound], engine: Engine) -> Generator[ShardResult, None, None]:
-    """Batches of conversations through the LLM products, yielded in conversation order. LLM_IN_FLIGHT batches
-    run at once, each in a thread of its own and in an engine lane (gen/llm/accounts/lanes.py): the next batch's
-    items are prepared and its calls sent while the current one drains, so the endpoints' limits never idle
-    between steps. Lanes are merged into the engine in batch order, so rejects come out as with one batch at a time. When the
-    run stops (a stop in a batch, an error, Ctrl-C), the batches after the oldest one in flight are cancelled and
-    left out (their completed calls stay cached), and the oldest is merged as it stands.
-
-    Products ask one item or more per conversation: the first batches are as large as the concurrency. Through
-    the Batch API a step's round waits for its batch whatever its size: there one batch at a time holds up to a
-    full batch file of items."""
+    """Batches of conversations through the LLM products, yielded in conversation order. LLM_IN_FLIGHT batches run at
+    once, each in a thread of its own and in an engine lane (gen/llm/accounts/lanes.py): the next batch's items
+    are prepared and its calls sent while the current one drains, so the endpoints' limits never idle between
+    steps. Lanes are merged into the engine in batch order, so rejects come out as with one batch at a time. When
+    the run stops (a stop in a batch, an error, Ctrl-C), the batches after the oldest one in flight are cancelled
+    and left out (their completed calls stay cached), and the oldest is merged as it stands. Products ask one
+    item or more per conversation: the first batches are as large as the concurrency. Through the Batch API a
+    step's round waits for its batch whatever its size: there one batch at a time holds up to a full batch file
+    of items."""
     if engine.batch_mode:
         concurrency, most = BATCH_ITEMS // LLM_ROUNDS_PER_STEP, BATCH_ITEMS
     else:
