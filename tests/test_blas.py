@@ -17,6 +17,8 @@ from gen import blas
 from gen import embedding as embed
 from tests.conftest import requires_extra
 
+pytest.importorskip("threadpoolctl", reason="the eval extra is not installed: pip install -e '.[eval]'")
+
 REPO = Path(__file__).resolve().parents[1]
 needs_minilm = requires_extra("eval", "tokenizers", "safetensors", embed.MODEL_PACKAGE)
 needs_blas = pytest.mark.skipif(blas.blas_threads() is None, reason="numpy here loads no BLAS threadpoolctl knows")

@@ -49,7 +49,6 @@ UNNAMED_MODULES = {
     "gen.products.quality": "written before the rule",
     "gen.products.temporal": "written before the rule",
     "gen.products.time_content": "written before the rule",
-    "gen.run": "written before the rule",
     "gen.sources": "written before the rule",
     "gen.view": "written before the rule",
 }
