@@ -124,7 +124,28 @@ class RedactSpec(InputModel):
             raise ValueError("every kind is off and no name is listed: there is nothing to replace")
         if self.phone_region is not None and not self.phones:
             raise ValueError("phone_region only applies when phones is true")
+        for kind, placeholder in self.placeholders.model_dump().items():
+            # a placeholder the rules would replace leaves in the text what it stands for (a name as its own
+            # placeholder is the name, unredacted)
+            if found := next((span for find in self.finders() for span in find(placeholder)), None):
+                raise ValueError(
+                    f"placeholders.{kind}: {placeholder!r} holds {placeholder[found.start : found.end]!r}, which "
+                    f"this redaction replaces ({found.kind}): choose a placeholder such as [{kind.upper()}]"
+                )
         return self
+
+    def finders(self) -> list[Finder]:
+        """What finds each kind this recipe replaces."""
+        finders: list[Finder] = []
+        if self.urls:
+            finders.append(find_urls)
+        if self.emails:
+            finders.append(find_emails)
+        if self.phones:
+            finders.append(phone_finder(self.phone_region))
+        if self.names:
+            finders.append(name_finder(self.names, self.ignore_case))
+        return finders
 
     @property
     def kinds(self) -> list[str]:
@@ -163,16 +184,7 @@ class Redactor:
         self.counts: Counter[str] = Counter({kind: 0 for kind in spec.kinds})
         self.conversations = 0
         self.changed = 0
-        finders: list[Finder] = []
-        if spec.urls:
-            finders.append(find_urls)
-        if spec.emails:
-            finders.append(find_emails)
-        if spec.phones:
-            finders.append(phone_finder(spec.phone_region))
-        if spec.names:
-            finders.append(name_finder(spec.names, spec.ignore_case))
-        self.finders = finders
+        self.finders = spec.finders()
 
     def text(self, text: str, counts: Counter[str]) -> str:
         """`text` with every match replaced; the replacements are added to `counts`."""
