@@ -165,9 +165,11 @@ def text_lines(path: Path, expected: str) -> Iterator[tuple[int, str]]:
         yield from lines_of(handle, path, expected, limit)
 
 
-def lines_of(handle: IO[bytes], path: Path, expected: str, limit: int, first: int = 1) -> Iterator[tuple[int, str]]:
+def lines_of(
+    handle: IO[bytes], path: Path, expected: str, limit: int, first: int = 1, keep_blank: bool = False
+) -> Iterator[tuple[int, str]]:
     """The numbered, decoded, non-blank lines of a binary handle (numbered from `first`), each at most `limit`
-    bytes."""
+    bytes; blank ones too with `keep_blank` (a table's quoted cell may hold one)."""
     number = first - 1
     while raw := handle.readline(limit + 1):
         number += 1
@@ -178,7 +180,7 @@ def lines_of(handle: IO[bytes], path: Path, expected: str, limit: int, first: in
                 record=f"line {number}",
                 expected=f"{expected}; a longer line needs {RECORD_LIMIT_VARIABLE} set higher",
             )
-        if raw.strip():
+        if keep_blank or raw.strip():
             yield number, decode(raw, path, expected, number)
 
 

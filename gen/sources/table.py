@@ -82,17 +82,7 @@ def rows(path: Path, expected: str, delimiter: str) -> Records:
 def bounded_lines(handle: Any, path: Path, expected: str, limit: int) -> Iterator[str]:
     """Decoded lines, blank ones kept (inside a quoted cell they are text), each at most `limit` bytes."""
     csv.field_size_limit(limit)
-    number = 0
-    while raw := handle.readline(limit + 1):
-        number += 1
-        if len(raw) > limit and not raw.endswith(b"\n"):
-            raise GenError(
-                f"the line is longer than {reading.size_text(limit)}",
-                file=path,
-                record=f"line {number}",
-                expected=f"{expected}; a longer line needs {reading.RECORD_LIMIT_VARIABLE} set higher",
-            )
-        yield reading.decode(raw, path, expected, number)
+    return (text for _, text in reading.lines_of(handle, path, expected, limit, keep_blank=True))
 
 
 def read_csv(path: Path, expected: str) -> Records:
