@@ -394,8 +394,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         {"--product": "time_queries", "--index": "0", "--limit": "1", "--cache-dir": "cache"},
     ),
     "eval": (
-        ("eval", "ds"),
-        {"--predictions": "mine.jsonl", "--json": "out/s.json", "--csv": "out/s.csv", "--k": "5", "--revision": "main"},
+        ("eval", "ds", "--predictions", "mine.jsonl"),  # it or --answers is required: an eval without is a usage error
+        {"--json": "out/s.json", "--csv": "out/s.csv", "--k": "5", "--revision": "main"},
     ),
     "export": (("export", "ds"), {"--format": "beir", "--output": "out/exp", "--config": "time_queries"}),
     "baseline": (("baseline", "recent", "ds"), {"--output": "out/b.jsonl", "--k": "5", "--whole-dialogue": ""}),
