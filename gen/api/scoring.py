@@ -179,7 +179,7 @@ def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None
     from gen.hub_dataset import dataset_folder
     from gen.jsonl import write_json
     from gen.llm.config import RunSettings
-    from gen.teabag_judge.endpoint import choose_endpoint
+    from gen.judging.endpoint import Choice, choose_endpoint
     from gen.teabag_judge.items import read_answers, read_questions
     from gen.teabag_judge.judging import run_judge
     from gen.teabag_judge.report import format_result, result_json
@@ -194,7 +194,7 @@ def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None
     refuse_writing_into({"--output": output, "--cache-dir": settings.cache_path()}, read)
     questions = read_questions(open_dataset(folder))
     answer_map = read_answers(given, {q.question_id for q in questions})
-    judge_endpoint = choose_endpoint(folder, chosen.recipe, chosen.endpoint)
+    judge_endpoint = choose_endpoint(folder, chosen.recipe, chosen.endpoint, Choice(product="teabag"))
     result, about = run_judge(questions, answer_map, judge_endpoint, settings)
     write_json(output, result_json(result, dataset=folder, answers=given, judge=about), "verdicts")
     return Judged(format_result(result, given, folder), output, len(result.verdicts), about)
