@@ -294,7 +294,7 @@ def config_block(config: ConfigAnswers) -> str:
     first = f"{config.config}: {config.questions:,} questions, {config.questions - config.answered:,} without an answer"
     if judged and config.judged_pooled is not None:
         first += (
-            f" (scored 0, and no by the judge), {config.judged_pooled.not_judged:,} not judged (left out of its rate)"
+            f" (scored 0, and no for the judge), {config.judged_pooled.not_judged:,} not judged (left out of its rate)"
         )
     else:
         first += " (scored 0)" + (f"; {NOT_JUDGED_NOTE}" if config.written else "")

@@ -61,6 +61,9 @@ class Judgement:
     about: dict[str, Any] = field(default_factory=dict)  # endpoint, model, prompt and the calls it took
 
 
+REJECTS_IN = "the verdicts file"
+
+
 def ask(rubric: Rubric, cases: Sequence[Case], judge: Judge, settings: RunSettings) -> Judgement:
     """Every case judged; `about` says who judged, with which prompt, and what it cost."""
     from gen.llm.engine import Engine
@@ -94,7 +97,11 @@ def run_cases(engine: Engine, rubric: Rubric, cases: Sequence[Case], judge: Judg
         return Task(item_id=case.item_id, endpoint=judge.name, parser=rubric.reply, messages=messages, sample=sample)
 
     step: CheckedStep[Case] = CheckedStep(
-        name=rubric.step, task=task, check=lambda case, reply: (), item_id=lambda case: case.item_id
+        name=rubric.step,
+        task=task,
+        check=lambda case, reply: (),
+        item_id=lambda case: case.item_id,
+        rejects_in=REJECTS_IN,
     )
     policy = StepPolicy(retries=0, max_reject_rate=judge.config.max_reject_rate, reject_option=REJECT_OPTION)
     try:

@@ -116,6 +116,7 @@ class CheckedStep(Generic[ItemT]):
     describe: Callable[[Any], dict[str, Any]] | None = None  # value -> its fields in a reject's attempts
     # (item, {item_id, reason, raw_text, attempts}) -> the line in rejects.jsonl (for the rejects of a stop)
     record: Callable[[ItemT, dict[str, Any]], dict[str, Any]] | None = None
+    rejects_in: str = "rejects.jsonl"  # the file that keeps the rejects' reasons, as the closing line names it
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ class _Run(Generic[ItemT]):
             raise
         result = self._result()
         if result.rejects or result.failed:
-            announce(self.engine.summary(self.step.name), self.engine.settings.progress)
+            announce(self.engine.summary(self.step.name, self.step.rejects_in), self.engine.settings.progress)
         return result
 
     def _rounds(self) -> None:
