@@ -1,5 +1,6 @@
-"""Scoring a system on a finished dataset: retrieved responses or written answers (`gen eval`), a reference
-system's predictions (`gen baseline`), and an LLM judge's verdicts on TeaBag answers (`gen judge`). A dataset is
+"""Scoring a system on a finished dataset: retrieved responses or written answers, judged by an LLM where a model
+wrote the gold answer (`gen eval`), a reference system's predictions (`gen baseline`), and an LLM judge's verdicts
+on TeaBag answers (`gen judge`). A dataset is
 a run or export folder, or a Hub dataset (`hf:owner/name`, at `revision`)."""
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ def evaluate(
     options: EvalOptions | None = None,
 ) -> Scores:
     """Scores of retrieved responses (`predictions`: a JSONL file, or its lines as mappings {question_id,
-    retrieved}) or of written answers (`answers`: JSONL of {question_id, answer}; exact match and token F1), per
-    config and test, then per config over tests and pooled over questions (`gen eval`)."""
+    retrieved}) or of written answers (`answers`: JSONL of {question_id, answer}; exact match and token F1, and,
+    when `options` names a judge, an LLM's yes/no on answers to gold answers a model wrote), per config and test,
+    then per config over tests and pooled over questions (`gen eval`)."""
     from gen.hub_dataset import dataset_folder
     from gen.write_guard import refuse_writing_into
 
