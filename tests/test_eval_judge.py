@@ -322,3 +322,24 @@ def test_a_judge_that_fails_too_often_stops_and_writes_nothing(judged, tmp_path,
     assert code == 1 and "max_reject_rate" in err and "the same command resumes" in err, err
     assert "not judged: q1: parse:" in err and "Traceback" not in err
     assert not (tmp_path / "mine.verdicts.json").exists() and not scores.exists()
+
+
+def test_a_judge_named_for_computed_answers_only_is_not_asked_and_says_so(judged, tmp_path, capsys):
+    server, folder, _ = judged
+    only_computed = tmp_path / "t1.jsonl"
+    write_jsonl(only_computed, [{"question_id": "t1", "answer": "1 May 2023"}])
+    code, out, err = run_cli(
+        ["eval", folder, "--answers", only_computed, "--judge-endpoint", "judge", "--questions-from", subset(tmp_path)],
+        capsys,
+    )
+    assert code == 0, err
+    assert "the judge was not asked" in out and server.count == 0
+    assert not (tmp_path / "t1.verdicts.json").exists()
+
+
+def subset(tmp_path):
+    """An export's list of questions holding temporal_reasoning's alone (as `gen export` writes gen-export.json)."""
+    manifest = tmp_path / "export" / "gen-export.json"
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps({"configs": {"temporal_reasoning": {"tests": ["t1"]}}}))
+    return manifest.parent

@@ -1,7 +1,7 @@
 """Scoring a system on a finished dataset: retrieved responses or written answers, judged by an LLM where a model
 wrote the gold answer (`gen eval`), a reference system's predictions (`gen baseline`), and an LLM judge's verdicts
-on TeaBag answers (`gen judge`). A dataset is
-a run or export folder, or a Hub dataset (`hf:owner/name`, at `revision`)."""
+on TeaBag answers (`gen judge`). A dataset is a run or export folder, or a Hub dataset (`hf:owner/name`, at
+`revision`)."""
 
 from __future__ import annotations
 
@@ -153,6 +153,9 @@ def verdicts_path(options: EvalOptions, answers: Path) -> Path:
     )
 
 
+NOTHING_TO_JUDGE = "no question scored here has a gold answer a model wrote, so the judge was not asked"
+
+
 def score_answers(folder: Path, answers: Path, options: EvalOptions) -> Scores:
     """Exact match and F1 of every answer, and, when a judge is named and a config's gold answers were written by
     a model, the judge's verdicts (written to their file before the scores are returned)."""
@@ -166,7 +169,8 @@ def score_answers(folder: Path, answers: Path, options: EvalOptions) -> Scores:
     if not (options.judging and sheet.written):
         result = score_sheet(sheet, None)
         table = pd.read_csv(io.StringIO(answers_table(result)))
-        return Scores(table, format_answers(result), answers_json(result))
+        text = format_answers(result) + (f"\n\n{NOTHING_TO_JUDGE}" if options.judging else "")
+        return Scores(table, text, answers_json(result))
     from gen.jsonl import write_json
     from gen.judging.endpoint import Choice, choose_endpoint
     from gen.judging.written import judge_sheet, verdicts_json
