@@ -131,12 +131,14 @@ def test_run_json_declares_each_question_config_as_its_product_does(quickstart):
             "answer_field": None,
             "asked_by_speaker_a": True,
             "answers_from": "gold_answers",
+            "answer_computed": False,  # a model writes the gold answers: gen eval --answers may judge them
         },
         "ambiguous_time_queries": {
             "group_field": "test",
             "answer_field": None,
             "asked_by_speaker_a": False,
             "answers_from": "gold_answers",
+            "answer_computed": False,  # a model writes the gold answers: gen eval --answers may judge them
         },
     }
     assert open_dataset(quickstart).question_configs == ["time_queries", "ambiguous_time_queries"]

@@ -118,7 +118,7 @@ CASES: dict[str, tuple[list[str], str, Any, tuple, dict]] = {
         "evaluate",
         gen.Scores(pd.DataFrame(), "the scores", {}),
         (Path("d"), Path("p.jsonl")),
-        {"answers": None, "options": gen.EvalOptions(k=5, json_out=Path("s.json"))},
+        {"answers": None, "options": gen.EvalOptions(k=5, json_out=Path("s.json"), llm=RunSettings())},
     ),
     "baseline": (
         ["baseline", "bm25", "d", "--output", "o.jsonl", "--k", "7", "--whole-dialogue"],

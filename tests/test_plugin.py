@@ -77,6 +77,7 @@ def test_gen_run_builds_and_validates_the_plugins_product(run_folder):
         "answer_field": None,
         "asked_by_speaker_a": False,
         "answers_from": None,
+        "answer_computed": False,
     }
     # expected from the log the run wrote: each (session, speaker) with 3 or more responses, in session order
     said = defaultdict(list)

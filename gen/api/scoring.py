@@ -1,6 +1,7 @@
-"""Scoring a system on a finished dataset: retrieved responses or written answers (`gen eval`), a reference
-system's predictions (`gen baseline`), and an LLM judge's verdicts on TeaBag answers (`gen judge`). A dataset is
-a run or export folder, or a Hub dataset (`hf:owner/name`, at `revision`)."""
+"""Scoring a system on a finished dataset: retrieved responses or written answers, judged by an LLM where a model
+wrote the gold answer (`gen eval`), a reference system's predictions (`gen baseline`), and an LLM judge's verdicts
+on TeaBag answers (`gen judge`). A dataset is a run or export folder, or a Hub dataset (`hf:owner/name`, at
+`revision`)."""
 
 from __future__ import annotations
 
@@ -23,23 +24,39 @@ IN_MEMORY = "predictions given in memory.jsonl"
 @dataclass(frozen=True)
 class Scores:
     """What `evaluate` scored: `table`, one row per config and test (the --csv table); `text`, the report
-    `gen eval` prints; `json`, what its --json writes."""
+    `gen eval` prints; `json`, what its --json writes; `judge`, when a judge ran on written answers: who judged
+    and the calls it took, and `verdicts`, the file its verdicts were written to."""
 
     table: pd.DataFrame
     text: str
     json: dict[str, Any]
+    judge: dict[str, Any] | None = None
+    verdicts: Path | None = None
 
 
 @dataclass(frozen=True)
 class EvalOptions:
     """`k`: score only the first K indices of each ranking (retrieved responses only); `questions_from`: score
-    only the questions a `gen export` folder holds; `json_out`, `csv_out`: also write the scores there."""
+    only the questions a `gen export` folder holds; `json_out`, `csv_out`: also write the scores there.
+
+    Written answers to gold answers a model wrote are judged by an LLM only when a judge is named:
+    `judge_endpoint` (a name in the llm: section) and/or `judge_recipe` (a YAML file whose llm: section defines
+    it; default the dataset's recipe.yaml). `verdicts_out`: where its verdicts go (default
+    <answers>.verdicts.json); `llm`: how its calls go (cache, offline, limits)."""
 
     k: int | None = None
     questions_from: Path | None = None
     revision: str | None = None
     json_out: Path | None = None
     csv_out: Path | None = None
+    judge_recipe: Path | None = None
+    judge_endpoint: str | None = None
+    verdicts_out: Path | None = None
+    llm: RunSettings | None = None
+
+    @property
+    def judging(self) -> bool:
+        return self.judge_recipe is not None or self.judge_endpoint is not None
 
 
 def evaluate(
@@ -50,8 +67,9 @@ def evaluate(
     options: EvalOptions | None = None,
 ) -> Scores:
     """Scores of retrieved responses (`predictions`: a JSONL file, or its lines as mappings {question_id,
-    retrieved}) or of written answers (`answers`: JSONL of {question_id, answer}; exact match and token F1), per
-    config and test, then per config over tests and pooled over questions (`gen eval`)."""
+    retrieved}) or of written answers (`answers`: JSONL of {question_id, answer}; exact match and token F1, and,
+    when `options` names a judge, an LLM's yes/no on answers to gold answers a model wrote), per config and test,
+    then per config over tests and pooled over questions (`gen eval`)."""
     from gen.hub_dataset import dataset_folder
     from gen.write_guard import refuse_writing_into
 
@@ -62,16 +80,20 @@ def evaluate(
             field="--predictions / --answers",
             expected="exactly one of the two",
         )
+    refuse_options(chosen, answers is not None)
     folder = dataset_folder(dataset, chosen.revision)
     given = Path(predictions) if isinstance(predictions, (str, Path)) else None
     read = {"DATASET": folder, "--predictions": given, "--answers": answers, "--questions-from": chosen.questions_from}
-    refuse_writing_into({"--json": chosen.json_out, "--csv": chosen.csv_out}, read)
+    read["--judge-recipe"] = chosen.judge_recipe
+    written = {"--json": chosen.json_out, "--csv": chosen.csv_out}
+    if answers is not None and chosen.judging:
+        written |= {
+            "--verdicts": verdicts_path(chosen, Path(answers)),
+            "--cache-dir": llm_settings(chosen).cache_path(),
+        }
+    refuse_writing_into(written, read)
     if answers is not None:
-        if chosen.k is not None:
-            raise GenError(
-                "--k cuts rankings; written answers have none", field="--k", expected="--k with --predictions"
-            )
-        scores = score_answers(folder, Path(answers), chosen.questions_from)
+        scores = score_answers(folder, Path(answers), chosen)
     elif given is not None:
         scores = score_predictions(folder, given, chosen)
     else:
@@ -100,16 +122,68 @@ def score_in_memory(folder: Path, lines: Iterable[Mapping[str, Any]], options: E
         return score_predictions(folder, path, options)
 
 
-def score_answers(folder: Path, answers: Path, questions_from: Path | None) -> Scores:
+def refuse_options(options: EvalOptions, answers: bool) -> None:
+    """Options that only mean something for the other kind of scoring are refused, not ignored."""
+    if answers and options.k is not None:
+        raise GenError("--k cuts rankings; written answers have none", field="--k", expected="--k with --predictions")
+    if not answers and (options.judging or options.verdicts_out is not None):
+        raise GenError(
+            "the judge grades written answers; retrieved responses are scored without one",
+            field="--judge-endpoint / --judge-recipe / --verdicts",
+            expected="these options with --answers",
+        )
+    if answers and options.verdicts_out is not None and not options.judging:
+        raise GenError(
+            "--verdicts names the judge's file, and no judge was named",
+            field="--verdicts",
+            expected="--judge-endpoint NAME or --judge-recipe FILE with it",
+        )
+
+
+def llm_settings(options: EvalOptions) -> RunSettings:
+    from gen.llm.config import RunSettings
+
+    return options.llm if options.llm is not None else RunSettings()
+
+
+def verdicts_path(options: EvalOptions, answers: Path) -> Path:
+    """--verdicts, else beside the answers (mine.jsonl → mine.verdicts.json), as `gen judge` writes its own."""
+    return (
+        options.verdicts_out if options.verdicts_out is not None else answers.with_name(f"{answers.stem}.verdicts.json")
+    )
+
+
+NOTHING_TO_JUDGE = "no question scored here has a gold answer a model wrote, so the judge was not asked"
+
+
+def score_answers(folder: Path, answers: Path, options: EvalOptions) -> Scores:
+    """Exact match and F1 of every answer, and, when a judge is named and a config's gold answers were written by
+    a model, the judge's verdicts (written to their file before the scores are returned)."""
     import io
 
     import pandas as pd
 
-    from gen.eval.answers import answers_json, answers_table, evaluate_answers, format_answers
+    from gen.eval.answers import answers_json, answers_table, format_answers, read_sheet, score_sheet
 
-    result = evaluate_answers(folder, answers, questions_from)
+    sheet = read_sheet(folder, answers, options.questions_from)
+    if not (options.judging and sheet.written):
+        result = score_sheet(sheet, None)
+        table = pd.read_csv(io.StringIO(answers_table(result)))
+        text = format_answers(result) + (f"\n\n{NOTHING_TO_JUDGE}" if options.judging else "")
+        return Scores(table, text, answers_json(result))
+    from gen.jsonl import write_json
+    from gen.judging.endpoint import Choice, choose_endpoint
+    from gen.judging.written import judge_sheet, verdicts_json
+
+    choice = Choice(recipe_option="--judge-recipe", endpoint_option="--judge-endpoint")
+    judge_endpoint = choose_endpoint(folder, options.judge_recipe, options.judge_endpoint, choice)
+    verdicts, judgement = judge_sheet(sheet, judge_endpoint, llm_settings(options))
+    result = score_sheet(sheet, verdicts, f"{judge_endpoint.name} ({judge_endpoint.config.model})")
+    output = verdicts_path(options, answers)
+    write_json(output, verdicts_json(sheet, result, judgement), "verdicts")
+    scores_json = {**answers_json(result), "judge": judgement.about, "verdicts": str(output)}
     table = pd.read_csv(io.StringIO(answers_table(result)))
-    return Scores(table, format_answers(result), answers_json(result))
+    return Scores(table, format_answers(result), scores_json, judgement.about, output)
 
 
 def write_scores(scores: Scores, options: EvalOptions) -> None:
@@ -178,8 +252,8 @@ def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None
     from gen.eval.dataset import open_dataset
     from gen.hub_dataset import dataset_folder
     from gen.jsonl import write_json
+    from gen.judging.endpoint import Choice, choose_endpoint
     from gen.llm.config import RunSettings
-    from gen.teabag_judge.endpoint import choose_endpoint
     from gen.teabag_judge.items import read_answers, read_questions
     from gen.teabag_judge.judging import run_judge
     from gen.teabag_judge.report import format_result, result_json
@@ -194,7 +268,7 @@ def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None
     refuse_writing_into({"--output": output, "--cache-dir": settings.cache_path()}, read)
     questions = read_questions(open_dataset(folder))
     answer_map = read_answers(given, {q.question_id for q in questions})
-    judge_endpoint = choose_endpoint(folder, chosen.recipe, chosen.endpoint)
+    judge_endpoint = choose_endpoint(folder, chosen.recipe, chosen.endpoint, Choice(product="teabag"))
     result, about = run_judge(questions, answer_map, judge_endpoint, settings)
     write_json(output, result_json(result, dataset=folder, answers=given, judge=about), "verdicts")
     return Judged(format_result(result, given, folder), output, len(result.verdicts), about)

@@ -48,18 +48,54 @@ def evaluate(
         help="Score only the questions a `gen export` folder holds (a LongMemEval export keeps one wording per "
         "base question).",
     ),
+    judge_endpoint: str | None = typer.Option(
+        None,
+        "--judge-endpoint",
+        help="With --answers: have this endpoint judge the answers to gold answers a model wrote (yes/no); its "
+        "llm: section is --judge-recipe's, else DATASET/recipe.yaml's.",
+    ),
+    judge_recipe: Path | None = typer.Option(
+        None,
+        "--judge-recipe",
+        help="With --answers: a YAML file whose llm: section defines the judging endpoint (judges the written "
+        "answers; --judge-endpoint picks one when it defines several).",
+    ),
+    verdicts: Path | None = typer.Option(
+        None, "--verdicts", help="The judge's verdicts file (default: beside the answers, <answers>.verdicts.json)."
+    ),
+    cache_dir: Path | None = CACHE_DIR,
+    offline: bool = OFFLINE,
+    max_concurrency: int | None = MAX_CONCURRENCY,
+    requests_per_minute: float | None = REQUESTS_PER_MINUTE,
+    tokens_per_minute: float | None = TOKENS_PER_MINUTE,
 ) -> None:
     """Score retrieved response indices: recall and F2 per test, their mean over tests and the pooled mean over
     questions, per question config. With --answers, score written answers to the questions that have gold
-    answers: exact match and token F1 per test and pooled.
+    answers: exact match and token F1 per test and pooled, and, with --judge-endpoint or --judge-recipe, an LLM
+    judge's yes/no on answers to gold answers a model wrote (without them those are reported as not judged, and
+    no call is made).
 
     Example: gen eval outputs/locomo-temporal --predictions mine.jsonl --k 10
     """
     import gen
 
-    options = gen.EvalOptions(k=k, questions_from=questions_from, revision=revision, json_out=json_out, csv_out=csv_out)
+    settings = run_settings(offline, cache_dir, max_concurrency, requests_per_minute, tokens_per_minute)
+    options = gen.EvalOptions(
+        k=k,
+        questions_from=questions_from,
+        revision=revision,
+        json_out=json_out,
+        csv_out=csv_out,
+        judge_recipe=judge_recipe,
+        judge_endpoint=judge_endpoint,
+        verdicts_out=verdicts,
+        llm=settings,
+    )
     scores = gen.evaluate(dataset, predictions, answers=answers, options=options)
     typer.echo(scores.text)
+    if scores.judge is not None:
+        calls = f"judge calls made {scores.judge['calls_made']:,}, cached {scores.judge['calls_cached']:,}"
+        log.info("wrote the judge's verdicts to %s (%s)", scores.verdicts, calls)
 
 
 class BaselineName(StrEnum):

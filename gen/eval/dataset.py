@@ -298,7 +298,11 @@ class GoldAnswers:
     them from, so the two cannot disagree. A config declares either a field of its own records (`answer_field`, as
     temporal_reasoning's `answer`) or a config of answers keyed by base question (`answers_from`, as the time
     queries' `gold_answers`, whose records hold `group_id` and `answer`); a config of answers the dataset does not
-    hold gives no answers, as a config that declares neither."""
+    hold gives no answers, as a config that declares neither.
+
+    Whether an answer was computed or written by a model (`written`), and whether it is an abstention (`abstains`:
+    the record holding it says `abstained: true`, as gold_answers does for an empty window), is read here too: it
+    decides whether `gen eval --answers` may have an LLM judge answers to it, and with which rule."""
 
     def __init__(self, dataset: Dataset, config: str) -> None:
         declared = dataset.declared[config]
@@ -306,10 +310,17 @@ class GoldAnswers:
         source = declared.get("answers_from")
         self.source = source if isinstance(source, str) else None
         self.by_group: dict[str, str] | None = None
+        self.abstaining_groups: set[str] = set()
         if self.field is None and isinstance(source, str) and source in dataset.files:
-            self.by_group = {
-                require(item, "group_id", str): require(item, "answer", str) for item in dataset.records(source)
-            }
+            self.by_group = {}
+            for item in dataset.records(source):
+                group = require(item, "group_id", str)
+                self.by_group[group] = require(item, "answer", str)
+                if item.record.get("abstained") is True:
+                    self.abstaining_groups.add(group)
+        computed = declared.get("answer_computed")
+        # a run.json from before the declaration: only temporal_reasoning had an answer field, and it is computed
+        self.written = not computed if isinstance(computed, bool) else self.field is None
 
     @property
     def declared(self) -> bool:
@@ -329,5 +340,16 @@ class GoldAnswers:
         if self.field is not None:
             return require(item, self.field, str)
         if self.by_group is not None:
-            return self.by_group.get(str(item.record.get("group_id") or question_id))
+            return self.by_group.get(group_of(item, question_id))
         return None
+
+    def abstains(self, item: Located, question_id: str) -> bool:
+        """Whether the question's gold answer says the conversations do not hold what is asked."""
+        if self.field is not None:
+            return item.record.get("abstained") is True
+        return group_of(item, question_id) in self.abstaining_groups
+
+
+def group_of(item: Located, question_id: str) -> str:
+    """A question's base question: its group_id, or the question itself in a config without groups."""
+    return str(item.record.get("group_id") or question_id)

@@ -13,7 +13,7 @@ describes its step once and hands it its items::
         verify=Verify("time_content_questions/verify", task=verify_task, judge=judge),
     )
     result = run(step, engine, items, StepPolicy(retries=options.retries))
-    result.accepted["conv/q-001"]   # Accepted(value, sample, text); items missing here were given up on
+    result.accepted["conv/q-001"]   # Accepted(value, sample, text, cached); items missing here were given up on
     result.rejects                  # the items whose every attempt failed a check, with the reason and attempts
 
 How it runs, in rounds over every pending item together:
@@ -116,6 +116,7 @@ class CheckedStep(Generic[ItemT]):
     describe: Callable[[Any], dict[str, Any]] | None = None  # value -> its fields in a reject's attempts
     # (item, {item_id, reason, raw_text, attempts}) -> the line in rejects.jsonl (for the rejects of a stop)
     record: Callable[[ItemT, dict[str, Any]], dict[str, Any]] | None = None
+    rejects_in: str = "rejects.jsonl"  # the file that keeps the rejects' reasons, as the closing line names it
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class Accepted:
     value: Any
     sample: int  # the round that produced it
     text: str | None  # the raw reply
+    cached: bool = field(default=False, compare=False)  # the reply came from the cache (no call was made)
 
 
 @dataclass
@@ -130,6 +132,8 @@ class StepResult:
     accepted: dict[str, Accepted]  # item id -> value, in item order
     rejects: list[dict[str, Any]]  # {item_id, reason, raw_text, attempts}, in item order
     failed: list[str]  # ids of items whose call failed in the engine (recorded in engine.rejects)
+    # the failed items' last outcomes (kind, reason, raw reply, cached), for callers that report each item's fate
+    failures: dict[str, Outcome] = field(default_factory=dict)
 
 
 def run(
@@ -159,6 +163,7 @@ class _Attempt:
     value: Any
     problems: list[Problem]
     text: str | None
+    cached: bool = False
 
 
 @dataclass
@@ -180,7 +185,7 @@ class _Run(Generic[ItemT]):
             raise
         result = self._result()
         if result.rejects or result.failed:
-            announce(self.engine.summary(self.step.name), self.engine.settings.progress)
+            announce(self.engine.summary(self.step.name, self.step.rejects_in), self.engine.settings.progress)
         return result
 
     def _rounds(self) -> None:
@@ -194,7 +199,7 @@ class _Run(Generic[ItemT]):
                 passed, doubted = self._verify(self.step.verify, passed)
                 again += doubted
             for item, attempt in passed:
-                self.accepted[self.step.item_id(item)] = Accepted(attempt.value, sample, attempt.text)
+                self.accepted[self.step.item_id(item)] = Accepted(attempt.value, sample, attempt.text, attempt.cached)
             self.engine.decide(self.step.name, ok=len(passed))
             pending = sorted(again, key=lambda item: position[self.step.item_id(item)])
 
@@ -257,7 +262,7 @@ class _Run(Generic[ItemT]):
                 continue
             reply = (outcome.value, outcome.logprobs) if step.logprobs else outcome.value
             value = step.prepare(item, reply) if step.prepare is not None else reply
-            attempt = _Attempt(sample, value, list(step.check(item, value)), outcome.text)
+            attempt = _Attempt(sample, value, list(step.check(item, value)), outcome.text, outcome.cached)
             self.history.setdefault(step.item_id(item), []).append(attempt)
             if attempt.problems:
                 again.append(item)
@@ -310,6 +315,7 @@ class _Run(Generic[ItemT]):
             accepted={i: self.accepted[i] for i in ids if i in self.accepted},
             rejects=[self._reject(i) for i in exhausted],
             failed=[i for i in ids if i in self.ended],
+            failures={i: self.ended[i] for i in ids if i in self.ended},
         )
 
     def _reject(self, item_id: str, *, stopped: str | None = None) -> dict[str, Any]:

@@ -50,6 +50,10 @@ class Questions:
     # A config of answers, one per base question (its `group_id`, its `answer`), that holds this config's gold
     # answers when the run wrote it (a product of its own, so the questions are the same with or without it).
     answers_from: str | None = None
+    # The gold answer is computed from the timeline (a date, a count, one of two names), so exact match and token
+    # F1 say whether an answer is right. Otherwise a model wrote it, and `gen eval --answers` can also have an LLM
+    # judge whether an answer conveys it (gen/judging/written.py).
+    answer_computed: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,16 @@
-"""The judge's call: the prompt, the reply it must give, and one engine step over the answered questions.
-
-Through the engine every call is cached (a re-run makes none; an interrupted one resumes), rate-limited, and
-its reply parsed into :class:`Reply`; a reply that does not parse gets one correction round, then the
-question is given up with the reason and the raw reply (see gen/llm/engine.py).
-"""
+"""The TeaBag judge's rubric: the prompt (templates/prompts/teabag_judge.j2), the reply it must give, and one case
+per answered question. The calls themselves go through gen.judging (the engine's cache, correction round and
+reject limit, as for every judge of gen)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, field_validator
 
-from gen.errors import Stopped
-from gen.llm.task import Outcome, Task, render_messages
+from gen.judging.asking import Case, Rubric
 from gen.teabag_judge.items import Question
-
-log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from gen.llm.engine import Engine
 
 PROMPT = "prompts/teabag_judge.j2"
 STEP = "teabag_judge"
@@ -39,50 +29,21 @@ class Reply(BaseModel):
         return value.strip().capitalize() if isinstance(value, str) else value
 
 
-def judge_task(question: Question, answer: str, endpoint: str) -> Task:
-    return Task(
-        item_id=question.question_id,
-        endpoint=endpoint,
-        parser=Reply,
-        messages=render_messages(
-            PROMPT,
-            asker=question.asker,
-            answerer=question.answerer,
-            question=question.question,
-            correct_answer=question.correct_answer,
-            contradicted_fact=question.contradicted_fact,
-            answer=answer,
-        ),
-    )
+RUBRIC = Rubric(STEP, PROMPT, Reply)
 
 
-def ask_judge(
-    engine: Engine,
-    questions: Sequence[Question],
-    answers: Mapping[str, str],
-    endpoint: str,
-    max_reject_rate: float | None,
-) -> dict[str, Outcome]:
-    """question_id → the judge's outcome, for every question given here (all of them answered)."""
-    tasks = [judge_task(q, answers[q.question_id], endpoint) for q in questions]
-    try:
-        outcomes = engine.run_step(STEP, tasks, max_reject_rate=max_reject_rate, reject_option=REJECT_OPTION)
-    except Stopped as stop:
-        raise stopped(stop, engine) from None
-    return {outcome.item_id: outcome for outcome in outcomes}
+def judge_case(question: Question, answer: str) -> Case:
+    values = {
+        "asker": question.asker,
+        "answerer": question.answerer,
+        "question": question.question,
+        "correct_answer": question.correct_answer,
+        "contradicted_fact": question.contradicted_fact,
+        "answer": answer,
+    }
+    return Case(question.question_id, values)
 
 
-REJECT_OPTION = "max_reject_rate of the judging endpoint in the llm: section"
-
-
-def stopped(stop: Stopped, engine: Engine) -> Stopped:
-    """The engine's stop, with the first failures shown (there is no run folder to keep them in) and how to
-    resume."""
-    for reject in engine.rejects[:5]:
-        log.warning("not judged: %s: %s: %s", reject["item_id"], reject["kind"], reject["reason"])
-    return Stopped(
-        f"{stop.message}; no verdicts file was written; every reply received is cached, so the same command resumes",
-        record=stop.record,
-        field=stop.field,
-        expected=stop.expected,
-    )
+def judge_cases(questions: Sequence[Question], answers: Mapping[str, str]) -> list[Case]:
+    """One case per question given here (all of them answered)."""
+    return [judge_case(q, answers[q.question_id]) for q in questions]

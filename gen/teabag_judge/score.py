@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gen.llm.task import Outcome
+from gen.judging.asking import Ruling
 from gen.teabag_judge.items import Question
 
 JUDGED, NO_ANSWER, NOT_JUDGED = "judge", "no answer", "not judged"
@@ -75,19 +75,14 @@ def has_answer(answers: Mapping[str, str], question_id: str) -> bool:
     return bool(answers.get(question_id, "").strip())
 
 
-def verdicts(questions: Sequence[Question], answers: Mapping[str, str], outcomes: Mapping[str, Outcome]) -> Result:
-    """Every question's verdict, in dataset order; `outcomes` holds the judge's for the answered ones."""
-    return Result.of([verdict_of(q, outcomes.get(q.question_id)) for q in questions])
+def verdicts(questions: Sequence[Question], answers: Mapping[str, str], rulings: Mapping[str, Ruling]) -> Result:
+    """Every question's verdict, in dataset order; `rulings` holds the judge's for the answered ones."""
+    return Result.of([verdict_of(q, rulings.get(q.question_id)) for q in questions])
 
 
-def verdict_of(question: Question, outcome: Outcome | None) -> Verdict:
+def verdict_of(question: Question, ruling: Ruling | None) -> Verdict:
     qid, source = question.question_id, question.source
-    if outcome is None:
+    if ruling is None:
         return Verdict(qid, source, "Incorrect", NO_ANSWER)
-    if not outcome.ok:
-        failure = f"{outcome.kind}: {outcome.reason}"
-        return Verdict(qid, source, None, NOT_JUDGED, judge_reply=outcome.text, failure=failure, cached=outcome.cached)
-    reply = outcome.value
-    return Verdict(
-        qid, source, reply.verdict, JUDGED, judge_reason=reply.reason, judge_reply=outcome.text, cached=outcome.cached
-    )
+    by = JUDGED if ruling.verdict is not None else NOT_JUDGED
+    return Verdict(qid, source, ruling.verdict, by, ruling.reason, ruling.reply, ruling.failure, ruling.cached)

@@ -242,11 +242,11 @@ class Engine:
         if not self.plan_only and past_limit(max_reject_rate, before.plus(tally)):
             raise self._too_many(step, before.plus(tally), max_reject_rate, reject_option)
 
-    def summary(self, step: str) -> str:
+    def summary(self, step: str, rejects_in: str = "rejects.jsonl") -> str:
         """The step's items so far, in the live line's words, to close a checked step (whose last rejects are
-        decided after its last round's line)."""
+        decided after its last round's line); `rejects_in` names the file that keeps the rejects' reasons."""
         tally, before = self._lanes.tallies(step, self._lanes.current())
-        return f"[llm] {step}: {items_line(before.plus(tally))} (reasons and raw replies go to rejects.jsonl)"
+        return f"[llm] {step}: {items_line(before.plus(tally))} (reasons and raw replies go to {rejects_in})"
 
     def withdraw_given_up(self, steps: set[str], item_ids: set[str]) -> set[str]:
         """Take back the engine's `given_up` lines of these items (gen.llm.step writes fuller ones, with the

@@ -60,7 +60,10 @@ class TemporalReasoning(ConversationProduct[TemporalReasoningOptions]):
     Options = TemporalReasoningOptions
     configs = (
         ConfigSpec(
-            NAME, DESCRIPTION, features(), questions=Questions("test", answer_field="answer", asked_by_speaker_a=True)
+            NAME,
+            DESCRIPTION,
+            features(),
+            questions=Questions("test", answer_field="answer", asked_by_speaker_a=True, answer_computed=True),
         ),
     )
     needs = Needs(timelines=True, products=("log",))
