@@ -200,7 +200,7 @@ def planning(
         if not settings.cache_path().exists():
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gen-plan-"))
             settings = RunSettings(cache_dir=Path(scratch))
-        yield steps, stack.enter_context(Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates))
+        yield steps, stack.enter_context(Engine(loaded.llm, settings, plan_only=True, templates=loaded.templates))
 
 
 def preview(
