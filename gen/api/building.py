@@ -38,8 +38,9 @@ def run(recipe: str | Path | Mapping[str, Any] | Recipe, options: RunOptions | N
         from gen.pipeline.executors import require_ray
 
         require_ray()  # before reading any source: say at once that Ray is missing
-    loaded = bound(recipe, chosen.source_dir)
-    return run_pipeline(loaded.recipe, chosen, loaded.products)
+    with progress.chosen(chosen.llm.progress):  # this call's own choice, not a process-wide one
+        loaded = bound(recipe, chosen.source_dir)
+        return run_pipeline(loaded.recipe, chosen, loaded.products)
 
 
 def plan(

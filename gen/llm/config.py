@@ -238,8 +238,9 @@ class RateLimits(InputModel):
 class RunSettings(InputModel):
     """Where and how one run calls its endpoints: its rate-limit overrides, the cache folder (``cache_dir`` holds
     ``llm.sqlite``; default: :func:`default_cache_path`), ``offline`` (the first cache miss is an error, for a
-    reproducible CI) and the progress display (``auto``: live on a terminal, plain lines otherwise; ``live``,
-    ``plain`` or ``off``). None of them changes the data.
+    reproducible CI) and the progress display (``auto``: as the command line chose, live on a terminal and plain
+    lines otherwise, nothing under -q or for a program; ``live``, ``plain`` or ``off``: that, for this run only,
+    whoever calls; gen/progress.py). None of them changes the data.
     """
 
     limits: RateLimits = Field(default_factory=RateLimits)
