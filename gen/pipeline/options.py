@@ -15,8 +15,6 @@ from gen.errors import GenError
 from gen.llm.config import RunSettings
 from gen.validation import OptionsModel
 
-EXECUTORS = ("local", "ray")
-
 
 class RunOptions(OptionsModel):
     """One run's settings beside its recipe. `source_dir` is where inputs the recipe names by file name alone are
