@@ -93,7 +93,7 @@ def test_run_settings_override_limits_only(tmp_path):
     assert (effective.max_concurrency, effective.requests_per_minute, effective.temperature) == (16, 60, 0.5)
     assert data_fingerprint(effective) == data_fingerprint(endpoint)
     assert RunSettings(cache_dir=tmp_path, limits=limits).cache_path() == tmp_path / "llm.sqlite"
-    with pytest.raises(ValidationError):
+    with pytest.raises(GenError, match=r"RunSettings\.cache_folder: unknown key 'cache_folder'; did you mean"):
         RunSettings(cache_folder=tmp_path)
 
 
