@@ -96,10 +96,10 @@ def phases(recipe_path: Path, cache: Path) -> dict[str, float]:
     engine = Engine(loaded.llm, RunSettings(cache_dir=cache, progress="off", offline=True))
     harness, product, units = timed(found, "read, place on the clock, build the log", lambda: inputs(loaded, engine))
     ctx, options = harness.ctx, product.options
-    book = steps.PhraseBook(ctx.templates_dir)  # as plan_items shares one, without the kept plans
+    book = steps.PhraseBook(ctx.templates)  # as plan_items shares one, without the kept plans
     timed(found, "plan from scratch", lambda: [fresh(steps, u.stamped, options, ctx.seed, book) for u in units])
     items = timed(found, "plan: read the kept plans", lambda: steps.plan_items(units, ctx, options))
-    step = steps.question_step(options, ctx.templates_dir)
+    step = steps.question_step(options, ctx.templates)
     tasks = timed(found, "render prompts", lambda: [step.task(item, 0) for item in items])
     outcomes = timed(found, "engine: keys, cache reads, parse", lambda: engine.run_step("bench", tasks))
     assert step.prepare is not None

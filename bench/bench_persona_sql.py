@@ -33,6 +33,7 @@ from gen.products.persona.dialogue import pairs as pairs_of
 from gen.products.persona.dialogue import pseudo_dialogue
 from gen.products.persona.persona_sql import Options, load_schema
 from gen.products.persona.sandbox import dump, seeded_rows
+from gen.templating import Templates
 
 SPEAKERS = ("Speaker 1", "Speaker 2")
 FACETS = ["pets", "hobbies", "likes", "dislikes", "occupation", "location", "family", "health", "other"]
@@ -122,7 +123,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=1000)
     args = parser.parse_args()
     options = Options.model_validate({})
-    schema = load_schema(options, None)
+    schema = load_schema(options, Templates())
     conversations = episodes(args.episodes)
     load_before = os.getloadavg()[0]
 

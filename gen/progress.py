@@ -10,8 +10,11 @@ an export, a push, a baseline, scoring, the viewer's index) wraps its work as
 
 The rule of whether anything is drawn is :func:`decide`, and nothing else decides it:
 
-- only after :func:`enable` (the command line calls it unless ``-q`` was given; a program calling gen's
-  functions gets silence unless it calls ``enable`` itself);
+- only when asked for: by the command line (it calls :func:`enable` unless ``-q`` was given, and
+  :func:`disable` when it ends), or by the options of one call of gen's Python API (``gen.run`` with
+  ``RunSettings.progress`` ``live`` or ``plain``; ``off`` silences that call even under a command line that
+  asked), for that call only (:func:`chosen`): nothing one call or command chose is left to the next. A program
+  that chooses nothing gets silence;
 - only when stderr is a terminal (piped, redirected or under a test's capture: nothing, and no control codes in
   a log file);
 - only in the process that enabled it: a worker forked from it (the run's pool) inherits the switch but must not
@@ -37,17 +40,39 @@ from typing import Any, Literal, TextIO
 
 from gen import stopping
 
-__all__ = ["Bar", "close_display", "decide", "disable", "drawing", "enable", "llm_mode", "open_display", "task"]
+__all__ = [
+    "Bar",
+    "asked",
+    "chosen",
+    "close_display",
+    "decide",
+    "disable",
+    "drawing",
+    "enable",
+    "llm_mode",
+    "open_display",
+    "task",
+]
 
 LlmMode = Literal["live", "plain", "off"]
 REFRESHES_PER_SECOND = 4
 
 
+@dataclass(frozen=True)
+class _Call:
+    """The choice of the API call running: its `progress` setting and the process that made the call."""
+
+    mode: str
+    pid: int
+
+
 @dataclass
 class _Switch:
-    """Who asked for displays: the process id that called `enable` (None: nobody, or -q)."""
+    """Who asked for displays: the process id that called `enable` (None: nobody, or -q), and the choice of the
+    API call running, if it made one (it wins while the call runs)."""
 
     pid: int | None = None
+    call: _Call | None = None
 
 
 _switch = _Switch()
@@ -62,7 +87,31 @@ def disable() -> None:
     """Displays off, and a display still shown is closed (the command line's last word: the cursor is shown
     again and the line ended, whatever happened before)."""
     _switch.pid = None
+    _switch.call = None
     _Display.close_all()
+
+
+@contextlib.contextmanager
+def chosen(mode: str) -> Iterator[None]:
+    """While the block runs (one call of gen's API), the call's own `progress` setting decides: ``live`` asks
+    for displays, ``plain`` for the LLM steps' plain lines only, ``off`` for nothing, ``auto`` leaves it to the
+    command line (silence for a program). Put back as it was when the block ends, so no call's choice outlives
+    it. One call at a time per process: two calls from two threads at once would share the later one's choice."""
+    previous = _switch.call
+    _switch.call = _Call(mode, os.getpid()) if mode != "auto" else None
+    try:
+        yield
+    finally:
+        _switch.call = previous
+
+
+def asked() -> tuple[LlmMode | None, bool]:
+    """(what was asked for: "live", "plain", or None for nothing; whether by this process). The running API
+    call's choice when it made one, else the command line's."""
+    call = _switch.call
+    if call is not None:
+        return (None if call.mode == "off" else call.mode), call.pid == os.getpid()  # type: ignore[return-value]
+    return ("live" if _switch.pid is not None else None), _switch.pid == os.getpid()
 
 
 def decide(*, enabled: bool, terminal: bool, same_process: bool) -> bool:
@@ -80,8 +129,8 @@ def is_terminal(stream: TextIO | None) -> bool:
 
 def drawing() -> bool:
     """:func:`decide` for this process and its stderr now."""
-    same = _switch.pid == os.getpid()
-    return decide(enabled=_switch.pid is not None, terminal=is_terminal(_real_stderr()), same_process=same)
+    mode, same = asked()
+    return decide(enabled=mode == "live", terminal=is_terminal(_real_stderr()), same_process=same)
 
 
 def llm_mode(requested: str, stream: TextIO | None = None) -> LlmMode:
@@ -90,8 +139,11 @@ def llm_mode(requested: str, stream: TextIO | None = None) -> LlmMode:
     mode set explicitly (``live``, ``plain``, ``off``) is kept."""
     if requested in ("live", "plain", "off"):
         return requested  # type: ignore[return-value]
-    if _switch.pid is None or _switch.pid != os.getpid():
+    mode, same = asked()
+    if mode is None or not same:
         return "off"
+    if mode == "plain":
+        return "plain"
     return "live" if is_terminal(stream or _real_stderr()) else "plain"
 
 

@@ -33,6 +33,7 @@ from gen.export.spec import ExportSpec
 from gen.hashing import canonical_json
 from gen.llm.config import EndpointConfig, data_params
 from gen.redaction import RedactSpec
+from gen.templating import Templates
 from gen.validation import InputModel, dotted, validate_model
 
 if TYPE_CHECKING:
@@ -249,15 +250,20 @@ class Recipe(StrictModel):
 
     _file: Path = PrivateAttr(default=Path("recipe.yaml"))
     _fingerprint: str = PrivateAttr(default="")
+    _templates: Templates | None = PrivateAttr(default=None)
 
     @property
     def file(self) -> Path:
         return self._file
 
     @property
-    def templates(self) -> str | None:
-        """templates_dir as the template loader takes it: the recipe's own templates, shadowing gen's."""
-        return str(self.templates_dir) if self.templates_dir else None
+    def templates(self) -> Templates:
+        """The templates this recipe renders with: templates_dir in front of gen's and plugins' (gen/templating.py).
+        Made once per recipe and handed on with it, so the products, the engine and the card of one run read the
+        same files; made again only if templates_dir is set to another folder (a recipe built in code)."""
+        if self._templates is None or self._templates.own != self.templates_dir:
+            self._templates = Templates.of(self.templates_dir)
+        return self._templates
 
     @property
     def fingerprint(self) -> str:

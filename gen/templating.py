@@ -23,6 +23,7 @@ import re
 import signal
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
@@ -152,7 +153,8 @@ def check_nesting(env: jinja2.Environment, source: str, name: str | None, filena
             raise jinja2.TemplateSyntaxError(f"nested deeper than {what}", token.lineno, name, filename)
 
 
-def installed_templates_dirs() -> list[str]:
+@lru_cache(maxsize=1)
+def installed_templates_dirs() -> tuple[str, ...]:
     """The template folders of the `gen.templates` entry point group: gen's own first, then plugins'."""
     from gen.plugins import TEMPLATES, loaded  # importlib.metadata only when a first template is rendered
 
@@ -167,16 +169,107 @@ def installed_templates_dirs() -> list[str]:
                 expected="a callable returning the path of an existing folder",
             )
         folders.append(str(folder))
-    return folders
+    return tuple(folders)
+
+
+@dataclass(frozen=True)
+class Templates:
+    """The templates a recipe renders with: its own folder (`own`, or None), then gen's, then plugins', the first
+    folder holding a name winning. Made once when a recipe is read (gen/recipe.py: `Recipe.templates`) and carried
+    with it, so a product, the engine, the card and the Hub export all find the same files; nothing outside this
+    module builds a jinja2 Environment or calls jinja2, so every render goes through the limits above.
+
+    A recipe's own folder is input: its renders run under the timer; gen's and plugins' templates are code and
+    render without it (see the module docstring). The value holds only `own`: the installed folders are found in
+    each process that renders (once, through the `gen.templates` entry points), so a Templates pickled to a
+    worker process or a Ray node finds them as they are installed there."""
+
+    own: Path | None = None
+
+    @classmethod
+    def of(cls, own: Path | str | None) -> Templates:
+        """The templates of a recipe whose templates_dir is `own` (None: gen's and plugins' alone)."""
+        return cls(Path(own) if own else None)
+
+    @property
+    def search(self) -> tuple[str, ...]:
+        """The folders looked in, first match wins: `own`, gen's, plugins'."""
+        return ((str(self.own),) if self.own else ()) + installed_templates_dirs()
+
+    def render(self, name: str, **variables: Any) -> str:
+        """Render one template file; a missing variable, a syntax error or a render that breaks a limit or fails
+        names the template and line."""
+        return rendered(self, name, variables)
+
+    def source(self, name: str) -> tuple[str, str]:
+        """(source text, file path) of a template."""
+        env = environment(self.search)
+        loader = env.loader
+        assert isinstance(loader, jinja2.FileSystemLoader)  # environment() always builds one
+        try:
+            source, filename, _ = loader.get_source(env, name)
+        except jinja2.TemplateNotFound:
+            raise not_found(name) from None
+        return source, filename
+
+    def fingerprint(self, name: str) -> str:
+        """A short stable id of a template's text (the `prompt_id` of records, and part of plan keys): editing
+        what it says changes it; editing its {# comments #} does not."""
+        source, _ = self.source(name)
+        return hashlib.sha256(COMMENT.sub("", source).encode()).hexdigest()[:12]
+
+    def names(self, folder: str) -> list[str]:
+        """The .j2 templates under `folder` (e.g. "time_queries/dialogues/"), over the whole search path, sorted."""
+        return sorted(n for n in environment(self.search).list_templates(extensions=["j2"]) if n.startswith(folder))
+
+    def loaded(self, name: str) -> jinja2.Template:
+        """The compiled template, its file looked at again (and read again if edited) once RECHECK_S has passed:
+        a run renders a prompt per item, and jinja2 alone would look at the file before each render."""
+        now = monotonic()
+        found = _loaded.get((name, self.search))
+        if found is not None and now - found[1] < RECHECK_S:
+            return found[0]
+        template = self.compiled(name)
+        _loaded[name, self.search] = (template, now)
+        return template
+
+    def compiled(self, name: str) -> jinja2.Template:
+        """The template compiled, or one GenError naming its file and line."""
+        try:
+            return environment(self.search).get_template(name)
+        except jinja2.TemplateSyntaxError as exc:
+            raise syntax_error(exc, name) from None
+        except jinja2.TemplateNotFound:
+            raise not_found(name) from None
+        except COMPILE_ERRORS as exc:  # past what the nesting check catches: Python's own limits on the code
+            raise GenError(
+                f"the template cannot be compiled: {exc.__class__.__name__}: {exc}",
+                file=self.source(name)[1],
+                expected=f"a template within the limits ({MAX_BLOCK_DEPTH} nested blocks, {MAX_BRACKET_DEPTH} "
+                "nested brackets, expressions of a few hundred operators)",
+            ) from None
+
+
+# gen's and plugins' templates alone: what renders without a recipe (scores, harness exports, the judge, a card
+# pushed by `gen push`)
+INSTALLED = Templates()
+
+
+def render(name: str, **variables: Any) -> str:
+    """Render one of gen's or plugins' templates (no recipe's folder in front of them)."""
+    return INSTALLED.render(name, **variables)
+
+
+def template_id(name: str) -> str:
+    """The fingerprint of one of gen's or plugins' templates (see Templates.fingerprint)."""
+    return INSTALLED.fingerprint(name)
 
 
 @lru_cache(maxsize=8)
-def environment(extra_dir: str | None = None) -> SandboxedEnvironment:
-    """Templates in `extra_dir` (a recipe's own folder of templates) shadow gen's, which shadow plugins'."""
-    search = [extra_dir] if extra_dir else []
-    search.extend(installed_templates_dirs())
+def environment(search: tuple[str, ...]) -> SandboxedEnvironment:
+    """The bounded sandbox over one search path, shared by every Templates with that path."""
     env = BoundedEnvironment(
-        loader=BoundedLoader(search),
+        loader=BoundedLoader(list(search)),
         optimized=False,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -188,72 +281,34 @@ def environment(extra_dir: str | None = None) -> SandboxedEnvironment:
     return env
 
 
-def template_source(name: str, extra_dir: str | None = None) -> tuple[str, str]:
-    """(source text, file path) of a template."""
-    env = environment(extra_dir)
-    loader = env.loader
-    assert isinstance(loader, jinja2.FileSystemLoader)  # environment() always builds one
-    try:
-        source, filename, _ = loader.get_source(env, name)
-    except jinja2.TemplateNotFound:
-        raise GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}") from None
-    return source, filename
+def not_found(name: str) -> GenError:
+    return GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}")
+
+
+def syntax_error(exc: jinja2.TemplateSyntaxError, name: str) -> GenError:
+    return GenError(f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}")
 
 
 COMMENT = re.compile(r"\{#.*?#\}", re.S)  # jinja comments cannot nest, so the first #} ends one
-
-
-def template_id(name: str, extra_dir: str | None = None) -> str:
-    """A short stable id of a template's text: editing what it says changes it; editing its {# comments #}
-    does not."""
-    source, _ = template_source(name, extra_dir)
-    return hashlib.sha256(COMMENT.sub("", source).encode()).hexdigest()[:12]
-
-
 RECHECK_S = 1.0  # how long a loaded template is used before its file is looked at again
-_loaded: dict[tuple[str, str | None], tuple[jinja2.Template, float]] = {}
-
-
-def loaded(name: str, extra_dir: str | None = None) -> jinja2.Template:
-    """The compiled template, its file looked at again (and read again if edited) once RECHECK_S has passed:
-    a run renders a prompt per item, and jinja2 alone would look at the file before each render."""
-    now = monotonic()
-    found = _loaded.get((name, extra_dir))
-    if found is not None and now - found[1] < RECHECK_S:
-        return found[0]
-    template = compiled(name, extra_dir)
-    _loaded[name, extra_dir] = (template, now)
-    return template
-
-
+_loaded: dict[tuple[str, tuple[str, ...]], tuple[jinja2.Template, float]] = {}
 COMPILE_ERRORS = (RecursionError, MemoryError, SyntaxError, ValueError, OverflowError)
+RENDER_ERRORS = (
+    RenderTooLong,
+    jinja2.TemplateError,
+    ArithmeticError,
+    MemoryError,
+    RecursionError,
+    TypeError,
+    ValueError,
+)
 
 
-def compiled(name: str, extra_dir: str | None) -> jinja2.Template:
-    """The template compiled, or one GenError naming its file and line."""
+def rendered(templates: Templates, name: str, variables: dict[str, Any]) -> str:
+    """Templates.render: the timer only when a recipe brings its own folder (the module docstring says why)."""
+    template = templates.loaded(name)
     try:
-        return environment(extra_dir).get_template(name)
-    except jinja2.TemplateSyntaxError as exc:
-        raise GenError(
-            f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}"
-        ) from None
-    except jinja2.TemplateNotFound:
-        raise GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}") from None
-    except COMPILE_ERRORS as exc:  # past what the nesting check catches: Python's own limits on the code
-        raise GenError(
-            f"the template cannot be compiled: {exc.__class__.__name__}: {exc}",
-            file=template_source(name, extra_dir)[1],
-            expected=f"a template within the limits ({MAX_BLOCK_DEPTH} nested blocks, {MAX_BRACKET_DEPTH} nested "
-            "brackets, expressions of a few hundred operators)",
-        ) from None
-
-
-def render(name: str, extra_dir: str | None = None, **variables) -> str:
-    """Render one template file; a missing variable, a syntax error or a render that breaks a limit or fails names
-    the template and line."""
-    template = loaded(name, extra_dir)
-    try:
-        if extra_dir is None:  # only installed templates can be found
+        if templates.own is None:  # only installed templates can be found
             return bounded(template.generate(**variables))
         with TimeLimit(TIME_LIMIT_S):
             return bounded(template.generate(**variables))
@@ -264,20 +319,10 @@ def render(name: str, extra_dir: str | None = None, **variables) -> str:
             expected=f"only the variables given: {', '.join(sorted(variables)) or 'none'}",
         ) from None
     except jinja2.TemplateNotFound:  # an {% include %} of a file that is not there
-        raise GenError("template not found", file=name, expected=f"a file under {builtin_templates_dir()}") from None
+        raise not_found(name) from None
     except jinja2.TemplateSyntaxError as exc:  # in a template it includes, compiled as the render reaches it
-        raise GenError(
-            f"template syntax error: {exc.message}", file=exc.filename or name, record=f"line {exc.lineno}"
-        ) from None
-    except (
-        RenderTooLong,
-        jinja2.TemplateError,
-        ArithmeticError,
-        MemoryError,
-        RecursionError,
-        TypeError,
-        ValueError,
-    ) as exc:
+        raise syntax_error(exc, name) from None
+    except RENDER_ERRORS as exc:
         filename, line = template_place(exc.__traceback__, template.filename or name)
         raise GenError(
             f"the template could not be rendered: {exc.__class__.__name__}: {exc}"[:300],

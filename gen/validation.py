@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic.fields import FieldInfo
 
 from gen.errors import GenError, shorten
 
@@ -67,6 +68,70 @@ class InputModel(BaseModel):
                 f"a whole number{f' (at {place})' if place else ''} outside ±{MAX_WHOLE_NUMBER:,} (2**53 - 1)"
             )
         return value
+
+
+class OptionsModel(InputModel):
+    """The base of the settings a Python caller builds (gen.RunOptions, RunSettings, RateLimits): InputModel's
+    checks, and a value out of its range, of the wrong type or under an unknown name is a GenError when the
+    object is made, naming the field and the range or type expected, as the command line says it for its own
+    options; never pydantic's ValidationError. The ranges live on the fields; the command line's options for the
+    same settings have the same ranges (gen/cli/options.py's RANGES, held equal by a test).
+
+    Made in code (RunOptions(...)) or nested in another's (RunOptions(llm={"limits": {...}})), the check runs here:
+    pydantic calls a model's own __init__ for a nested mapping too, so the field is named from the innermost
+    model that refused it."""
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise options_error(type(self), exc) from None
+
+
+def options_error(model: type[BaseModel], exc: ValidationError) -> GenError:
+    first = exc.errors()[0]
+    loc = tuple(first["loc"])
+    field = f"{model.__name__}.{dotted(loc)}" if loc else model.__name__
+    return GenError(describe(model, first, loc), field=field, expected=expected_at(model, loc))
+
+
+def expected_at(model: type[BaseModel], loc: tuple) -> str | None:
+    """What the field at `loc` takes: its range when it has one ("a number at least 1 and at most 1,024"), else
+    its type."""
+    found = field_at(model, loc)
+    if found is None:
+        return None
+    words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+    limits = [f"{words[a]} {number(getattr(m, a))}" for m in found.metadata for a in words if hasattr(m, a)]
+    return "a number " + " and ".join(limits) if limits else type_text(found.annotation)
+
+
+def number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
+
+
+def type_text(annotation: Any) -> str:
+    """A field's type as a caller reads it: "'local' or 'ray'", "Path or None", "int"."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return " or ".join(repr(choice) for choice in typing.get_args(annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return " or ".join(type_text(part) for part in typing.get_args(annotation))
+    return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
+
+
+def field_at(model: type[BaseModel], loc: tuple) -> FieldInfo | None:
+    """The field of `model` at `loc` (through nested models), or None."""
+    current: Any = model
+    found = None
+    for part in loc:
+        current = unwrap(current)
+        if not (isinstance(part, str) and isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        found = current.model_fields.get(part)
+        if found is None:
+            return None
+        current = found.annotation
+    return found
 
 
 def takes_path(model: type[BaseModel], name: str) -> bool:

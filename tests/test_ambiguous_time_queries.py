@@ -12,6 +12,7 @@ from gen.products.temporal import ambiguous_time_queries as ambiguous
 from gen.products.temporal.options import AmbiguousTimeQueriesOptions, TimeQueriesOptions
 from gen.products.temporal.windows import TESTS
 from gen.products.temporal.wordings import Wordings
+from gen.templating import Templates
 from tests.fixtures.time_timelines import ann_bob, context, late_padding
 
 PAPER_FRAMES = {"calendar", "remember", "confirm"}
@@ -74,7 +75,7 @@ def test_rotate_pairs_each_dialogue_once_and_all_crosses_with_every_phrase():
     ctx = context(ann_bob())
     every = {"tests": ["last_day"], "pairing": "all", "max_variants_per_group": "all"}
     crossed = ctx.build("ambiguous_time_queries", AmbiguousTimeQueriesOptions(**every))
-    dialogues = len(Wordings(None, ["digits"]).dialogues("last_day", ("Ann", "Bob")))
+    dialogues = len(Wordings(Templates(), ["digits"]).dialogues("last_day", ("Ann", "Bob")))
     assert dialogues >= 8
     assert set(Counter(r["group_id"] for r in rotate).values()) == {dialogues}
     # Sunday (1 day back) has 3 phrasings, Monday (7 days back) 2
@@ -141,7 +142,7 @@ def test_summary_and_features():
 def test_by_default_three_dialogues_per_base_question_drawn_from_all_of_them():
     rows, _, ctx, options = build_both(ann_bob())
     every, _, _, _ = build_both(ann_bob(), max_variants_per_group="all")
-    dialogues = len(Wordings(None, ["digits"]).dialogues("session", ("Ann", "Bob")))
+    dialogues = len(Wordings(Templates(), ["digits"]).dialogues("session", ("Ann", "Bob")))
     assert dialogues >= 8  # rotate pairing: one per dialogue variant, so far more than 3 to draw from
     per_group = Counter(r["group_id"] for r in rows)
     assert set(per_group.values()) == {3} and set(per_group) == {r["group_id"] for r in every}

@@ -120,6 +120,24 @@ def test_the_command_line_has_the_recipes_own_ranges_for_concurrency_and_request
     assert RANGES["--request-processes"] == (0, MAX_REQUEST_PROCESSES)
 
 
+def test_each_option_that_sets_a_python_setting_has_that_settings_range():
+    """gen.RunOptions(workers=0) from Python and `gen run --workers 0` are refused alike."""
+    from gen.cli.options import RANGES
+    from gen.llm.config import RateLimits, RunSettings
+    from gen.pipeline.options import RunOptions
+
+    def bounds(model, name):
+        metadata = model.model_fields[name].metadata
+        return next(m.ge for m in metadata if hasattr(m, "ge")), next(m.le for m in metadata if hasattr(m, "le"))
+
+    assert RANGES["--limit"] == bounds(RunOptions, "limit") == (0, 1_000_000_000)
+    assert RANGES["--workers"] == bounds(RunOptions, "workers") == (1, 256)
+    assert RANGES["--request-processes"] == bounds(RunSettings, "request_processes")
+    assert RANGES["--max-concurrency"] == bounds(RateLimits, "max_concurrency")
+    assert RANGES["--requests-per-minute"] == bounds(RateLimits, "requests_per_minute") == (0.001, 1e9)
+    assert RANGES["--tokens-per-minute"] == bounds(RateLimits, "tokens_per_minute") == (1, 1e12)
+
+
 def test_version_prints_the_installed_version():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     code, out, err = gen("--version")

@@ -27,6 +27,7 @@ from gen.products.persona import labels
 from gen.products.persona.dialogue import Line, pairs, pseudo_dialogue
 from gen.products.persona.sandbox import Sandbox, SandboxError, TableSchema, seeded_rows, undump
 from gen.products.registry import REGISTRY, load
+from gen.templating import Templates
 from tests.conftest import write_json, write_recipe
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness import Harness
@@ -394,7 +395,7 @@ def test_a_source_without_personas_is_one_clear_error(tmp_path):
 
     product = harness.product("persona_sql")
     with pytest.raises(GenError) as caught:
-        episode_of(harness.units[0], product.options, load_schema(product.options, None))
+        episode_of(harness.units[0], product.options, load_schema(product.options, Templates()))
     assert caught.value.field == "personas" and caught.value.record == "locomo/sample-1"
     assert "sample_locomo.json" in str(caught.value.file)
 

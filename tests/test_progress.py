@@ -299,3 +299,34 @@ def test_a_fork_waits_for_the_display_to_finish_drawing_so_the_child_gets_its_lo
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "True"]
+
+
+# --- the Python API: each call follows its own options --------------------------------------------------------
+
+
+def test_each_api_call_follows_its_own_progress_setting_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    import gen
+    from gen.llm.config import RunSettings
+
+    for name in RICH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path / "cache"))
+
+    def shown(name: str, mode: str) -> str:
+        terminal = Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        gen.run(QUICKSTART, gen.RunOptions(output_dir=tmp_path / name, llm=RunSettings(progress=mode)))
+        monkeypatch.setattr(sys, "stderr", sys.__stderr__)
+        return terminal.getvalue()
+
+    progress.enable(False)  # what `gen -q` sets while it runs: a call that asks for a display still gets one
+    try:
+        live = shown("live", "live")
+        assert all(step in live for step in RUN_STEPS) and HIDE_CURSOR in live
+        assert progress.asked() == (None, False)  # the call's choice ended with it
+        assert shown("auto", "auto") == ""  # a program that chooses nothing: silence, whatever came before
+        progress.enable()  # a command line without -q, still running: a call that says off is silent
+        assert shown("off", "off") == ""
+        assert progress.asked() == ("live", True)  # and the command line's own choice is as it was
+    finally:
+        progress.disable()

@@ -22,6 +22,7 @@ from gen.products.quality.signals import (
     keyword_signal,
     words,
 )
+from gen.templating import Templates
 from tests.conftest import locomo_sample, read_jsonl, require_shared, requires_extra, write_json, write_recipe
 
 RULES = Rules(
@@ -83,7 +84,7 @@ def test_feedback_words_match_whole_words_and_phrases():
     ],
 )
 def test_the_validators_matcher_and_scanner_agree_with_the_builders(text):
-    feedback = FeedbackWords.load(None)
+    feedback = FeedbackWords.load(Templates())
     assert checking.found(feedback.negative, text) == feedback.hits(text)[0]
     assert checking.found(feedback.positive, text) == feedback.hits(text)[1]
     assert checking.scanned_words(text) == words(text)

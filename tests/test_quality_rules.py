@@ -12,6 +12,7 @@ import pytest
 
 from gen.products.quality import checking
 from gen.products.quality.signals import FeedbackWords, words
+from gen.templating import Templates
 from tests.conftest import locomo_sample, read_jsonl, require_shared, write_json, write_recipe
 from tests.test_load_types import offline  # noqa: F401  (the fixture)
 from tests.test_quality_backends import DIALOG, PERSONAS, PREVIOUS, episode_recipe
@@ -108,16 +109,16 @@ def test_a_negative_answer_to_the_replys_question_is_not_feedback(response, foll
 def test_the_bundled_answers_are_read_and_a_bare_no_in_yaml_is_the_word_no(tmp_path):
     from gen.errors import GenError
 
-    bundled = FeedbackWords.load(None)
+    bundled = FeedbackWords.load(Templates())
     assert bundled.answers[:3] == ("no", "nope", "nah")
     folder = tmp_path / "templates" / "quality"
     folder.mkdir(parents=True)
     words = folder / "feedback_words.yaml"
     words.write_text("negative: [wrong]\npositive: [thanks]\nanswers: [no, nope]\n")
-    assert FeedbackWords.load(str(tmp_path / "templates")).answers == ("no", "nope")  # YAML 1.2: no is a word
+    assert FeedbackWords.load(Templates.of(tmp_path / "templates")).answers == ("no", "nope")  # YAML 1.2: no is a word
     words.write_text("negative: [wrong]\npositive: [thanks]\nanswers: [12, {a: b}]\n")
     with pytest.raises(GenError) as error:
-        FeedbackWords.load(str(tmp_path / "templates"))
+        FeedbackWords.load(Templates.of(tmp_path / "templates"))
     assert error.value.field == "answers"
 
 
@@ -144,7 +145,7 @@ def test_on_locomo_almost_every_negative_hit_was_an_answer_to_a_question(tmp_pat
     assert json.loads((folder / "run.json").read_text())["validation"]["quality_labels"]["passed"]
     rows = read_jsonl(folder / "quality_turns" / "test.jsonl")
     log = {(r["conversation_id"], r["response_index"]): r["text"] for r in read_jsonl(folder / "log" / "test.jsonl")}
-    bundled = FeedbackWords.load(None)
+    bundled = FeedbackWords.load(Templates())
     with_follow_up = [r for r in rows if r["follow_up_index"] is not None and r["query_index"] is not None]
     before = [r for r in with_follow_up if bundled.hits(log[r["conversation_id"], r["follow_up_index"]])[0]]
     after = [r for r in rows if r["negative_hits"]]

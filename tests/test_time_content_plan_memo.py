@@ -54,7 +54,7 @@ def options_of(h: Harness):
 
 def fresh_items(h: Harness, options) -> list:
     """The items as planning gives them, without any memo."""
-    book = tcq_steps.PhraseBook(h.ctx.templates_dir)
+    book = tcq_steps.PhraseBook(h.ctx.templates)
     return [
         item
         for u in h.units

@@ -39,6 +39,7 @@ from gen.products.time_content.question_rules import (
     overlap,
     problems,
 )
+from gen.templating import Templates
 from tests.conftest import write_recipe
 from tests.fakes.openai_server import FakeOpenAI, Reply, tcq_question
 from tests.harness import Harness
@@ -640,9 +641,9 @@ def test_tasks_for_plan_and_preview(tmp_path):
 
 def test_reference_phrases_are_all_accepted_by_the_checks():
     for day, session in ((date(2024, 4, 13), 5), (date(2023, 1, 1), 21)):
-        for phrase in tcq_steps.reference_phrases("date", day, session, None):
+        for phrase in tcq_steps.reference_phrases("date", day, session, Templates()):
             assert mentions_date(phrase, day, False), phrase
-        for phrase in tcq_steps.reference_phrases("session", day, session, None):
+        for phrase in tcq_steps.reference_phrases("session", day, session, Templates()):
             assert mentions_session(phrase, session), phrase
 
 

@@ -38,8 +38,9 @@ def run(recipe: str | Path | Mapping[str, Any] | Recipe, options: RunOptions | N
         from gen.pipeline.executors import require_ray
 
         require_ray()  # before reading any source: say at once that Ray is missing
-    loaded = bound(recipe, chosen.source_dir)
-    return run_pipeline(loaded.recipe, chosen, loaded.products)
+    with progress.chosen(chosen.llm.progress):  # this call's own choice, not a process-wide one
+        loaded = bound(recipe, chosen.source_dir)
+        return run_pipeline(loaded.recipe, chosen, loaded.products)
 
 
 def plan(
@@ -200,7 +201,7 @@ def planning(
         if not settings.cache_path().exists():
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gen-plan-"))
             settings = RunSettings(cache_dir=Path(scratch))
-        yield steps, stack.enter_context(Engine(loaded.llm, settings, plan_only=True, templates_dir=loaded.templates))
+        yield steps, stack.enter_context(Engine(loaded.llm, settings, plan_only=True, templates=loaded.templates))
 
 
 def preview(

@@ -35,6 +35,9 @@ OFFLINE = typer.Option(
 # naming the option and its range) before any work starts (NaN too: it is in no range).
 # --max-concurrency is the endpoints' own bound (EndpointConfig.max_concurrency); the others bound fan-out
 # (--workers, --request-processes: a process each) or are far above any real use.
+# An option that sets a field of gen.RunOptions, RunSettings or RateLimits has that field's range, so a Python
+# caller is refused the same values (gen/validation.py's OptionsModel); written out here rather than read from
+# the models so that `gen -h` imports none of them (tests/test_cli_usage.py holds the two equal).
 RANGES: dict[str, tuple[float, float]] = {
     "--limit": (0, 1_000_000_000),
     "--index": (0, 1_000_000_000),

@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from gen import templating
 from gen.export.card_header import (
     card_metadata,
     combine,
@@ -34,6 +33,7 @@ from gen.personal import entry_is_personal
 from gen.products.registry import config_spec
 from gen.products.schema import Schema, Type, feature_type, list_item
 from gen.provenance import public_recipe, public_url
+from gen.templating import INSTALLED, Templates
 
 if TYPE_CHECKING:
     from gen.export.files import ExportFile
@@ -60,8 +60,8 @@ class Published:
 # --- facts ----------------------------------------------------------------------------------------
 
 
-def load_facts(templates_dir: str | None = None) -> dict:
-    text, filename = templating.template_source(FACTS, templates_dir)
+def load_facts(templates: Templates = INSTALLED) -> dict:
+    text, filename = templates.source(FACTS)
     try:
         return load_yaml(text)
     except yaml.YAMLError as exc:
@@ -309,14 +309,14 @@ def reject_stats(folder: Path | None, configs: dict, items: dict | None = None) 
 
 def card_data(
     report: dict,
-    templates_dir: str | None = None,
+    templates: Templates = INSTALLED,
     *,
     folder: Path | None = None,
     published: Published | None = None,
     target: Path | None = None,
 ) -> dict:
     """Everything the template shows, gathered from the run report, the run folder and the facts."""
-    facts = load_facts(templates_dir)
+    facts = load_facts(templates)
     configs = report["configs"]
     data_files = published.data_files if published else {name: info["path"] for name, info in configs.items()}
     repo_id = published.repo_id if published else None
@@ -407,7 +407,7 @@ def config_entry(
 
 def render_card(
     report: dict,
-    templates_dir: str | None = None,
+    templates: Templates = INSTALLED,
     *,
     folder: Path | None = None,
     previous: Path | None = None,
@@ -425,7 +425,7 @@ def render_card(
     existing: more metadata to merge, above `previous` (e.g. the card already on the Hub);
     target: where the run folder is, as the user named it (the card's loading snippets use it);
     overrides: metadata that wins over everything gen derives (the recipe's export.hub.card)."""
-    data = card_data(report, templates_dir, folder=folder, published=published, target=target)
+    data = card_data(report, templates, folder=folder, published=published, target=target)
     base: dict = {}
     for metadata in [read_card_metadata(previous), *existing]:
         base = combine(base, metadata)
@@ -433,5 +433,5 @@ def render_card(
     header = merge_metadata(base, generated)
     header.update(overrides or {})
     data["license_overridden"] = header.get("license") != generated.get("license")
-    body = templating.render("card/README.md.j2", templates_dir, card=data, metadata=header)
+    body = templates.render("card/README.md.j2", card=data, metadata=header)
     return dump_header(header) + "\n" + body

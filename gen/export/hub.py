@@ -32,6 +32,7 @@ from gen.export.files import human_size
 from gen.export.hub_folder import Export, building_export, read_run
 from gen.export.spec import ExportSpec, HubTarget
 from gen.personal import FLAG, describe, personal_sources, refuse_unconsented_upload
+from gen.templating import INSTALLED, Templates
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ def push(
     dry_run: bool = False,
     export_dir: Path | None = None,
     message: str | None = None,
-    templates_dir: str | None = None,
+    templates: Templates = INSTALLED,
     out: Say = print,
 ) -> PushResult | None:
     """Build the export of `run_dir` and publish it to `target` as one commit (or only describe it). A run made
@@ -175,7 +176,7 @@ def push(
             run_dir,
             folder,
             target.max_shard_size,
-            templates_dir=templates_dir,
+            templates=templates,
             repo_id=target.repo_id,
             overrides=target.card,
             personal_data_ok=target.personal_data_ok,
@@ -363,12 +364,12 @@ def translate(error: BaseException, step: str, repo_id: str, source: str) -> Gen
 # --- `export: {hub: ...}` at the end of `gen run` ---------------------------------------------------
 
 
-def push_after_run(run_dir: Path, target: HubTarget, templates_dir: str | None) -> None:
+def push_after_run(run_dir: Path, target: HubTarget, templates: Templates) -> None:
     """The hook the runner calls once the run folder is in place. A failure or a stop keeps the run and says how to
     retry."""
     stopping.resumed()  # the run is done and in place; publishing it is new work, and may be stopped
     try:
-        push(run_dir, target, templates_dir=templates_dir, out=log.info)
+        push(run_dir, target, templates=templates, out=log.info)
     except GenError as exc:
         raise GenError(
             f"the run was written to {run_dir}, but publishing it failed: {exc}. Fix that and run `gen push {run_dir}`"

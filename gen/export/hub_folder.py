@@ -29,6 +29,7 @@ from gen.export.typed_records import to_table
 from gen.folders import NewFolder
 from gen.products.schema import Schema
 from gen.provenance import public_llm_report, public_origin, public_recipe
+from gen.templating import INSTALLED, Templates
 from gen.write_guard import refuse_writing_into
 
 BATCH_ROWS = 10_000  # records converted at a time: memory holds one batch (a multiple of ROW_GROUP_ROWS)
@@ -46,7 +47,7 @@ class Export:
     data_files: dict[str, str]
     dataset_info: list[dict]
     files: list[ExportFile] = field(default_factory=list)  # everything except README.md
-    templates_dir: str | None = None
+    templates: Templates = INSTALLED
     card: str = ""
     personal_data_ok: bool = False  # the publisher's word for a run made from people's own logs (the card says it)
 
@@ -58,7 +59,7 @@ class Export:
 
         self.card = render_card(
             self.report,
-            self.templates_dir,
+            self.templates,
             folder=self.run_dir,
             previous=self.run_dir / "README.md",
             published=Published(self.data_files, self.dataset_info, repo_id, self.files, self.personal_data_ok),
@@ -281,7 +282,7 @@ def build_export(
     run_dir: Path,
     dest: Path,
     max_shard_size: str | int = DEFAULT_MAX_SHARD_SIZE,
-    templates_dir: str | None = None,
+    templates: Templates = INSTALLED,
     repo_id: str | None = None,
     existing: Iterable[dict] = (),
     overrides: dict | None = None,
@@ -289,7 +290,7 @@ def build_export(
 ) -> Export:
     """Write the export of `run_dir` at `dest` (new, empty, or an earlier export, which is replaced whole)."""
     with building_export(
-        run_dir, dest, max_shard_size, templates_dir, repo_id, existing, overrides, personal_data_ok
+        run_dir, dest, max_shard_size, templates, repo_id, existing, overrides, personal_data_ok
     ) as export:
         pass
     return export
@@ -300,7 +301,7 @@ def building_export(
     run_dir: Path,
     dest: Path,
     max_shard_size: str | int = DEFAULT_MAX_SHARD_SIZE,
-    templates_dir: str | None = None,
+    templates: Templates = INSTALLED,
     repo_id: str | None = None,
     existing: Iterable[dict] = (),
     overrides: dict | None = None,
@@ -310,7 +311,7 @@ def building_export(
     becomes `dest`) only when the block ends without an exception, so `gen push` can finish the card with what
     the Hub holds first. Interrupted or failed at any point, it leaves `dest` as it was (gen/folders.py)."""
     run_dir = Path(run_dir).resolve()
-    read = {"OUTPUT_DIR (the run folder)": run_dir, "templates_dir": templates_dir}
+    read = {"OUTPUT_DIR (the run folder)": run_dir, "templates_dir": templates.own}
     refuse_writing_into({"--export-dir": dest}, read)
     report = read_run(run_dir)
     try:
@@ -324,7 +325,7 @@ def building_export(
             report,
             data_files={},
             dataset_info=[],
-            templates_dir=templates_dir,
+            templates=templates,
             personal_data_ok=personal_data_ok,
         )
         write_configs(export, max_bytes)

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from gen.hashing import canonical_json
-from gen.validation import InputModel
+from gen.validation import InputModel, OptionsModel
 
 __all__ = [
     "EndpointConfig",
@@ -223,23 +223,24 @@ def default_cache_path() -> Path:
     return base / "gen" / "llm.sqlite"
 
 
-class RateLimits(InputModel):
+class RateLimits(OptionsModel):
     """Limits given for one run (on the command line) that replace those of every endpoint. They change how fast
     calls go, never the data, so none enters any hash."""
 
     max_concurrency: int | None = Field(default=None, ge=1, le=1024)
-    requests_per_minute: float | None = Field(default=None, gt=0)
-    tokens_per_minute: float | None = Field(default=None, gt=0)
+    requests_per_minute: float | None = Field(default=None, ge=0.001, le=1e9)
+    tokens_per_minute: float | None = Field(default=None, ge=1, le=1e12)
     timeout_s: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0, le=100)
     max_wait_s: float | None = Field(default=None, gt=0)
 
 
-class RunSettings(InputModel):
+class RunSettings(OptionsModel):
     """Where and how one run calls its endpoints: its rate-limit overrides, the cache folder (``cache_dir`` holds
     ``llm.sqlite``; default: :func:`default_cache_path`), ``offline`` (the first cache miss is an error, for a
-    reproducible CI) and the progress display (``auto``: live on a terminal, plain lines otherwise; ``live``,
-    ``plain`` or ``off``). None of them changes the data.
+    reproducible CI) and the progress display (``auto``: as the command line chose, live on a terminal and plain
+    lines otherwise, nothing under -q or for a program; ``live``, ``plain`` or ``off``: that, for this run only,
+    whoever calls; gen/progress.py). None of them changes the data.
     """
 
     limits: RateLimits = Field(default_factory=RateLimits)

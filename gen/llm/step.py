@@ -5,7 +5,7 @@ describes its step once and hands it its items::
 
     step = CheckedStep(
         name="time_content_questions",
-        task=lambda item, sample: question_task(item, options, sample, templates_dir),
+        task=lambda item, sample: question_task(item, options, sample, templates),
         check=lambda item, question: problems(question, item.facts, options.max_overlap, ...),
         item_id=lambda item: item.question_id,
         prepare=lambda item, reply: clean(reply.question),   # the parsed reply -> the product's value

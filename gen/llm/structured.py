@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from gen.templating import render
+from gen.templating import INSTALLED, Templates
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -204,13 +204,12 @@ def response_format_for(parser: Parser, mode: str) -> dict | None:
     }
 
 
-def correction_message(parser: Parser, error: str, templates_dir: str | None = None) -> str:
+def correction_message(parser: Parser, error: str, templates: Templates = INSTALLED) -> str:
     """The user message of the correction round (``templates/llm/correction.j2``, which a recipe's
-    ``templates_dir`` may shadow)."""
+    ``templates_dir`` may shadow: the engine passes the recipe's Templates)."""
     schema = schema_of(parser)
-    return render(
+    return templates.render(
         CORRECTION_TEMPLATE,
-        templates_dir,
         error=error,
         expects_json=schema is not None,
         schema=json.dumps(schema, indent=2, sort_keys=True) if schema is not None else "",

@@ -10,7 +10,7 @@ from typing import Any
 
 from gen.errors import GenError
 from gen.llm.structured import Parser
-from gen.templating import render
+from gen.templating import INSTALLED, Templates
 
 __all__ = ["Outcome", "Task", "estimate_input_tokens", "normalize_messages", "render_messages", "split_messages"]
 
@@ -120,9 +120,10 @@ def role_parts(text: str) -> list[str]:
     return parts
 
 
-def render_messages(template: str, extra_dir: str | None = None, **variables: Any) -> list[dict[str, str]]:
-    """Render a prompt template from ``templates/`` into chat messages (see :func:`split_messages`)."""
-    return split_messages(render(template, extra_dir, **variables), source=template)
+def render_messages(template: str, templates: Templates = INSTALLED, **variables: Any) -> list[dict[str, str]]:
+    """Render a prompt template into chat messages (see :func:`split_messages`): from `templates`, a recipe's
+    (gen/templating.py's Templates), else gen's and plugins' alone."""
+    return split_messages(templates.render(template, **variables), source=template)
 
 
 def normalize_messages(messages: Sequence[Mapping[str, Any]] | str, item_id: str = "") -> list[dict[str, Any]]:

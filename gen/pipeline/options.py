@@ -6,31 +6,34 @@ does the work and how fast the LLM calls go."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from pydantic import ConfigDict, Field, model_validator
 
 from gen.errors import GenError
 from gen.llm.config import RunSettings
+from gen.validation import OptionsModel
 
-EXECUTORS = ("local", "ray")
 
-
-@dataclass(frozen=True)
-class RunOptions:
+class RunOptions(OptionsModel):
     """One run's settings beside its recipe. `source_dir` is where inputs the recipe names by file name alone are
-    looked for first (used when the recipe is given as a path or a mapping). Checked when made, so a Python
-    caller gets the same message as the command line."""
+    looked for first (used when the recipe is given as a path or a mapping). Checked when made (OptionsModel:
+    each number in its range, each field of its type, one GenError naming it), so a Python caller gets the same
+    refusal as the command line, whose options take their ranges from these fields."""
+
+    model_config = ConfigDict(frozen=True)
 
     output_dir: Path | None = None
-    limit: int | None = None
-    workers: int | None = None
-    executor: str = "local"
+    limit: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    workers: int | None = Field(default=None, ge=1, le=256)  # a process each
+    executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     source_dir: Path | None = None
-    llm: RunSettings = field(default_factory=RunSettings)  # cache, offline, limits, batch files, request processes
+    llm: RunSettings = Field(default_factory=RunSettings)  # cache, offline, limits, batch files, request processes
 
-    def __post_init__(self) -> None:
-        if self.executor not in EXECUTORS:
-            raise GenError(f"unknown executor {self.executor!r}", field="--executor", expected=" or ".join(EXECUTORS))
+    @model_validator(mode="after")
+    def ray_address_needs_ray(self) -> RunOptions:
         if self.ray_address is not None and self.executor != "ray":
             raise GenError("--ray-address is only for --executor ray", field="--ray-address", expected="--executor ray")
+        return self

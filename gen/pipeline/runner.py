@@ -130,7 +130,7 @@ def build_and_publish(recipe: Recipe, options: RunOptions, products: list[Bound]
         if any(uses_llm(b.name, products) for b in products):  # made first: its request processes start meanwhile
             from gen.llm.engine import Engine  # only runs with LLM products load the engine
 
-            engine = Engine(recipe.llm, options.llm, templates_dir=recipe.templates)
+            engine = Engine(recipe.llm, options.llm, templates=recipe.templates)
         if options.executor == "ray":
             prepared, ray = prepare_beside_ray(recipe, options, products)
         else:

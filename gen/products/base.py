@@ -28,6 +28,7 @@ from gen.conversation import Conversation
 from gen.products.checks import Checks
 from gen.products.schema import Schema
 from gen.recipe import Recipe, StrictModel
+from gen.templating import Templates
 from gen.timeline import Timeline
 
 if TYPE_CHECKING:  # the engine is only imported where a product runs LLM steps
@@ -134,7 +135,8 @@ class BuildContext:
     rejects: list[Reject] = field(default_factory=list)
 
     @property
-    def templates_dir(self) -> str | None:
+    def templates(self) -> Templates:
+        """The recipe's templates (gen/templating.py): every wording and prompt a product renders comes from here."""
         return self.recipe.templates
 
     @property

@@ -29,6 +29,7 @@ from gen.llm.cache.store import CachedReply
 from gen.llm.calls.limiter import Slots, TokenBucket, backoff_delay, retry_after_seconds
 from gen.llm.config import RateLimits, apply_limits
 from gen.llm.structured import ParseFailure, correction_message, parse_reply, response_format_for
+from gen.templating import Templates
 
 
 class Item(BaseModel):
@@ -92,7 +93,7 @@ def test_run_settings_override_limits_only(tmp_path):
     assert (effective.max_concurrency, effective.requests_per_minute, effective.temperature) == (16, 60, 0.5)
     assert data_fingerprint(effective) == data_fingerprint(endpoint)
     assert RunSettings(cache_dir=tmp_path, limits=limits).cache_path() == tmp_path / "llm.sqlite"
-    with pytest.raises(ValidationError):
+    with pytest.raises(GenError, match=r"RunSettings\.cache_folder: unknown key 'cache_folder'; did you mean"):
         RunSettings(cache_folder=tmp_path)
 
 
@@ -222,7 +223,7 @@ def test_correction_message_comes_from_the_template():
 def test_a_recipe_templates_dir_shadows_the_correction_prompt(tmp_path):
     (tmp_path / "llm").mkdir()
     (tmp_path / "llm" / "correction.j2").write_text("Try again: {{ error }}")
-    assert correction_message(None, "one word only", str(tmp_path)) == "Try again: one word only"
+    assert correction_message(None, "one word only", Templates.of(tmp_path)) == "Try again: one word only"
     assert correction_message(None, "one word only") != "Try again: one word only"
 
 

@@ -91,6 +91,7 @@ from gen.llm.probes.features import EndpointProbe, probe_endpoints
 from gen.llm.probes.mode import PROBE_STEP, Modes, ProbeRun, find_mode
 from gen.llm.structured import ModeChoice
 from gen.llm.task import Outcome, Task
+from gen.templating import INSTALLED, Templates
 
 __all__ = ["Engine"]
 
@@ -108,11 +109,11 @@ class Engine:
         cache: Cache | None = None,
         plan_only: bool = False,
         reporter: Reporter | None = None,
-        templates_dir: str | None = None,
+        templates: Templates = INSTALLED,
         retry: RetryPolicy | None = None,  # backoff and Retry-After caps (tests shorten them)
     ) -> None:
         self.settings = settings or RunSettings()
-        self.templates_dir = templates_dir  # a recipe's own templates, which may shadow the correction prompt
+        self.templates = templates  # a recipe's own templates, which may shadow the correction prompt
         self.plan_only = plan_only
         self.offline = self.settings.offline
         self._endpoints = load_endpoints(endpoints, self.settings)
@@ -132,7 +133,7 @@ class Engine:
         self._lanes = Lanes()
         self._closed = False
         self._batches = Batching(self.settings, self.cache, self._endpoints, self._keys)
-        self._items = ItemPath(self.cache, self._batches, self._attempts, self._keys, self.offline, templates_dir)
+        self._items = ItemPath(self.cache, self._batches, self._attempts, self._keys, self.offline, templates)
         processes = self._attempts.senders
         if processes is not None and not (plan_only or self.offline or self.batch_mode):
             asyncio.run_coroutine_threadsafe(processes.start(), self._loop().loop)  # why now: gen.llm.calls.senders

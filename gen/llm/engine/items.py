@@ -17,6 +17,7 @@ from gen.llm.engine.batching import Batching
 from gen.llm.engine.run import NotCached, Prepared, Reply, StepRun
 from gen.llm.structured import ParseFailure, correction_message, parse_reply
 from gen.llm.task import Outcome, estimate_input_tokens
+from gen.templating import Templates
 
 
 @dataclass
@@ -29,7 +30,7 @@ class ItemPath:
     attempts: Attempts
     keys: KeyScrubber
     offline: bool
-    templates_dir: str | None
+    templates: Templates
     inflight: dict[str, asyncio.Future[Reply]] = field(default_factory=dict)  # by cache key
 
     async def outcome(self, run: StepRun, p: Prepared) -> Outcome:
@@ -52,7 +53,7 @@ class ItemPath:
     async def _correct(self, run: StepRun, p: Prepared, first: Reply, error: str) -> Outcome:
         """The correction round: the reply and what is wrong with it go back to the model, once."""
         task = p.task
-        body, key = p.correction(first.text, correction_message(task.parser, error, self.templates_dir))
+        body, key = p.correction(first.text, correction_message(task.parser, error, self.templates))
         run.stats.corrections += 1
         try:
             second = await self._reply(run, p, body, key)

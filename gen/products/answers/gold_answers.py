@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 
-from gen import templating
 from gen.llm.step import most_calls
 from gen.llm.task import Task
 from gen.products.answers import checking
@@ -78,8 +77,8 @@ class GoldAnswers(Product[GoldAnswersOptions]):
         asked = [item for item in items if item.base.window]
         accepted = generate(ctx, asked, self.options) if asked else {}
         model = ctx.recipe.llm[self.options.endpoint].model
-        prompt_id = templating.template_id(PROMPT, ctx.templates_dir)
-        nothing = abstention(ctx.templates_dir)
+        prompt_id = ctx.templates.fingerprint(PROMPT)
+        nothing = abstention(ctx.templates)
         by_conversation: dict[str, list[Record]] = defaultdict(list)
         for item in items:
             if not item.base.window:
@@ -101,15 +100,15 @@ class GoldAnswers(Product[GoldAnswersOptions]):
             {config: unit.records_of(config) for config in self.options.questions},
             checking.Expected(
                 endpoint.model if endpoint else None,
-                templating.template_id(PROMPT, ctx.templates_dir),
-                abstention(ctx.templates_dir),
+                ctx.templates.fingerprint(PROMPT),
+                abstention(ctx.templates),
             ),
             checks,
         )
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
         items = [item for item in self.items(units) if item.base.window]
-        step = answer_step(self.options, ctx.templates_dir)
+        step = answer_step(self.options, ctx.templates)
         policy = self.options.step_policy(NAME, ctx.recipe, retries=self.options.retries)
         return [(NAME, [step.task(item, 0) for item in items], most_calls(step, len(items), policy))]
 

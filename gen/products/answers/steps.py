@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from gen import templating
 from gen.llm.step import CheckedStep, Problem, Verify
 from gen.llm.step import run as run_step
 from gen.llm.structured import Checked
@@ -16,6 +15,7 @@ from gen.llm.task import Task, render_messages
 from gen.products.answers.options import GoldAnswersOptions as Options
 from gen.products.answers.rules import WindowAnswer, answer_text, check_citations
 from gen.products.base import BuildContext, Record, Reject, Unit
+from gen.templating import Templates
 
 NAME = "gold_answers"
 PROMPT = "answers/window_answer.j2"
@@ -95,17 +95,17 @@ def item_of(unit: Unit, base: BaseQuestion) -> Item:
     return Item(base, variables)
 
 
-def answer_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
+def answer_task(item: Item, options: Options, sample: int, templates: Templates) -> Task:
     return Task(
         item_id=item.item_id,
         endpoint=options.endpoint,
         sample=sample,
         parser=Checked(WindowAnswer, check_citations(item.base.window)),
-        messages=render_messages(PROMPT, templates_dir, **item.variables),
+        messages=render_messages(PROMPT, templates, **item.variables),
     )
 
 
-def verify_task(item: Item, answer: WindowAnswer, options: Options, templates_dir: str | None) -> Task:
+def verify_task(item: Item, answer: WindowAnswer, options: Options, templates: Templates) -> Task:
     shown = {r["index"]: r for r in item.variables["responses"]}
     claims = [{"text": c.text, "cited": [shown[i] for i in sorted(set(c.cites))]} for c in answer.claims]
     return Task(
@@ -114,7 +114,7 @@ def verify_task(item: Item, answer: WindowAnswer, options: Options, templates_di
         parser=Verdicts,
         messages=render_messages(
             VERIFY_PROMPT,
-            templates_dir,
+            templates,
             speaker_a=item.variables["speaker_a"],
             speaker_b=item.variables["speaker_b"],
             claims=claims,
@@ -151,18 +151,18 @@ def reject_of(item: Item, reject: dict) -> Reject:
     )
 
 
-def answer_step(options: Options, templates_dir: str | None) -> CheckedStep[Item]:
+def answer_step(options: Options, templates: Templates) -> CheckedStep[Item]:
     """Write the answer of a window; the citation rule is the parser's (rules.py), so a reply breaking it gets
     the correction round; with `verify`, a second call must find every claim supported by what it cites."""
     answers: dict[str, int] = {}  # item id -> claims of the answer being verified
 
     def verify(item: Item, answer: WindowAnswer) -> Task:
         answers[item.item_id] = len(answer.claims)
-        return verify_task(item, answer, options, templates_dir)
+        return verify_task(item, answer, options, templates)
 
     return CheckedStep(
         name=NAME,
-        task=lambda item, sample: answer_task(item, options, sample, templates_dir),
+        task=lambda item, sample: answer_task(item, options, sample, templates),
         check=lambda item, answer: [],  # the rule is checked in the parser, where the model can correct it
         item_id=lambda item: item.item_id,
         describe=lambda answer: {"answer": answer.model_dump(mode="json")},
@@ -176,16 +176,16 @@ def answer_step(options: Options, templates_dir: str | None) -> CheckedStep[Item
 def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[WindowAnswer, int]]:
     """item id -> (answer, sample) of the items the checked step accepted; the rest go to the rejects (an item
     whose call failed, or whose reply broke the rule after its correction round, is in the engine's rejects)."""
-    step = answer_step(options, ctx.templates_dir)
+    step = answer_step(options, ctx.templates)
     result = run_step(step, ctx.llm(), items, options.step_policy(NAME, ctx.recipe, retries=options.retries))
     by_id = {item.item_id: item for item in items}
     ctx.rejects.extend(reject_of(by_id[reject["item_id"]], reject) for reject in result.rejects)
     return {item_id: (accepted.value, accepted.sample) for item_id, accepted in result.accepted.items()}
 
 
-def abstention(templates_dir: str | None) -> str:
+def abstention(templates: Templates) -> str:
     """The answer of a window without responses (no call is made for it)."""
-    return " ".join(templating.render(ABSTENTION, templates_dir).split())
+    return " ".join(templates.render(ABSTENTION).split())
 
 
 def written_record(item: Item, answer: WindowAnswer, sample: int, model: str, prompt_id: str) -> Record:

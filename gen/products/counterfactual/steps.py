@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gen import templating
 from gen.llm.step import CheckedStep, Problem, Verify
 from gen.llm.task import Task, render_messages
 from gen.products.counterfactual import quality, replies
@@ -19,6 +18,7 @@ from gen.products.counterfactual.episodes import Episode
 from gen.products.counterfactual.options import STEPS
 from gen.products.counterfactual.options import TeaBagOptions as Options
 from gen.recipe import Recipe
+from gen.templating import Templates
 
 NAME = "teabag"
 SUMMARY_STEP, QUESTION_STEP, VERIFY_STEP, SESSION_STEP = (
@@ -84,7 +84,7 @@ def summary_rows(summaries: tuple[tuple[str, ...], ...]) -> list[dict[str, Any]]
 # --- tasks ----------------------------------------------------------------------------------------------
 
 
-def summary_task(item: SummaryItem, options: Options, sample: int, templates_dir: str | None) -> Task:
+def summary_task(item: SummaryItem, options: Options, sample: int, templates: Templates) -> Task:
     episode = item.episode
     return Task(
         item_id=item.item_id,
@@ -93,7 +93,7 @@ def summary_task(item: SummaryItem, options: Options, sample: int, templates_dir
         parser=replies.Summary,
         messages=render_messages(
             PROMPTS["summary"],
-            templates_dir,
+            templates,
             speakers=list(episode.speakers),
             session=item.session,
             turns=episode.history()[item.session - 1]["turns"],
@@ -102,7 +102,7 @@ def summary_task(item: SummaryItem, options: Options, sample: int, templates_dir
     )
 
 
-def question_task(item: QuestionItem, options: Options, sample: int, templates_dir: str | None) -> Task:
+def question_task(item: QuestionItem, options: Options, sample: int, templates: Templates) -> Task:
     episode = item.episode
     return Task(
         item_id=item.item_id,
@@ -111,7 +111,7 @@ def question_task(item: QuestionItem, options: Options, sample: int, templates_d
         parser=replies.Counterfactuals,
         messages=render_messages(
             PROMPTS["question"],
-            templates_dir,
+            templates,
             speakers=list(episode.speakers),
             summaries=summary_rows(item.summaries),
             last_session=episode.sessions,
@@ -119,9 +119,7 @@ def question_task(item: QuestionItem, options: Options, sample: int, templates_d
     )
 
 
-def verify_task(
-    item: QuestionItem, questions: list[replies.Question], options: Options, templates_dir: str | None
-) -> Task:
+def verify_task(item: QuestionItem, questions: list[replies.Question], options: Options, templates: Templates) -> Task:
     episode = item.episode
     return Task(
         item_id=item.item_id,
@@ -129,7 +127,7 @@ def verify_task(
         parser=replies.Verdicts,
         messages=render_messages(
             PROMPTS["verify"],
-            templates_dir,
+            templates,
             speakers=list(episode.speakers),
             summaries=summary_rows(item.summaries),
             last_session=episode.sessions,
@@ -138,7 +136,7 @@ def verify_task(
     )
 
 
-def session_task(item: SessionItem, options: Options, sample: int, templates_dir: str | None) -> Task:
+def session_task(item: SessionItem, options: Options, sample: int, templates: Templates) -> Task:
     episode = item.episode
     return Task(
         item_id=item.item_id,
@@ -147,7 +145,7 @@ def session_task(item: SessionItem, options: Options, sample: int, templates_dir
         parser=replies.NewSession,
         messages=render_messages(
             PROMPTS["session6"],
-            templates_dir,
+            templates,
             speakers=list(episode.speakers),
             previous=episode.last_session(),
             previous_number=episode.sessions,
@@ -176,9 +174,7 @@ class Provenance:
     def of(cls, options: Options, recipe: Recipe) -> Provenance:
         used = [step for step in STEPS if step != "verify" or options.verify]
         models = {step: recipe.llm[endpoint_of(options, step)].model if step in used else None for step in STEPS}
-        ids = {
-            step: templating.template_id(PROMPTS[step], recipe.templates) if step in used else None for step in STEPS
-        }
+        ids = {step: recipe.templates.fingerprint(PROMPTS[step]) if step in used else None for step in STEPS}
         return cls(models, ids, quality.method_for(options.coherence))
 
 
@@ -186,10 +182,10 @@ def reject_record(step: str, episode: Episode, reject: dict[str, Any]) -> dict[s
     return {"product": NAME, "step": step, "episode_id": episode.episode_id, **reject}
 
 
-def summary_step(options: Options, templates_dir: str | None) -> CheckedStep[SummaryItem]:
+def summary_step(options: Options, templates: Templates) -> CheckedStep[SummaryItem]:
     return CheckedStep(
         name=SUMMARY_STEP,
-        task=lambda item, sample: summary_task(item, options, sample, templates_dir),
+        task=lambda item, sample: summary_task(item, options, sample, templates),
         prepare=lambda item, reply: replies.summary_facts(reply),
         check=lambda item, facts: replies.summary_problems(facts, item.episode.speakers),
         item_id=lambda item: item.item_id,
@@ -198,15 +194,15 @@ def summary_step(options: Options, templates_dir: str | None) -> CheckedStep[Sum
     )
 
 
-def question_step(options: Options, templates_dir: str | None) -> CheckedStep[QuestionItem]:
+def question_step(options: Options, templates: Templates) -> CheckedStep[QuestionItem]:
     verify: Verify[QuestionItem] = Verify(
         VERIFY_STEP,
-        task=lambda item, questions: verify_task(item, questions, options, templates_dir),
+        task=lambda item, questions: verify_task(item, questions, options, templates),
         judge=lambda item, verdicts: replies.verdict_problem(verdicts, 2),
     )
     return CheckedStep(
         name=QUESTION_STEP,
-        task=lambda item, sample: question_task(item, options, sample, templates_dir),
+        task=lambda item, sample: question_task(item, options, sample, templates),
         prepare=lambda item, reply: replies.questions_of(reply, item.episode.speakers),
         check=lambda item, questions: replies.question_problems(questions, item.episode.speakers),
         item_id=lambda item: item.item_id,
@@ -216,7 +212,7 @@ def question_step(options: Options, templates_dir: str | None) -> CheckedStep[Qu
     )
 
 
-def session_step(options: Options, templates_dir: str | None) -> CheckedStep[SessionItem]:
+def session_step(options: Options, templates: Templates) -> CheckedStep[SessionItem]:
     low, high = options.session6_turns.min, options.session6_turns.max
     floors = options.min_quality.model_dump()
     method = quality.method_for(options.coherence) if any(v is not None for v in floors.values()) else None
@@ -236,7 +232,7 @@ def session_step(options: Options, templates_dir: str | None) -> CheckedStep[Ses
 
     return CheckedStep(
         name=SESSION_STEP,
-        task=lambda item, sample: session_task(item, options, sample, templates_dir),
+        task=lambda item, sample: session_task(item, options, sample, templates),
         prepare=lambda item, reply: replies.session_lines(reply),
         check=check,
         item_id=lambda item: item.item_id,

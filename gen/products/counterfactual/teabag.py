@@ -92,7 +92,7 @@ class Pipeline:
 
     def summarise(self, outcomes: list[Outcome]) -> None:
         items = [SummaryItem(o.episode, k) for o in outcomes for k in range(1, o.episode.sessions + 1)]
-        result = self.step(summary_step(self.options, self.ctx.templates_dir), items)
+        result = self.step(summary_step(self.options, self.ctx.templates), items)
         for outcome in outcomes:
             ids = [SummaryItem(outcome.episode, k).item_id for k in range(1, outcome.episode.sessions + 1)]
             if all(i in result.accepted for i in ids):
@@ -102,7 +102,7 @@ class Pipeline:
 
     def ask(self, outcomes: list[Outcome]) -> None:
         items = [QuestionItem(o.episode, o.summaries) for o in outcomes]
-        result = self.step(question_step(self.options, self.ctx.templates_dir), items)
+        result = self.step(question_step(self.options, self.ctx.templates), items)
         for outcome, item in zip(outcomes, items):
             accepted = result.accepted.get(item.item_id)
             if accepted is None:
@@ -114,7 +114,7 @@ class Pipeline:
 
     def stage(self, outcomes: list[Outcome]) -> None:
         items = [SessionItem(o.episode, q) for o in outcomes for q in o.questions]
-        result = self.step(session_step(self.options, self.ctx.templates_dir), items)
+        result = self.step(session_step(self.options, self.ctx.templates), items)
         by_episode = {o.episode.episode_id: o for o in outcomes}
         for item in items:
             outcome = by_episode[item.episode.episode_id]
@@ -276,7 +276,7 @@ class TeaBag(Product[TeaBagOptions]):
         """First-round calls per step. Only the summaries' prompts are known before any call; the later steps'
         prompts show a placeholder where earlier replies go, so their `cached` counts and token estimates are
         lower bounds."""
-        options, templates = self.options, ctx.templates_dir
+        options, templates = self.options, ctx.templates
         episodes = Selection(options.sessions, options.episodes).take(units)
         rules = options.step_policy(NAME, ctx.recipe, retries=options.retries)
         blank = tuple((PLACEHOLDER,) for _ in range(options.sessions))

@@ -24,7 +24,6 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gen import templating
 from gen.errors import GenError
 from gen.llm.step import CheckedStep, StepPolicy, StepResult, most_calls
 from gen.llm.step import run as run_step
@@ -74,12 +73,12 @@ class Labeller:
     def __init__(self, options: PersonaSQLOptions, schema: TableSchema, ctx: BuildContext) -> None:
         self.options, self.schema, self.ctx = options, schema, ctx
         self.model = ctx.recipe.llm[options.endpoint].model
-        self.prompt_id = templating.template_id(LABEL_PROMPT, ctx.templates_dir)
-        self.schema_id = templating.template_id(options.schema_template, ctx.templates_dir)
+        self.prompt_id = ctx.templates.fingerprint(LABEL_PROMPT)
+        self.schema_id = ctx.templates.fingerprint(options.schema_template)
 
     def label(self, episodes: list[Episode]) -> None:
         rounds = max((len(e.lines) - 1 for e in episodes), default=0)
-        step = label_step(self.options, self.schema, self.ctx.templates_dir)
+        step = label_step(self.options, self.schema, self.ctx.templates)
         for index in range(rounds):
             items = [item_at(e, index) for e in episodes if index < len(e.lines) - 1]
             result, failed = self.failure_reasons(step, items)
@@ -123,7 +122,7 @@ class Labeller:
         episode.rows = after
 
     def retrieve(self, episodes: list[Episode]) -> None:
-        step = retrieve_step(self.options, self.schema, self.ctx.templates_dir)
+        step = retrieve_step(self.options, self.schema, self.ctx.templates)
         result, failed = self.failure_reasons(step, episodes)
         for episode in episodes:
             accepted = result.accepted.get(retrieval_id(episode))
@@ -131,7 +130,7 @@ class Labeller:
                 accepted.value if accepted else None,
                 failed.get(retrieval_id(episode)),
                 self.options,
-                templating.template_id(RETRIEVE_PROMPT, self.ctx.templates_dir),
+                self.ctx.templates.fingerprint(RETRIEVE_PROMPT),
             )
 
 
@@ -279,7 +278,7 @@ class PersonaSQL(Product[PersonaSQLOptions]):
         return taken
 
     def build(self, units: Sequence[Unit], ctx: BuildContext) -> Iterator[Records]:
-        schema = load_schema(self.options, ctx.templates_dir)
+        schema = load_schema(self.options, ctx.templates)
         taken = self.take(units)
         episodes = [episode_of(unit, self.options, schema) for unit in taken]
         labeller = Labeller(self.options, schema, ctx)
@@ -296,9 +295,9 @@ class PersonaSQL(Product[PersonaSQLOptions]):
     def validate(self, unit: Unit, records: Records, checks: Checks, ctx: BuildContext) -> None:
         from gen.products.persona.checking import Expected, check_episode  # sqlglot: only when persona_sql runs
 
-        schema = load_schema(self.options, ctx.templates_dir)
+        schema = load_schema(self.options, ctx.templates)
         endpoint = ctx.recipe.llm.get(self.options.endpoint)
-        schema_id = templating.template_id(self.options.schema_template, ctx.templates_dir)
+        schema_id = ctx.templates.fingerprint(self.options.schema_template)
         expected = Expected(schema, self.options, schema_id, endpoint.model if endpoint else None)
         check_episode(unit.conversation, records[NAME], records[EPISODES], expected, checks)
 
@@ -307,16 +306,16 @@ class PersonaSQL(Product[PersonaSQLOptions]):
         leave, which is known only once they are: planned prompts show the table as the earlier labels of
         this plan would leave it if each stored nothing (the seeded table), so `cached` counts the first pair
         of each episode exactly and later pairs only when their earlier pairs stored nothing."""
-        schema = load_schema(self.options, ctx.templates_dir)
+        schema = load_schema(self.options, ctx.templates)
         limit = self.options.max_episodes
         episodes = [episode_of(u, self.options, schema) for u in list(units)[: limit or len(units)]]
         items = [item_at(e, k) for e in episodes for k in range(len(e.lines) - 1)]
         rules = self.options.step_policy(NAME, ctx.recipe, retries=0)
-        step = label_step(self.options, schema, ctx.templates_dir)
+        step = label_step(self.options, schema, ctx.templates)
         steps = [(NAME, [step.task(item, 0) for item in items], most_calls(step, len(items), rules))]
         if self.options.retrieval_labels:
             asked = [e for e in episodes if e.question[0]]
-            retrieve = retrieve_step(self.options, schema, ctx.templates_dir)
+            retrieve = retrieve_step(self.options, schema, ctx.templates)
             tasks = [retrieve.task(e, 0) for e in asked]
             steps.append((RETRIEVE_STEP, tasks, most_calls(retrieve, len(asked), rules)))
         return steps

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gen import templating
 from gen.llm.step import CheckedStep
 from gen.llm.task import Task, render_messages
 from gen.products.base import Record, Unit
 from gen.products.persona import dialogue
 from gen.products.persona.options import PersonaSQLOptions as Options
 from gen.products.persona.sandbox import Row, TableSchema, seeded_rows
+from gen.templating import Templates
 
 if TYPE_CHECKING:  # labels.py imports sqlglot: only a run with persona_sql pays for it (memory, startup)
     from gen.products.persona import labels
@@ -67,10 +67,10 @@ class PairItem:
         return next(s for s in self.episode.speakers if s != self.second.speaker)
 
 
-def load_schema(options: Options, templates_dir: str | None) -> TableSchema:
+def load_schema(options: Options, templates: Templates) -> TableSchema:
     from gen.products.persona import labels
 
-    ddl = templating.render(options.schema_template, templates_dir)
+    ddl = templates.render(options.schema_template)
     return labels.load_schema(ddl, options.speaker_column, options.schema_template)
 
 
@@ -92,7 +92,7 @@ def prompt_rows(rows: Sequence[Row]) -> list[str]:
     return [json.dumps({k: v for k, v in row.items() if v is not None}, ensure_ascii=False) for row in rows]
 
 
-def label_task(item: PairItem, options: Options, schema: TableSchema, templates_dir: str | None) -> Task:
+def label_task(item: PairItem, options: Options, schema: TableSchema, templates: Templates) -> Task:
     from gen.products.persona import labels
 
     speaker = item.second.speaker
@@ -106,7 +106,7 @@ def label_task(item: PairItem, options: Options, schema: TableSchema, templates_
         parser=parse,
         messages=render_messages(
             LABEL_PROMPT,
-            templates_dir,
+            templates,
             speaker=speaker,
             other=item.other,
             line=item.second.text,
@@ -119,7 +119,7 @@ def label_task(item: PairItem, options: Options, schema: TableSchema, templates_
     )
 
 
-def retrieve_task(episode: Episode, options: Options, schema: TableSchema, templates_dir: str | None) -> Task:
+def retrieve_task(episode: Episode, options: Options, schema: TableSchema, templates: Templates) -> Task:
     from gen.products.persona import labels
 
     rows = list(episode.rows)
@@ -133,7 +133,7 @@ def retrieve_task(episode: Episode, options: Options, schema: TableSchema, templ
         parser=parse,
         messages=render_messages(
             RETRIEVE_PROMPT,
-            templates_dir,
+            templates,
             question=episode.question[0],
             table=schema.table,
             schema=schema.ddl,
@@ -144,20 +144,20 @@ def retrieve_task(episode: Episode, options: Options, schema: TableSchema, templ
     )
 
 
-def label_step(options: Options, schema: TableSchema, templates_dir: str | None) -> CheckedStep[PairItem]:
+def label_step(options: Options, schema: TableSchema, templates: Templates) -> CheckedStep[PairItem]:
     return CheckedStep(
         name=NAME,
-        task=lambda item, sample: label_task(item, options, schema, templates_dir),
+        task=lambda item, sample: label_task(item, options, schema, templates),
         check=lambda item, value: (),  # the parser has run every check, so a failure got the correction round
         item_id=lambda item: item.item_id,
         describe=lambda value: {"statements": value.statements},
     )
 
 
-def retrieve_step(options: Options, schema: TableSchema, templates_dir: str | None) -> CheckedStep[Episode]:
+def retrieve_step(options: Options, schema: TableSchema, templates: Templates) -> CheckedStep[Episode]:
     return CheckedStep(
         name=RETRIEVE_STEP,
-        task=lambda episode, sample: retrieve_task(episode, options, schema, templates_dir),
+        task=lambda episode, sample: retrieve_task(episode, options, schema, templates),
         check=lambda episode, value: (),  # as for label_step
         item_id=retrieval_id,
         describe=lambda value: {"statement": value.statement},

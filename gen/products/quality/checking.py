@@ -147,7 +147,7 @@ def check_conversation(
         "one summary per dialogue", [s["dialogue"] for s in summaries] == [d.name for d in dialogues], where
     ):
         return
-    words = feedback_words(ctx.templates_dir)
+    words = feedback_words(ctx.templates)
     path = options.retrieval_file
     retrieval_path = None if path is None else retrieval.resolve(ctx.recipe.file, path)
     start, human_pc = 0, None

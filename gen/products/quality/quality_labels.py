@@ -35,6 +35,7 @@ from gen.products.quality.signals import LABELS, feedback_words, pc
 from gen.products.quality.steps import NAME, FactPair, ScoredReply
 from gen.products.quality.vectors import EMBEDDER
 from gen.recipe import Recipe
+from gen.templating import Templates
 
 TURNS, DIALOGUES = "quality_turns", "quality_dialogues"
 
@@ -69,7 +70,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
         """The labels that need no model, dialogue by dialogue (their texts encoded ahead, many dialogues per
         pass); then each model-backed part in one step over every dialogue of the batch; then the rewards and
         each dialogue's summary."""
-        feedback = feedback_words(ctx.templates_dir)
+        feedback = feedback_words(ctx.templates)
         dialogues = [list(dialogues_of(unit, self.options.dialogues)) for unit in units]
         path = self.options.retrieval_file
         memory_file = None if path is None else retrieval.resolve(ctx.recipe.file, path)
@@ -104,7 +105,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
             return {pair.item_id: probabilities for pair, probabilities in zip(pairs, found)}
         endpoint = self.options.nli_endpoint
         assert endpoint is not None
-        step = steps.nli_step(endpoint, ctx.templates_dir)
+        step = steps.nli_step(endpoint, ctx.templates)
         result = steps.run_checked(ctx, step, pairs, endpoint, self.options)
         return {item_id: accepted.value for item_id, accepted in result.accepted.items()}
 
@@ -112,7 +113,7 @@ class QualityLabels(Product[QualityLabelsOptions]):
         """turn id -> the turn's mean token log-probability."""
         endpoint = self.options.lm_endpoint
         assert endpoint is not None
-        scored = list(scored_turns(dialogues, ctx.templates_dir))
+        scored = list(scored_turns(dialogues, ctx.templates))
         result = steps.run_checked(ctx, steps.fluency_step(endpoint), scored, endpoint, self.options)
         return {item_id: accepted.value for item_id, accepted in result.accepted.items()}
 
@@ -121,12 +122,12 @@ class QualityLabels(Product[QualityLabelsOptions]):
         policy = StepPolicy(self.options.retries)
         dialogues = [d for unit in units for d in dialogues_of(unit, self.options.dialogues)]
         if self.options.nli_endpoint is not None:
-            step = steps.nli_step(self.options.nli_endpoint, ctx.templates_dir)
+            step = steps.nli_step(self.options.nli_endpoint, ctx.templates)
             pairs = list(fact_pairs(dialogues, self.options))
             planned.append((step.name, [step.task(pair, 0) for pair in pairs], most_calls(step, len(pairs), policy)))
         if self.options.lm_endpoint is not None:
             lm = steps.fluency_step(self.options.lm_endpoint)
-            scored = list(scored_turns(dialogues, ctx.templates_dir))
+            scored = list(scored_turns(dialogues, ctx.templates))
             planned.append((lm.name, [lm.task(turn, 0) for turn in scored], most_calls(lm, len(scored), policy)))
         return planned
 
@@ -199,13 +200,13 @@ def fact_pairs(dialogues: Sequence[Dialogue], options: QualityLabelsOptions) -> 
                 yield FactPair(item_id, dialogue.conversation_id, turn.index, turn.speaker, fact, turn.text)
 
 
-def scored_turns(dialogues: Sequence[Dialogue], templates_dir: str | None) -> Iterator[ScoredReply]:
+def scored_turns(dialogues: Sequence[Dialogue], templates: Templates) -> Iterator[ScoredReply]:
     for dialogue in dialogues:
         for position, turn in enumerate(dialogue.turns):
             earlier = dialogue.turns[position - 1] if position else None
             before = earlier if earlier is not None and earlier.session_index == turn.session_index else None
             context = steps.fluency_context(
-                templates_dir, turn.speaker, before.speaker if before else None, before.text if before else None
+                templates, turn.speaker, before.speaker if before else None, before.text if before else None
             )
             item_id = dialogue.item_id(turn.index)
             yield ScoredReply(item_id, dialogue.conversation_id, turn.index, context, turn.text)

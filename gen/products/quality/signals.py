@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from gen import reading, templating
+from gen import reading
 from gen.errors import GenError
+from gen.templating import Templates
 
 WORDS_TEMPLATE = "quality/feedback_words.yaml"
 WEIGHTS = {"r1": 0.4, "r2": 0.16, "r3_1": 0.22, "r3_2": 0.22}  # the persona-consistency reward's parts
@@ -42,8 +43,8 @@ class FeedbackWords:
     answers: tuple[str, ...] = ()  # negative answers to a yes/no question ("nope"), not feedback after one
 
     @classmethod
-    def load(cls, templates_dir: str | None) -> FeedbackWords:
-        text, filename = templating.template_source(WORDS_TEMPLATE, templates_dir)
+    def load(cls, templates: Templates) -> FeedbackWords:
+        text, filename = templates.source(WORDS_TEMPLATE)
         data = reading.load_yaml(text, Path(filename))
         lists = {key: data.get(key) if isinstance(data, dict) else None for key in ("negative", "positive")}
         if not all(phrases(v) and v for v in lists.values()):
@@ -93,9 +94,9 @@ def asks(text: str) -> bool:
 
 
 @lru_cache(maxsize=8)
-def feedback_words(templates_dir: str | None) -> FeedbackWords:
+def feedback_words(templates: Templates) -> FeedbackWords:
     """The feedback words of a recipe's templates, read once per process (labels and validator alike)."""
-    return FeedbackWords.load(templates_dir)
+    return FeedbackWords.load(templates)
 
 
 def spaced_words(tokens: Sequence[str]) -> str:

@@ -16,7 +16,7 @@ from gen.llm.task import render_messages
 from gen.products.base import BuildContext, Reject
 from gen.products.quality.options import QualityLabelsOptions as Options
 from gen.products.quality.signals import LABELS
-from gen.templating import render
+from gen.templating import Templates
 
 NAME = "quality_labels"
 NLI_STEP, LM_STEP = f"{NAME}/nli", f"{NAME}/fluency"
@@ -91,9 +91,9 @@ def mean_logprob(logprobs: Any, start: int, end: int) -> float | None:
     return sum(found) / len(found) if found else None
 
 
-def nli_step(endpoint: str, templates_dir: str | None) -> CheckedStep[FactPair]:
+def nli_step(endpoint: str, templates: Templates) -> CheckedStep[FactPair]:
     def task(pair: FactPair, sample: int) -> Task:
-        messages = render_messages(NLI_PROMPT, templates_dir, speaker=pair.speaker, fact=pair.fact, reply=pair.reply)
+        messages = render_messages(NLI_PROMPT, templates, speaker=pair.speaker, fact=pair.fact, reply=pair.reply)
         return Task(pair.item_id, endpoint, messages, None, sample, logprobs=TOP_LOGPROBS, max_tokens=1)
 
     def check(pair: FactPair, value: dict[str, float] | None) -> list[Problem]:
@@ -135,8 +135,8 @@ def fluency_step(endpoint: str) -> CheckedStep[ScoredReply]:
     )
 
 
-def fluency_context(templates_dir: str | None, speaker: str, query_speaker: str | None, query: str | None) -> str:
-    return render(FLUENCY_CONTEXT, templates_dir, speaker=speaker, query_speaker=query_speaker, query=query)
+def fluency_context(templates: Templates, speaker: str, query_speaker: str | None, query: str | None) -> str:
+    return templates.render(FLUENCY_CONTEXT, speaker=speaker, query_speaker=query_speaker, query=query)
 
 
 def run_checked(ctx: BuildContext, step: CheckedStep, items: Sequence, endpoint: str, options: Options) -> StepResult:

@@ -78,8 +78,8 @@ class TemporalReasoning(ConversationProduct[TemporalReasoningOptions]):
         for base in base_questions(chosen, timeline.today, options, rng):
             group = stable_id([NAME, conversation_id, base.test, base.topics])
             question_id = PrefixedIds(NAME, conversation_id, base.test, base.topics)
-            answer = answer_text(base.test, base.answer, ctx.templates_dir)
-            found = wordings(base, ctx.templates_dir)
+            answer = answer_text(base.test, base.answer, ctx.templates)
+            found = wordings(base, ctx.templates)
             for text in seeded_wordings(found, options.max_variants_per_group, ctx.seed, conversation_id, group):
                 if text in seen:
                     ctx.reject(NAME, question_id(text), "duplicate question text in the conversation", text)

@@ -3,29 +3,29 @@
 
 from __future__ import annotations
 
-from gen import templating
 from gen.errors import GenError
 from gen.products.date_words import date_variables
 from gen.products.reasoning.questions import Answer, BaseQuestion
+from gen.templating import Templates
 
 QUESTIONS = "temporal_reasoning/questions/{test}.j2"
 ANSWER = "temporal_reasoning/answer.j2"
 
 
-def wordings(base: BaseQuestion, templates_dir: str | None) -> list[str]:
+def wordings(base: BaseQuestion, templates: Templates) -> list[str]:
     """Every wording of a base question, in template order, each naming its topics."""
     name = QUESTIONS.format(test=base.test)
     names = {"topic": base.topics[0]} if len(base.topics) == 1 else {"first": base.topics[0], "second": base.topics[1]}
-    found = [line.strip() for line in templating.render(name, templates_dir, **names).splitlines() if line.strip()]
+    found = [line.strip() for line in templates.render(name, **names).splitlines() if line.strip()]
     if not found:
         raise GenError("the template has no wording", file=name, expected="one question per line")
     return found
 
 
-def answer_text(test: str, answer: Answer, templates_dir: str | None) -> str:
+def answer_text(test: str, answer: Answer, templates: Templates) -> str:
     variables = {"kind": answer.kind, "test": test, "days": answer.days, "choice": answer.choice}
     if answer.date is not None:
         variables.update(date_variables(answer.date))
     else:
         variables.update({"day": "", "month": "", "year": "", "weekday": ""})
-    return " ".join(templating.render(ANSWER, templates_dir, **variables).split())
+    return " ".join(templates.render(ANSWER, **variables).split())

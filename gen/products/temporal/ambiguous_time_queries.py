@@ -65,7 +65,7 @@ class AmbiguousTimeQueries(ConversationProduct[AmbiguousTimeQueriesOptions]):
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
         options = self.options
-        wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+        wordings = Wordings.for_recipe(ctx.templates, options.numeral_styles)
         speakers = unit.conversation.speakers
         seen: set[tuple] = set()
         for base, phrases, fields in worded_windows(unit.stamped, options, wordings):
@@ -184,7 +184,7 @@ def check_seeded_dialogues(
     checks: Checks,
 ) -> None:
     """Each base question keeps the seeded sample of its dialogues (time_queries' check, on dialogues)."""
-    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+    wordings = Wordings.for_recipe(ctx.templates, options.numeral_styles)
     speakers = unit.conversation.speakers
 
     def variants(test: str, params: dict, group: str, yearless_ok: bool) -> tuple[int, Callable[[int], Hashable]]:

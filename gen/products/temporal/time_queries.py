@@ -61,7 +61,7 @@ class TimeQueries(ConversationProduct[TimeQueriesOptions]):
 
     def records(self, unit: Unit, ctx: BuildContext) -> Iterator[tuple[str, Record]]:
         options = self.options
-        wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+        wordings = Wordings.for_recipe(ctx.templates, options.numeral_styles)
         seen: set[str] = set()
         in_ids: dict[str, str] = {}  # frame → the frame as its question ids name it
         for base, phrases, fields in worded_windows(unit.stamped, options, wordings):
@@ -131,7 +131,7 @@ def check_seeded_wordings(
     checks: Checks,
 ) -> None:
     """Each base question keeps the seeded sample of its wordings (frames × time phrases, phrases outermost)."""
-    wordings = Wordings.for_recipe(ctx.templates_dir, options.numeral_styles)
+    wordings = Wordings.for_recipe(ctx.templates, options.numeral_styles)
 
     def variants(test: str, params: dict, group: str, yearless_ok: bool) -> tuple[int, Callable[[int], Hashable]]:
         phrases, frames = wordings.phrases(test, params, yearless_ok), wordings.frames(test)

@@ -21,10 +21,10 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
-from gen import templating
 from gen.calendar_names import month_name
 from gen.errors import GenError
 from gen.products.date_words import cardinal, date_variables, ordinal
+from gen.templating import Templates
 
 SLOT = "\x00time\x00"  # stands for the time phrase while a frame is rendered; replaced afterwards
 DATE_PREFIXES = {"date": "", "first_date": "first_", "last_date": "last_"}
@@ -56,10 +56,10 @@ def lines(text: str) -> list[str]:
 
 
 class Wordings:
-    """Renders phrases and frames for one recipe (its templates_dir), caching what does not vary."""
+    """Renders phrases and frames for one recipe (its templates), caching what does not vary."""
 
-    def __init__(self, templates_dir: str | None, styles: Sequence[str]):
-        self.templates_dir = templates_dir
+    def __init__(self, templates: Templates, styles: Sequence[str]):
+        self.templates = templates
         self.styles = styles
         self._frames: dict[str, list[str]] = {}
         self._resolved: str | None = None
@@ -67,11 +67,11 @@ class Wordings:
         self._phrases: dict[tuple, list[tuple[str, str]]] = {}
 
     @classmethod
-    def for_recipe(cls, templates_dir: str | None, styles: Sequence[str]) -> Wordings:
+    def for_recipe(cls, templates: Templates, styles: Sequence[str]) -> Wordings:
         """One Wordings per templates folder and styles in a process, so frames are rendered once per run."""
-        key = (templates_dir, tuple(styles))
+        key = (templates, tuple(styles))
         if key not in _SHARED:
-            _SHARED[key] = cls(templates_dir, styles)
+            _SHARED[key] = cls(templates, styles)
         return _SHARED[key]
 
     # --- time phrases -----------------------------------------------------------------------------------
@@ -93,9 +93,7 @@ class Wordings:
         out: dict[str, str] = {}
         name = f"time_queries/phrases/{test}.j2"
         for style in self.styles:
-            for phrase in lines(
-                templating.render(name, self.templates_dir, **phrase_variables(test, params, style, yearless_ok))
-            ):
+            for phrase in lines(self.templates.render(name, **phrase_variables(test, params, style, yearless_ok))):
                 out.setdefault(phrase, style)
         if not out:
             raise GenError(
@@ -110,7 +108,7 @@ class Wordings:
     def frames(self, test: str) -> list[str]:
         """Question frames for a test, each holding SLOT once."""
         if test not in self._frames:
-            found = lines(templating.render(FRAMES, self.templates_dir, test=test, time=SLOT))
+            found = lines(self.templates.render(FRAMES, test=test, time=SLOT))
             for frame in found:
                 require_one_slot(frame, FRAMES)
             if not found:
@@ -123,8 +121,7 @@ class Wordings:
     # --- dialogue frames (ambiguous) --------------------------------------------------------------------
 
     def dialogue_frame_names(self) -> list[str]:
-        env = templating.environment(self.templates_dir)
-        names = sorted(n for n in env.list_templates(extensions=["j2"]) if n.startswith(DIALOGUE_DIR))
+        names = self.templates.names(DIALOGUE_DIR)
         if not names:
             raise GenError("no dialogue frames found", file=DIALOGUE_DIR, expected="one or more <name>.j2 files")
         return [n[len(DIALOGUE_DIR) : -len(".j2")] for n in names]
@@ -138,9 +135,7 @@ class Wordings:
                 if only and name not in only:
                     continue
                 source = f"{DIALOGUE_DIR}{name}.j2"
-                text = templating.render(
-                    source, self.templates_dir, test=test, time=SLOT, speaker_a=speakers[0], speaker_b=speakers[1]
-                )
+                text = self.templates.render(source, test=test, time=SLOT, speaker_a=speakers[0], speaker_b=speakers[1])
                 for number, block in enumerate(re.split(r"\n\s*\n", text.strip()), start=1):
                     if block.strip():
                         out.append((name, number, parse_dialogue(block, speakers, source)))
@@ -149,7 +144,7 @@ class Wordings:
 
     def resolved(self, phrase: str) -> str:
         if self._resolved is None:
-            found = lines(templating.render(RESOLVED, self.templates_dir, time=SLOT))
+            found = lines(self.templates.render(RESOLVED, time=SLOT))
             if not found:
                 raise GenError("empty template", file=RESOLVED, expected="one line with {{ time }}")
             require_one_slot(found[0], RESOLVED)

@@ -14,7 +14,6 @@ from pathlib import Path
 from num2words import num2words
 from pydantic import BaseModel, Field
 
-from gen import templating
 from gen.errors import GenError
 from gen.llm.step import CheckedStep, Problem, Verify
 from gen.llm.step import run as run_step
@@ -25,6 +24,7 @@ from gen.products.time_content import anchors as anchor_selection
 from gen.products.time_content.options import TimeContentQuestionsOptions as Options
 from gen.products.time_content.plan_memo import PlanMemo, Planned, code_digest, plan_key
 from gen.products.time_content.question_rules import Facts, clean, problems
+from gen.templating import Templates
 from gen.timeline import Timeline
 
 NAME = "time_content_questions"
@@ -74,11 +74,10 @@ def session_words(session: int) -> tuple[str, str]:
     return num2words(session, to="ordinal_num"), num2words(session, to="ordinal")
 
 
-def reference_phrases(kind: str, day: date, session: int, templates_dir: str | None) -> list[str]:
+def reference_phrases(kind: str, day: date, session: int, templates: Templates) -> list[str]:
     ordinal, ordinal_word = session_words(session)
-    text = templating.render(
+    text = templates.render(
         REFERENCES,
-        templates_dir,
         kind=kind,
         **date_variables(day),
         session=str(session),
@@ -96,15 +95,15 @@ class PhraseBook:
     share many dates and session numbers. It lives as long as one plan, so an edited template is read again
     by the next."""
 
-    def __init__(self, templates_dir: str | None) -> None:
-        self.templates_dir = templates_dir
+    def __init__(self, templates: Templates) -> None:
+        self.templates = templates
         self.rendered: dict[tuple[str, date, int], list[str]] = {}
 
     def phrases(self, kind: str, day: date, session: int) -> list[str]:
         key = (kind, day, session)
         found = self.rendered.get(key)
         if found is None:
-            found = self.rendered[key] = reference_phrases(kind, day, session, self.templates_dir)
+            found = self.rendered[key] = reference_phrases(kind, day, session, self.templates)
         return found
 
 
@@ -137,9 +136,9 @@ def choose(timeline: Timeline, options: Options, seed: int, book: PhraseBook) ->
 
 
 def items_for(
-    timeline: Timeline, options: Options, seed: int, templates_dir: str | None, book: PhraseBook | None = None
+    timeline: Timeline, options: Options, seed: int, templates: Templates, book: PhraseBook | None = None
 ) -> list[Item]:
-    book = book or PhraseBook(templates_dir)
+    book = book or PhraseBook(templates)
     return items_of(timeline, choose(timeline, options, seed, book), options, book)
 
 
@@ -195,7 +194,7 @@ def items_of(timeline: Timeline, plan: Sequence[Planned], options: Options, book
 def plan_items(units: Sequence[Unit], ctx: BuildContext, options: Options) -> list[Item]:
     """Every question this product will try to write for these conversations, in output order (no LLM call).
     Conversations planned before with the same inputs take their plans from the memo beside the LLM cache."""
-    book = PhraseBook(ctx.templates_dir)
+    book = PhraseBook(ctx.templates)
     timelines = [unit.stamped for unit in units]
     settings = {"options": options.model_dump(mode="json"), "seed": ctx.seed}
     code = code_digest(sys.modules[__name__])
@@ -240,17 +239,17 @@ def memo_folder(ctx: BuildContext) -> Path | None:
     return Path(path).parent if path is not None else None
 
 
-def question_task(item: Item, options: Options, sample: int, templates_dir: str | None) -> Task:
+def question_task(item: Item, options: Options, sample: int, templates: Templates) -> Task:
     return Task(
         item_id=item.question_id,
         endpoint=options.endpoint,
         sample=sample,
         parser=Question,
-        messages=render_messages(PROMPT, templates_dir, **item.variables),
+        messages=render_messages(PROMPT, templates, **item.variables),
     )
 
 
-def verify_task(item: Item, question: str, options: Options, templates_dir: str | None) -> Task:
+def verify_task(item: Item, question: str, options: Options, templates: Templates) -> Task:
     v = item.variables
     return Task(
         item_id=item.question_id,
@@ -258,7 +257,7 @@ def verify_task(item: Item, question: str, options: Options, templates_dir: str 
         parser=Verdict,
         messages=render_messages(
             VERIFY_PROMPT,
-            templates_dir,
+            templates,
             speaker_a=v["speaker_a"],
             speaker_b=v["speaker_b"],
             speaker=v["speaker"],
@@ -294,7 +293,7 @@ def reject_of(item: Item, reject: dict) -> Reject:
     )
 
 
-def question_step(options: Options, templates_dir: str | None) -> CheckedStep[Item]:
+def question_step(options: Options, templates: Templates) -> CheckedStep[Item]:
     """Write a question for an item, check it against the anchor's facts, optionally have it verified."""
 
     def judge(item: Item, verdict: Verdict) -> Problem | None:
@@ -305,14 +304,14 @@ def question_step(options: Options, templates_dir: str | None) -> CheckedStep[It
 
     return CheckedStep(
         name=NAME,
-        task=lambda item, sample: question_task(item, options, sample, templates_dir),
+        task=lambda item, sample: question_task(item, options, sample, templates),
         check=lambda item, question: problems(question, item.facts, options.max_overlap, options.max_copied_words),
         item_id=lambda item: item.question_id,
         prepare=lambda item, reply: clean(reply.question),
         describe=lambda question: {"question": question},
         record=lambda item, reject: reject_of(item, reject).to_dict(),
         verify=Verify(
-            VERIFY_STEP, task=lambda item, question: verify_task(item, question, options, templates_dir), judge=judge
+            VERIFY_STEP, task=lambda item, question: verify_task(item, question, options, templates), judge=judge
         )
         if options.verify
         else None,
@@ -322,7 +321,7 @@ def question_step(options: Options, templates_dir: str | None) -> CheckedStep[It
 def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
     """question_id -> (question, sample) of the items that passed the shared checked step; the items it gave
     up on go to ctx.reject with their anchor (an item whose call failed is in the engine's rejects)."""
-    step = question_step(options, ctx.templates_dir)
+    step = question_step(options, ctx.templates)
     result = run_step(step, ctx.llm(), items, options.step_policy(NAME, ctx.recipe, retries=options.retries))
     by_id = {item.question_id: item for item in items}
     ctx.rejects.extend(reject_of(by_id[reject["item_id"]], reject) for reject in result.rejects)

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 
-from gen import templating
 from gen.llm.step import most_calls
 from gen.llm.task import Task
 from gen.products.base import (
@@ -104,7 +103,7 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
         items = plan_items(units, ctx, options)
         accepted = generate(ctx, items, options)
         model = ctx.recipe.llm[options.endpoint].model
-        prompt_id = templating.template_id(PROMPT, ctx.templates_dir)
+        prompt_id = ctx.templates.fingerprint(PROMPT)
         by_conversation: dict[str, list[Record]] = defaultdict(list)
         for item in items:
             if item.question_id in accepted:
@@ -120,7 +119,7 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
             unit.records_of("log"),
             self.options,
             endpoint.model if endpoint else None,
-            templating.template_id(PROMPT, ctx.templates_dir),
+            ctx.templates.fingerprint(PROMPT),
             checks,
             unit.conversation_id,
             ctx.recipe.timeline.now_offset_minutes,
@@ -128,7 +127,7 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
 
     def llm_tasks(self, units: Sequence[Unit], ctx: BuildContext) -> list[tuple[str, list[Task], int]]:
         items = plan_items(units, ctx, self.options)
-        step = question_step(self.options, ctx.templates_dir)
+        step = question_step(self.options, ctx.templates)
         bound = most_calls(step, len(items), self.options.step_policy(NAME, ctx.recipe, retries=self.options.retries))
         return [(NAME, [step.task(item, 0) for item in items], bound)]
 

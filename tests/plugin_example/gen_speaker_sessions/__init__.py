@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pydantic import Field
 
-from gen import templating
 from gen.products.base import BuildContext, ConfigSpec, ConversationProduct, Needs, Questions, Record, Records, Unit
 from gen.products.checks import Checks
 from gen.products.schema import INT64, STRING, TIMESTAMP, list_of, schema
@@ -59,7 +58,7 @@ class SpeakerSessions(ConversationProduct[SpeakerSessionsOptions]):
                 ]
                 if len(said) < self.options.min_responses:
                     continue
-                question = templating.render(QUESTION, ctx.templates_dir, speaker=speaker, session=session).strip()
+                question = ctx.templates.render(QUESTION, speaker=speaker, session=session).strip()
                 yield (
                     NAME,
                     {
