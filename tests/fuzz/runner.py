@@ -341,7 +341,7 @@ def wait_for(process: subprocess.Popen, case: Case, start: float) -> tuple[int, 
             process.returncode = os.waitstatus_to_exitcode(status)  # so Popen does not wait for it again
             return status, usage, False
         elapsed = time.monotonic() - start
-        if not sent and case.signal_at is not None and elapsed >= case.signal_at[1]:
+        if not sent and case.signal_at is not None and elapsed >= case.signal_at[1] and catches_stops(process.pid):
             send(process.pid, case.signal_at[0])
             sent = True
         if elapsed > case.timeout_s:
@@ -351,6 +351,18 @@ def wait_for(process: subprocess.Popen, case: Case, start: float) -> tuple[int, 
             process.returncode = os.waitstatus_to_exitcode(status)
             return status, usage, True
         time.sleep(0.01)
+
+
+def catches_stops(pid: int) -> bool:
+    """Whether gen's process has taken SIGTERM yet (gen/program.py takes the stop signals on its first line). No
+    program can answer a signal that arrives before its code runs: on a loaded machine the interpreter may still
+    be starting at `signal_at`, and a signal then ends it with no word, which says nothing about gen."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # gone already, or no /proc: send, and let the outcome say what happened
+    caught = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), None)
+    return caught is None or bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
 
 
 def send(pid: int, signum: int) -> None:

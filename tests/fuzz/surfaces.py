@@ -446,7 +446,7 @@ SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 def signal_cases(draw) -> Case:
     signum = draw(st.sampled_from(SIGNALS))
     # from 0.1 s: before that the interpreter itself is starting (about 30 ms here, more on a loaded machine), and
-    # no program can catch a signal before its code runs; gen/program.py takes them from its first line
+    # no program can catch a signal before its code runs (the runner waits for gen/program.py to take them)
     at = draw(st.floats(0.1, 2.5))
     if draw(st.booleans()):
         base, replies, timeout = BASES["quickstart"], (), 60.0
