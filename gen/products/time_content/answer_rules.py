@@ -31,7 +31,6 @@ from gen.llm.step import Problem
 from gen.products.lexical import word_stem, words
 from gen.products.time_content.question_rules import Facts, clean, ignored_words
 
-
 # every problem code answer_problems gives, for the validator's report (one check each)
 ANSWER_CODES = (
     "answer empty",

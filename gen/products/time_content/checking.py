@@ -142,7 +142,7 @@ def check_answer(row: Record, facts: Facts, options: Options, checks: Checks, wh
     answer_rules.py: one line with no surrounding space, then every problem the rule finds."""
     answer = row.get("answer")
     one_line = isinstance(answer, str) and answer == " ".join(answer.split())
-    if not checks.check("answer is a text on one line", one_line, where):
+    if not checks.check("answer is a text on one line", one_line, where) or not isinstance(answer, str):
         return
     found = {p.code: str(p) for p in answer_problems(answer, row["question"], facts, options.answer_limits())}
     for code in ANSWER_CODES:

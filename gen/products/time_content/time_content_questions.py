@@ -6,13 +6,15 @@ response, or 2-3 consecutive responses on one topic) and whether it is referred 
 The model words the question and its gold answer (templates/prompts/time_content_question.j2, structured output
 ``{"question": ..., "answer": ...}``); question_rules.py checks the question (names the speaker, contains the date
 or session number, is one question, does not copy the anchor) and answer_rules.py the answer (short, says more
-than the question, drawn from the anchor; checked as the reply is parsed, so a bad one gets a correction round). A question that fails is written again with the
-next sample index, up to ``retries`` times, then recorded in the run's rejects with the reason. With
+than the question, drawn from the anchor; checked as the reply is parsed, so a bad one gets a correction round).
+A question that fails is written again with the next sample index, up to ``retries`` times, then recorded in the
+run's rejects with the reason. With
 ``verify: true`` a second call (templates/prompts/time_content_verify.j2) must confirm that the anchor
 answers the question and says what the answer says; a "no" counts as a failure like the others.
 
-Items whose call itself failed (transport errors, unparseable or truncated replies) are left to the engine,
-which records them in its own rejects; they are not retried here.
+Items whose call itself failed (transport errors, unparseable or truncated replies, answers that still break the
+answer rule after the correction round) are left to the engine, which records them in its own rejects; they are
+not retried here.
 
 For `gen plan` / `gen preview`: `llm_tasks` gives the first-round generation tasks in item order.
 """
@@ -98,9 +100,7 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
     name = NAME
     description = DESCRIPTION
     Options = TimeContentQuestionsOptions
-    configs = (
-        ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("reference_kind", answer_field="answer")),
-    )
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("reference_kind", answer_field="answer")),)
     needs = Needs(timelines=True, llm=True, products=("log",))
     concurrent_batches = True  # each batch is planned from its own conversations (the plan memo is a cache)
 
