@@ -942,7 +942,7 @@ def passage_answer(prompt: str) -> str:
 
 TCQ_SPEAKER = re.compile(rb"It asks about what (.+?) said")
 TCQ_PHRASE = re.compile(rb'with this phrase: \\"(.+?)\\"')
-TCQ_USER = re.compile(rb'"content": ?"(Here is the passage.*?)"}')
+TCQ_USER = re.compile(rb'"(Here is the passage(?:[^"\\]|\\.)*)"')  # the user message, a JSON string
 
 
 def tcq_payload(body: bytes) -> bytes:
