@@ -4,8 +4,8 @@ every request exactly `latency` seconds after it arrived, beside a bare AsyncOpe
 
     .venv/bin/python bench/bench_llm_run.py [--items 10000] [--points 256:0.5,1024:2]
 
-The server (tests/fakes/openai_server.py --fast --tcq) runs in its own process and writes a valid question
-from two regular expressions over each prompt, so its cost per request is small and outside gen. The bound is
+The server (tests/fakes/openai_server.py --fast --tcq) runs in its own process and writes a valid question and answer
+from regular expressions over each prompt, so its cost per request is small and outside gen. The bound is
 calls x latency / concurrency: no client can finish sooner. Per point (concurrency:latency) the script prints
 
   gen run      bound / the seconds gen's LLM steps ran (run.json; steps of two batches in flight counted

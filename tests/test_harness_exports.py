@@ -472,10 +472,11 @@ def test_bad_input_is_one_message(tmp_path, capsys):
 # --- a config whose questions name their speaker: time_content_questions, written through the fake server ----
 
 
-def test_time_content_questions_export_with_the_question_as_written(tmp_path):
+def test_time_content_questions_export_with_the_question_as_written(tmp_path, capsys):
     """A run of time_content_questions against the fake OpenAI server (a model that always asks "What did
-    <speaker> talk about <time phrase>?"), exported: the question keeps its own wording after "now" (it names
-    its speaker, so nobody is said to ask it), and its evidence maps back to the anchor's responses."""
+    <speaker> talk about <time phrase>?" and answers with words of the passage), exported: the question keeps its
+    own wording after "now" (it names its speaker, so nobody is said to ask it), its evidence maps back to the
+    anchor's responses, and its gold answer is the record's in both QA exports and in `gen eval --answers`."""
     from gen.export.harness.exporter import export
     from gen.llm.config import RunSettings
     from tests.conftest import write_recipe
@@ -526,6 +527,20 @@ def test_time_content_questions_export_with_the_question_as_written(tmp_path):
         for qa, record in zip(exported, asked, strict=True):
             turns = [tuple(map(int, re.fullmatch(r"D(\d+):(\d+)", dia).groups())) for dia in qa["evidence"]]
             assert [index_of_turn(logs[conversation_id], s, t) for s, t in turns] == record["relevant_response_indices"]
+            assert qa["answer"] == record["answer"] != "" and qa["category"] == 2
+    export(run_dir, "longmemeval", tmp_path / "lme")
+    instances = json.loads((tmp_path / "lme" / "time_content_questions.json").read_text())
+    answer_of = {record["question_id"]: record["answer"] for record in records}
+    assert len(instances) == 8 and all(i["answer"] == answer_of[i["question_id"]] for i in instances)
+    # the gold answers themselves, one left out: 7 of 8 questions score 1 (exact match and F1), the eighth 0
+    lines = [{"question_id": r["question_id"], "answer": r["answer"]} for r in records[1:]]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, _, err = run_cli(["eval", run_dir, "--answers", answers, "--json", tmp_path / "scores.json"], capsys)
+    assert code == 0, err
+    pooled = json.loads((tmp_path / "scores.json").read_text())["configs"]["time_content_questions"]["pooled"]
+    assert pooled["questions"] == 8
+    assert pooled["exact_match"] == pytest.approx(7 / 8) and pooled["f1"] == pytest.approx(7 / 8)
 
 
 def test_what_a_killed_export_left_is_cleared(quickstart, tmp_path, capsys):

@@ -29,7 +29,7 @@ TOMAS = [f"locomo/sample-1/tcq-{n:03d}" for n in (2, 4, 6)]
 def tomas_unnamed(request) -> dict:
     """Maya's questions name her; Tomas's never name him (the speaker check fails them every round)."""
     if SPEAKER.search(request.last_user).group(1) == "Tomas":
-        return {"question": "What was talked about back then, in their own words?"}
+        return {**tcq_question(request), "question": "What was talked about back then, in their own words?"}
     return tcq_question(request)
 
 

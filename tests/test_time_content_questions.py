@@ -30,6 +30,7 @@ from gen.products.registry import REGISTRY, bind, load
 from gen.products.schema import field_names
 from gen.products.time_content import steps as tcq_steps
 from gen.products.time_content import time_content_questions as tcq
+from gen.products.time_content.answer_rules import AnswerLimits, answer_problems, clean_answer
 from gen.products.time_content.question_rules import (
     Facts,
     clean,
@@ -41,7 +42,7 @@ from gen.products.time_content.question_rules import (
 )
 from gen.templating import Templates
 from tests.conftest import write_recipe
-from tests.fakes.openai_server import FakeOpenAI, Reply, tcq_question
+from tests.fakes.openai_server import FakeOpenAI, Reply, passage_answer, tcq_question
 from tests.harness import Harness
 
 SAMPLE = ROOT / "gen" / "data" / "sample_locomo.json"
@@ -177,13 +178,35 @@ SCRIPT = {
 }
 
 
-class Script:
-    """The fake model: finds the anchor in the prompt, answers by sample index, and logs what it saw."""
+# The gold answer the "model" writes beside each question, by hand from the anchor's words (turn_text above).
+GOLD = {
+    "D1:13": "She applied for a UX researcher job at Lumen Health and was asked to a first interview.",
+    "D2:6": "He did 14 kilometers on Sunday; the last three were ugly, but he finished.",
+    "D3:17": "A restored barn at Hollow Creek Farm or the boathouse at Alder Lake.",
+    "D4:1": "The volunteer said his apartment was one of the tidiest she had seen.",
+    "D5:19": "Three of her mugs survived the kiln and one cracked.",
+    "D6:6": "Kilometers 17 to 19, a long hill by the harbor.",
+}
 
-    def __init__(self, answers=SCRIPT, verdicts=None, broken=()):
+
+class Script:
+    """The fake model: finds the anchor in the prompt, answers by sample index, and logs what it saw.
+    `gold` overrides an anchor's answer: one text for every call, a list (first reply, correction reply), or a dict
+    by sample index."""
+
+    def __init__(self, answers=SCRIPT, verdicts=None, broken=(), gold=None, answer_verdicts=None):
         self.answers, self.verdicts, self.broken = answers, verdicts or {}, set(broken)
+        self.gold = {**GOLD, **(gold or {})}
+        self.answer_verdicts = answer_verdicts or {}  # (dia, answer) -> (supported, reason)
         self.seen: list[tuple[str, str, int]] = []  # (step, first dia id, sample)
         self.produced: dict[tuple[str, int], str] = {}  # (first dia id, sample) -> the question sent back
+        self.corrections: list[tuple[str, str]] = []  # (first dia id, what the correction round told the model)
+
+    def answer(self, dia: str, correction: bool, sample: int) -> str:
+        given = self.gold[dia]
+        if isinstance(given, dict):  # by sample index
+            return given[sample]
+        return given if isinstance(given, str) else given[min(int(correction), len(given) - 1)]
 
     def first_dia(self, prompt: str) -> str:
         passage = prompt.split("\n\n")[1]
@@ -201,15 +224,19 @@ class Script:
             asked = next(k for (d, k), q in self.produced.items() if d == dia and q == question)
             self.seen.append(("verify", dia, asked))
             answered, reason = self.verdicts.get((dia, question), (True, "The passage answers it."))
-            return {"answered": answered, "reason": reason}
+            answer = re.search(r"^Proposed answer: (.*)$", prompt, re.M).group(1)
+            supported, why = self.answer_verdicts.get((dia, answer), (True, ""))
+            return {"answered": answered, "answer_supported": supported, "reason": why or reason}
         self.seen.append(("question", dia, sample))
+        if request.is_correction:
+            self.corrections.append((dia, request.last_user))
         if dia in self.broken:
             return Reply.malformed("Sure! Here is a question about Tomas's race")
         ref = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
         _, text = self.answers[dia][sample]
         question = text.format(ref=ref, Ref=ref[0].upper() + ref[1:])
         self.produced[(dia, sample)] = question
-        return {"question": question}
+        return {"question": question, "answer": self.answer(dia, request.is_correction, sample)}
 
 
 def expected_outcome(answers=SCRIPT, retries=2):
@@ -418,6 +445,53 @@ def test_overlap_ignores_names_and_time_words():
     assert overlap("What did Tomas say about the lighthouse on April 3rd, 2024?", f) == 1.0
 
 
+# --- the answer rule ---------------------------------------------------------------------------------------
+
+HOME_VISIT = "Tomas: " + turn_text("D4:1").split(": ", 1)[1]
+HOME_QUESTION = "On April 4th, 2024, what did Tomas say about how the shelter's visit to his home went?"
+
+
+def answer_codes(answer, limits=AnswerLimits(20, 0.5)):
+    f = Facts("Tomas", ("Maya", "Tomas"), "date", date(2024, 4, 4), 4, True, HOME_VISIT)
+    return [str(p) for p in answer_problems(clean_answer(answer), HOME_QUESTION, f, limits)]
+
+
+def test_answer_rule():
+    # content words (stop words, names, time words and numbers left out) against D4:1's, counted by hand:
+    # volunteer, apartment, tidiest, seen: all four in the anchor
+    assert answer_codes("The volunteer said his apartment was one of the tidiest she had seen.") == []
+    assert answer_codes('  "The volunteer said his apartment was one of the tidiest she had seen."  ') == []
+    # volunteer, praised, tidy, apartment: 2 of 4 in the anchor, 50%, just enough
+    assert answer_codes("The volunteer praised how tidy his apartment was.") == []
+    # volunteer, praised, tidy, clean, apartment: 2 of 5, 40%
+    assert answer_codes("The volunteer praised how tidy and clean his apartment looked.") == [
+        'answer not from the anchor: "praised", "tidy", "clean" are not in the passage '
+        "(40% of its content words are; at least 50% must be)"
+    ]
+    # made up (another conversation's words): nothing from the anchor, so nothing the question lacks either
+    assert answer_codes("He adopted a greyhound called Biscuit.") == [
+        "answer repeats the question: it adds nothing from the passage the question lacks",
+        'answer not from the anchor: "adopted", "greyhound", "called", "biscuit" are not in the passage '
+        "(0% of its content words are; at least 50% must be)",
+    ]
+    # home and visit are in the anchor, but the question holds both
+    assert answer_codes("The home visit.") == [
+        "answer repeats the question: it adds nothing from the passage the question lacks"
+    ]
+    # the speaker's name, the month (a time word) and numbers are no content
+    assert answer_codes("On April 4th, 2024, Tomas.") == [
+        "answer says nothing: it names only the speakers or the time, not what was said"
+    ]
+    assert answer_codes("  ") == ["answer empty: the reply holds no answer"]
+    long = "The volunteer said his apartment was one of the tidiest she had seen, which he called a lie but took it."
+    assert answer_codes(long) == ["answer too long: 21 words; an answer has at most 20"]
+    assert answer_codes(long, AnswerLimits(21, 0.5)) == []
+    # the share is a recipe option: 2 of 4 fails a stricter one
+    assert answer_codes("The volunteer praised how tidy his apartment was.", AnswerLimits(20, 0.6))[0].startswith(
+        "answer not from the anchor"
+    )
+
+
 # --- generation through the engine and the fake server ---------------------------------------------------
 
 
@@ -436,6 +510,8 @@ def test_generation_keeps_good_questions_regenerates_bad_ones_and_rejects_the_re
     assert kept == {"D1:13": ("ok", 1), "D2:6": ("ok", 0), "D4:1": ("ok", 2), "D6:6": ("ok", 0)}
     for row in rows:
         assert row["question"] == script.produced[(ANCHORS[row["question_id"]]["dia"][0], row["sample"])]
+        assert row["answer"] == GOLD[ANCHORS[row["question_id"]]["dia"][0]]
+    assert script.corrections == []  # every answer kept the rule at once
 
     # bad ones were asked again with the next sample index, and only as often as the retry budget allows
     calls = {}
@@ -554,6 +630,59 @@ def test_verifier_no_regenerates_and_engine_failures_stay_with_the_engine(tmp_pa
     assert ctx.validate("time_content_questions", rows, options_of(recipe)).passed
 
 
+MADE_UP = "He signed up for a marathon in Lisbon next spring."  # nothing of D2:6-7 in it
+FROM_D5_19 = "Ines texted that their mugs were out of the kiln."  # Maya's words in another session
+
+
+def test_answers_that_break_the_rule_go_to_the_correction_round_then_are_kept_or_rejected(tmp_path):
+    # D2:6 answers something made up, twice; D4:1 answers "" (the schema refuses it), then blank (the rule does);
+    # D6:6 first answers with another response's words, then, corrected, with its anchor's
+    gold = {"D2:6": MADE_UP, "D4:1": ["", "   "], "D6:6": [FROM_D5_19, GOLD["D6:6"]]}
+    script = Script(gold=gold)
+    with FakeOpenAI(script) as server:
+        recipe = make_recipe(tmp_path, base_url=server.base_url, max_reject_rate=1.0)
+        ctx, rows, engine_rejects = run_build(recipe, tmp_path, script)
+        requests = server.count
+
+    kept = {ANCHORS[r["question_id"]]["dia"][0]: (r["sample"], r["answer"]) for r in rows}
+    assert kept == {"D1:13": (1, GOLD["D1:13"]), "D6:6": (0, GOLD["D6:6"])}
+    # the server saw one correction call for each of the three, naming what was wrong
+    told = dict(script.corrections)
+    assert sorted(told) == ["D2:6", "D4:1", "D6:6"]
+    assert '"signed", "marathon", "lisbon", "spring" are not in the passage' in told["D2:6"]
+    assert '"ines", "texted", "mugs", "kiln" are not in the passage' in told["D6:6"]
+    assert "answer" in told["D4:1"] and "at least 1 character" in told["D4:1"]
+    # D1:13 twice (sample 0 fails a question check), D3:17 and D5:19 three times, the others once and corrected
+    assert requests == 2 + 2 + 3 + 2 + 3 + 2
+    # a reply still breaking the rule after its correction round is the engine's reject; the item is not
+    # written again with the next sample (as any reply that fails to parse)
+    failed = {r["item_id"]: r for r in engine_rejects}
+    by_dia = {a["dia"][0]: qid for qid, a in ANCHORS.items()}
+    assert sorted(failed) == [by_dia["D2:6"], by_dia["D4:1"]]
+    assert "answer not from the anchor" in failed[by_dia["D2:6"]]["reason"]
+    assert "after one correction round" in failed[by_dia["D2:6"]]["reason"]
+    assert "answer empty" in failed[by_dia["D4:1"]]["reason"]
+    assert ("question", "D2:6", 1) not in script.seen and ("question", "D4:1", 1) not in script.seen
+    assert {r["item_id"] for r in ctx.rejects} == {by_dia["D3:17"], by_dia["D5:19"]}
+    assert ctx.validate("time_content_questions", rows, options_of(recipe)).passed
+
+
+def test_verifier_judges_the_answer_too(tmp_path):
+    # the verifier finds D6:6's first answer unsupported: question and answer are written again (sample 1)
+    later = "On 24 April 2024, which stretch of his race did Tomas say was the hardest?"
+    answers = {**SCRIPT, "D6:6": [SCRIPT["D6:6"][0], (GOOD, later)]}
+    better = "The long hill by the harbor, kilometers 17 to 19."
+    doubted = {("D6:6", GOLD["D6:6"]): (False, "The hill is what made it hard, not the distance.")}
+    script = Script(answers, gold={"D6:6": {0: GOLD["D6:6"], 1: better}}, answer_verdicts=doubted)
+    with FakeOpenAI(script) as server:
+        recipe = make_recipe(tmp_path, base_url=server.base_url, verify=True)
+        ctx, rows, _ = run_build(recipe, tmp_path, script)
+    row = next(r for r in rows if r["question_id"] == "locomo/sample-1/tcq-006")
+    assert (row["sample"], row["question"], row["answer"]) == (1, later, better)
+    assert sorted(k for step, dia, k in script.seen if step == "verify" and dia == "D6:6") == [0, 1]
+    assert ctx.validate("time_content_questions", rows, options_of(recipe)).passed
+
+
 def test_rerun_with_warm_cache_makes_no_request_and_writes_the_same_rows(tmp_path):
     script = Script()
     with FakeOpenAI(script) as server:
@@ -607,6 +736,20 @@ def test_validator_catches_wrong_records(tmp_path):
         "now and current_session agree with the log"
     ]
     assert failing(lambda row: row.update(prompt_id="000000000000")) == ["prompt_id is the template's"]
+    # answers edited by hand (the first row is D1:13's, Maya applying for a job at Lumen Health)
+    assert failing(lambda row: row.update(answer=FROM_D5_19)) == [
+        "answer check: answer not from the anchor",
+        "answer check: answer repeats the question",
+    ]
+    # lumen, health in the anchor; kiln, mug, ines not: 2 of 5
+    assert failing(lambda row: row.update(answer="Lumen Health, and Ines's mugs from the kiln")) == [
+        "answer check: answer not from the anchor"
+    ]
+    assert failing(lambda row: row.update(answer="")) == ["answer check: answer empty"]
+    assert failing(lambda row: row.update(answer="In session 1, Maya.")) == ["answer check: answer says nothing"]
+    assert failing(lambda row: row.update(answer=" ".join(["Lumen"] * 21))) == ["answer check: answer too long"]
+    assert failing(lambda row: row.update(answer=" Lumen Health")) == ["answer is a text on one line"]
+    assert failing(lambda row: row.update(answer=None)) == ["answer is a text on one line"]
     # a wrong year is a missing date
     date_row = next(r for r in rows if r["reference_kind"] == "date")
     assert (
@@ -625,7 +768,7 @@ def test_tasks_for_plan_and_preview(tmp_path):
     # six items × (first try + two regenerations) × (the call + its correction round)
     assert step == "time_content_questions" and most_calls == 6 * 3 * 2
     assert [t.item_id for t in tasks] == list(ANCHORS)
-    assert all(t.sample == 0 and t.endpoint == "main" and t.parser is tcq_steps.Question for t in tasks)
+    assert all(t.sample == 0 and t.endpoint == "main" and t.parser.model is tcq_steps.Question for t in tasks)
     system, user = tasks[4].messages
     assert system["role"] == "system" and user["role"] == "user"
     assert "Reply with a JSON object" in system["content"]
@@ -637,6 +780,7 @@ def test_tasks_for_plan_and_preview(tmp_path):
     phrase = re.search(r'with this phrase: "([^"]+)"', user["content"]).group(1)
     assert mentions_date(phrase, date(2024, 4, 13), False)
     assert "names Maya" in user["content"]
+    assert '{"question": "...", "answer": "..."}' in system["content"] and "at most 20 words" in user["content"]
 
 
 def test_reference_phrases_are_all_accepted_by_the_checks():
@@ -682,8 +826,11 @@ def test_locomo10_end_to_end_with_plain_questions(tmp_path):
 
 # --- max_reject_rate and what a stop keeps ----------------------------------------------------------------
 def nameless(request):
-    """A model that never names anyone: every question fails the speaker check."""
-    return {"question": "What was talked about back then, in their own words?"}
+    """A model that never names anyone: every question fails the speaker check (its answers pass)."""
+    return {"question": NAMELESS, "answer": passage_answer(request.last_user)}
+
+
+NAMELESS = "What was talked about back then, in their own words?"
 
 
 def build_with(tmp_path, script, endpoint=None, **options):
@@ -708,7 +855,7 @@ def test_the_endpoints_max_reject_rate_stops_the_step_with_every_rejected_item(t
     first = stop.rejects[0]
     assert first["product"] == "time_content_questions" and first["reason"].startswith("speaker not named")
     assert first["reason"].endswith("(after 3 attempts)") and len(first["attempts"]) == 3
-    assert json.loads(first["raw_text"]) == nameless(None)
+    assert json.loads(first["raw_text"])["question"] == NAMELESS
     assert {"conversation_id", "reference_kind", "speaker", "relevant_response_indices"} <= set(first)
 
 

@@ -914,25 +914,46 @@ def fast_payload(content: str) -> bytes:
 
 def tcq_question(request) -> dict:
     """A scripted model for time+content question prompts: it always writes "What did <speaker> talk about
-    <time phrase>?", both read from the prompt, which passes gen's checks."""
+    <time phrase>?", both read from the prompt, which passes gen's checks, and answers with a stretch of the
+    passage's own words (:func:`passage_answer`)."""
     prompt = request.last_user
     speaker = re.search(r"^1\. It asks about what (.+?) said", prompt, re.M).group(1)
     reference = re.search(r'with this phrase: "([^"]+)"', prompt).group(1)
-    return {"question": f"What did {speaker} talk about {reference}?"}
+    question = f"What did {speaker} talk about {reference}?"
+    return {"question": question, "answer": passage_answer(prompt)}
+
+
+ANSWER_WORDS = 12
+TCQ_PASSAGE = re.compile(r"It comes from session .*?\n\n(.*?)\n\n", re.S)
+TCQ_NAMES = re.compile(r"^5\. .*, with (.+?) and (.+?) referred to by name", re.M)
+
+
+def passage_answer(prompt: str) -> str:
+    """Twelve words of the prompt's passage ("Speaker: text" lines), from its first word of six letters or more
+    that is not a speaker's name: a stretch that holds content words of the passage, so it passes gen's answer
+    rule."""
+    passage = TCQ_PASSAGE.search(prompt).group(1)
+    names = set(TCQ_NAMES.search(prompt).groups())
+    said = [word for line in passage.splitlines() for word in line.split(": ", 1)[-1].split()]
+    bare = [word.strip(".,!?;:'\"") for word in said]
+    start = next((i for i, word in enumerate(bare) if len(word) >= 6 and word not in names), 0)
+    return " ".join(said[start : start + ANSWER_WORDS])
 
 
 TCQ_SPEAKER = re.compile(rb"It asks about what (.+?) said")
 TCQ_PHRASE = re.compile(rb'with this phrase: \\"(.+?)\\"')
+TCQ_USER = re.compile(rb'"(Here is the passage(?:[^"\\]|\\.)*)"')  # the user message, a JSON string
 
 
 def tcq_payload(body: bytes) -> bytes:
-    """Benchmark mode --tcq: a time+content question that passes gen's checks, read from the prompt with two
-    regular expressions (no JSON parsing of the request), like tcq_question above."""
-    speaker, phrase = TCQ_SPEAKER.search(body), TCQ_PHRASE.search(body)
-    if speaker is None or phrase is None:  # the structured-output probe and anything else
+    """Benchmark mode --tcq: a time+content question and answer that pass gen's checks, read from the prompt with
+    regular expressions (the user message alone is decoded, for the answer), like tcq_question above."""
+    speaker, phrase, user = TCQ_SPEAKER.search(body), TCQ_PHRASE.search(body), TCQ_USER.search(body)
+    if speaker is None or phrase is None or user is None:  # the structured-output probe and anything else
         return fast_payload('{"question": "ok"}')
     question = f"What did {speaker[1].decode()} talk about {phrase[1].decode()}?"
-    return fast_payload(json.dumps({"question": question}))
+    answer = passage_answer(json.loads(b'"' + user[1] + b'"'))
+    return fast_payload(json.dumps({"question": question, "answer": answer}))
 
 
 def serve_fast(content: str, delay: float, tcq: bool = False) -> int:

@@ -39,6 +39,7 @@ class LLMProduct:
     endpoint: dict[str, Any] = field(default_factory=dict)  # endpoint settings beyond the shared ones
     before: list[dict[str, Any]] = field(default_factory=list)  # products listed before it (whose records it reads)
     source: dict[str, Any] = field(default_factory=dict)  # the source entry's selection (default: the whole sample)
+    sessions: int | None = None  # keep only each conversation's first N sessions (a copy of the sample)
 
 
 PRODUCTS = [
@@ -48,18 +49,20 @@ PRODUCTS = [
         items=2 * SAMPLE_CONVERSATIONS,
         config="time_content_questions",
         id_field="question_id",
+        endpoint={"max_tokens": 96},  # a question and its answer fit in about 60 tokens
     ),
     LLMProduct(
         "gold_answers",
         {},
-        items=3,  # one answer per real session of sample-2
+        items=1,  # one answer: the one real session left of sample-2
         config="gold_answers",
         id_field="group_id",
         # a weak model rambles: a reply cut off is a truncated reject, kept raw. A session window is a prompt of
-        # ~1,500 tokens, which a CPU reads at 50-200 tokens/s: one conversation's three sessions, not nine
+        # ~1,500 tokens, which a CPU reads at 50-200 tokens/s: one window proves the accounting as well as three
         endpoint={"max_tokens": 160, "timeout_s": 300},
         before=[{"type": "time_queries", "tests": ["session"]}],
         source={"ids": ["sample-2"]},
+        sessions=1,
     ),
 ]
 
@@ -108,6 +111,18 @@ def gen_run(recipe_path: Path, out: Path, cache: Path) -> subprocess.CompletedPr
     )
 
 
+def first_sessions(path: Path, count: int) -> Path:
+    """The bundled sample with each conversation cut to its first `count` sessions (their dates kept)."""
+    samples = json.loads(SAMPLE.read_text())
+    for sample in samples:
+        conversation = sample["conversation"]
+        for key in [k for k in conversation if k.startswith("session_")]:
+            if int(key.split("_")[1]) > count:
+                del conversation[key]
+    path.write_text(json.dumps(samples))
+    return path
+
+
 def belongs_to(reject: dict[str, Any], product: str) -> bool:
     """A product's own rejects name it; the engine's name the step, which is the product or product/<part>."""
     return reject.get("product") == product or str(reject.get("step", "")).split("/")[0] == product
@@ -134,7 +149,10 @@ def test_every_llm_product_has_a_real_model_run():
 def test_a_run_of_a_few_items_accounts_for_every_item_and_every_request(product, real_model, tmp_path):
     options = {"type": product.name, **product.options, "max_reject_rate": 1.0}  # a weak model: keep going
     llm = endpoint(real_model, **product.endpoint)
-    path = recipe(tmp_path / "r.yaml", "realmodel", llm, options, product.before, product.source)
+    source = dict(product.source)
+    if product.sessions is not None:
+        source["path"] = str(first_sessions(tmp_path / "sample.json", product.sessions))
+    path = recipe(tmp_path / "r.yaml", "realmodel", llm, options, product.before, source)
 
     result = gen_run(path, tmp_path / "out", tmp_path / "cache")
 
@@ -196,11 +214,19 @@ def test_a_reject_limit_stop_keeps_the_raw_reply_of_every_call_that_failed(real_
     assert_raw_replies(rejects, real_model.proxy.replies())
 
 
+# A well-formed question that names no speaker and no time, so every item fails its checks in round 0, with an
+# answer both items' anchors accept (the answer is checked as the reply is parsed): the two anchors, planned with the
+# options of stopped_run, are Maya's "... move on to mugs next week ..." and Ruth's "Slugs are the worst ...", so
+# each finds one of its two content words, 50%, the least the answer rule allows.
+FAILS_ITS_CHECKS = '{"question": "What was that about?", "answer": "Mugs and slugs."}'
+
+
 def test_a_reject_limit_stop_keeps_the_raw_reply_of_every_item_that_failed_its_checks(real_model, tmp_path):
-    # a well-formed question that names no speaker and no time: every item fails its checks in round 0
-    kept, given_up = stopped_run(real_model, tmp_path, '{"question": "What was that about?"}')
+    kept, given_up = stopped_run(real_model, tmp_path, FAILS_ITS_CHECKS)
 
     assert given_up == 2  # both items of round 0
     rejects = [r for r in read_jsonl(kept / "rejects.jsonl") if belongs_to(r, "time_content_questions")]
     assert len(rejects) == 2 and len({r["item_id"] for r in rejects}) == 2
+    # the product's rejects (their question failed its checks), not the engine's (a reply that did not parse)
+    assert all(r.get("product") == "time_content_questions" and r["attempts"] for r in rejects), rejects
     assert_raw_replies(rejects, real_model.proxy.replies())

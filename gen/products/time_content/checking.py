@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from gen.products.base import Record
 from gen.products.checks import Checks
 from gen.products.date_words import yearless_dates
+from gen.products.time_content.answer_rules import ANSWER_CODES, answer_problems
 from gen.products.time_content.options import TimeContentQuestionsOptions as Options
 from gen.products.time_content.question_rules import Facts, problems
 
@@ -25,8 +26,8 @@ def check_conversation(
     now_offset_minutes: float,
 ) -> None:
     """Re-check the written rows from the `log` records (not the timeline objects the generator used): the
-    anchor's speaker, date, session and text, the clock fields, then the question checks with facts taken from
-    the log."""
+    anchor's speaker, date, session and text, the clock fields, then the question checks and the answer rule with
+    facts taken from the log."""
     ids = Counter(row["question_id"] for row in rows)
     checks.check(
         "question_id is unique", all(n == 1 for n in ids.values()), ", ".join(i for i, n in ids.items() if n > 1)
@@ -82,6 +83,7 @@ def check_conversation(
             "overlap too high",
         ):
             checks.check(f"question check: {code}", code not in found, f"{where}: {found.get(code)}")
+        check_answer(row, facts, options, checks, where)
     checks.check("anchors of a conversation do not overlap", len(used) == len(set(used)), conversation_id)
 
 
@@ -133,3 +135,15 @@ def check_anchor(row: Record, log: Sequence[Record], options: Options, checks: C
         where,
     )
     return anchor
+
+
+def check_answer(row: Record, facts: Facts, options: Options, checks: Checks, where: str) -> None:
+    """The gold answer against the anchor's text and speakers as the log holds them (`facts`), by the rule of
+    answer_rules.py: one line with no surrounding space, then every problem the rule finds."""
+    answer = row.get("answer")
+    one_line = isinstance(answer, str) and answer == " ".join(answer.split())
+    if not checks.check("answer is a text on one line", one_line, where) or not isinstance(answer, str):
+        return
+    found = {p.code: str(p) for p in answer_problems(answer, row["question"], facts, options.answer_limits())}
+    for code in ANSWER_CODES:
+        checks.check(f"answer check: {code}", code not in found, f"{where}: {found.get(code)}")

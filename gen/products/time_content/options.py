@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from gen.products.llm_options import LLMOptions
+from gen.products.time_content.answer_rules import AnswerLimits
 
 
 class TimeContentQuestionsOptions(LLMOptions):
@@ -32,7 +33,13 @@ class TimeContentQuestionsOptions(LLMOptions):
         0.5, gt=0, le=1, description="a question must repeat less than this share of the anchor's content words"
     )
     max_copied_words: int = Field(5, ge=1, description="longest run of consecutive anchor words a question may repeat")
-    verify: bool = Field(False, description="a second call checks that the anchor answers the question")
+    max_answer_words: int = Field(20, ge=1, le=200, description="longest gold answer, in words")
+    min_answer_support: float = Field(
+        0.5, gt=0, le=1, description="share of the answer's content words that must occur in the anchor"
+    )
+    verify: bool = Field(
+        False, description="a second call checks that the anchor answers the question and supports the answer"
+    )
     retries: int = Field(2, ge=0, le=20, description="regenerations (new sample index) after a failed check")
 
     @field_validator("anchor_size", mode="before")
@@ -52,3 +59,6 @@ class TimeContentQuestionsOptions(LLMOptions):
         if any(weight < 0 for weight in value.values()) or sum(value.values()) <= 0:
             raise ValueError("anchor size weights must be non-negative with a positive sum")
         return dict(sorted(value.items()))
+
+    def answer_limits(self) -> AnswerLimits:
+        return AnswerLimits(self.max_answer_words, self.min_answer_support)

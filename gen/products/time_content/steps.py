@@ -1,5 +1,11 @@
 """The checked LLM step of time_content_questions: items (an anchor chosen beforehand, its reference kind, the
-facts a question must hold), the question prompt, the optional verify call, and the rejects it leaves."""
+facts a question must hold), the prompt that writes a question and its answer in one call, the optional verify
+call, and the rejects it leaves.
+
+The answer is written in the same call as the question rather than in a follow-up step: the model that has just
+worded the question knows what it asked, the answer costs no second prompt with the passage again, and the
+question and answer are kept or written again together (an answer checked against another attempt's question
+could not be trusted)."""
 
 from __future__ import annotations
 
@@ -17,10 +23,12 @@ from pydantic import BaseModel, Field
 from gen.errors import GenError
 from gen.llm.step import CheckedStep, Problem, Verify
 from gen.llm.step import run as run_step
+from gen.llm.structured import Checked
 from gen.llm.task import Task, render_messages
 from gen.products.base import BuildContext, Reject, Unit
 from gen.products.date_words import date_variables, yearless_dates
 from gen.products.time_content import anchors as anchor_selection
+from gen.products.time_content.answer_rules import answer_problems, clean_answer
 from gen.products.time_content.options import TimeContentQuestionsOptions as Options
 from gen.products.time_content.plan_memo import PlanMemo, Planned, code_digest, plan_key
 from gen.products.time_content.question_rules import Facts, clean, problems
@@ -36,15 +44,25 @@ MAX_RELATED = 3  # same-window responses on the topic shown to the model as "mus
 
 
 class Question(BaseModel):
-    """The model's reply."""
+    """The model's reply: the question and its answer."""
 
     question: str = Field(min_length=1, description="the question, one sentence ending with '?'")
+    answer: str = Field(min_length=1, description="what the passage says in reply to the question, in a few words")
+
+
+@dataclass(frozen=True)
+class Written:
+    """A reply as it is checked and recorded: both texts cleaned (question_rules.clean, answer_rules.clean_answer)."""
+
+    question: str
+    answer: str
 
 
 class Verdict(BaseModel):
     """The verifier's reply."""
 
     answered: bool
+    answer_supported: bool
     reason: str = ""
 
 
@@ -185,6 +203,7 @@ def items_of(timeline: Timeline, plan: Sequence[Planned], options: Options, book
             "after": [line(r) for r in after],
             "related": [responses[i].text for i in slot.related[:MAX_RELATED]],
             "max_copied_words": options.max_copied_words,
+            "max_answer_words": options.max_answer_words,
         }
         question_id = f"{timeline.conversation_id}/tcq-{slot.number + 1:03d}"
         out.append(Item(question_id, timeline, slot, reference, facts, variables))
@@ -244,12 +263,33 @@ def question_task(item: Item, options: Options, sample: int, templates: Template
         item_id=item.question_id,
         endpoint=options.endpoint,
         sample=sample,
-        parser=Question,
+        parser=Checked(Question, answer_rule(item, options)),
         messages=render_messages(PROMPT, templates, **item.variables),
     )
 
 
-def verify_task(item: Item, question: str, options: Options, templates: Templates) -> Task:
+def answer_rule(item: Item, options: Options):
+    """The answer rule (answer_rules.py) as the parser's check: a reply whose answer breaks it goes back to the
+    model in the correction round with every problem named, since the model can mend it by reading the passage
+    again; the question's own checks stay with the step, which writes a failing question anew."""
+
+    def rule(reply: Question) -> None:
+        answer, question = clean_answer(reply.answer), clean(reply.question)
+        if found := answer_problems(answer, question, item.facts, options.answer_limits()):
+            raise ValueError(
+                "the answer breaks the rules: "
+                + "; ".join(map(str, found))
+                + " (answer in a few words taken from the passage, saying what it tells in reply to the question)"
+            )
+
+    return rule
+
+
+def prepared(reply: Question) -> Written:
+    return Written(clean(reply.question), clean_answer(reply.answer))
+
+
+def verify_task(item: Item, written: Written, options: Options, templates: Templates) -> Task:
     v = item.variables
     return Task(
         item_id=item.question_id,
@@ -267,7 +307,8 @@ def verify_task(item: Item, question: str, options: Options, templates: Template
             day=v["day"],
             month=v["month"],
             year=v["year"],
-            question=question,
+            question=written.question,
+            answer=written.answer,
         ),
     )
 
@@ -297,30 +338,35 @@ def question_step(options: Options, templates: Templates) -> CheckedStep[Item]:
     """Write a question for an item, check it against the anchor's facts, optionally have it verified."""
 
     def judge(item: Item, verdict: Verdict) -> Problem | None:
-        if verdict.answered:
-            return None
-        reason = " ".join(verdict.reason.split()) or "the anchor does not answer the question"
-        return Problem("verifier disagrees", reason)
+        reason = " ".join(verdict.reason.split())
+        if not verdict.answered:
+            return Problem("verifier disagrees", reason or "the anchor does not answer the question")
+        if not verdict.answer_supported:
+            return Problem("answer not supported", reason or "the anchor does not say what the answer says")
+        return None
 
     return CheckedStep(
         name=NAME,
         task=lambda item, sample: question_task(item, options, sample, templates),
-        check=lambda item, question: problems(question, item.facts, options.max_overlap, options.max_copied_words),
+        check=lambda item, written: problems(
+            written.question, item.facts, options.max_overlap, options.max_copied_words
+        ),
         item_id=lambda item: item.question_id,
-        prepare=lambda item, reply: clean(reply.question),
-        describe=lambda question: {"question": question},
+        prepare=lambda item, reply: prepared(reply),
+        describe=lambda written: {"question": written.question, "answer": written.answer},
         record=lambda item, reject: reject_of(item, reject).to_dict(),
         verify=Verify(
-            VERIFY_STEP, task=lambda item, question: verify_task(item, question, options, templates), judge=judge
+            VERIFY_STEP, task=lambda item, written: verify_task(item, written, options, templates), judge=judge
         )
         if options.verify
         else None,
     )
 
 
-def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[str, int]]:
-    """question_id -> (question, sample) of the items that passed the shared checked step; the items it gave
-    up on go to ctx.reject with their anchor (an item whose call failed is in the engine's rejects)."""
+def generate(ctx: BuildContext, items: list[Item], options: Options) -> dict[str, tuple[Written, int]]:
+    """question_id -> (question and answer, sample) of the items that passed the shared checked step; the items it gave
+    up on go to ctx.reject with their anchor (an item whose call failed, or whose answer still broke the answer rule
+    after its correction round, is in the engine's rejects)."""
     step = question_step(options, ctx.templates)
     result = run_step(step, ctx.llm(), items, options.step_policy(NAME, ctx.recipe, retries=options.retries))
     by_id = {item.question_id: item for item in items}

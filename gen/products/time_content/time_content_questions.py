@@ -3,15 +3,18 @@ a date or session number, and the content together (docs/time-content-questions.
 
 The ground truth is fixed before any call: anchors.py picks each question's anchor (one
 response, or 2-3 consecutive responses on one topic) and whether it is referred to by date or by session.
-The model only words the question (templates/prompts/time_content_question.j2, structured output
-``{"question": ...}``); question_rules.py checks it (names the speaker, contains the date or
-session number, is one question, does not copy the anchor). A question that fails is written again with the
-next sample index, up to ``retries`` times, then recorded in the run's rejects with the reason. With
+The model words the question and its gold answer (templates/prompts/time_content_question.j2, structured output
+``{"question": ..., "answer": ...}``); question_rules.py checks the question (names the speaker, contains the date
+or session number, is one question, does not copy the anchor) and answer_rules.py the answer (short, says more
+than the question, drawn from the anchor; checked as the reply is parsed, so a bad one gets a correction round).
+A question that fails is written again with the next sample index, up to ``retries`` times, then recorded in the
+run's rejects with the reason. With
 ``verify: true`` a second call (templates/prompts/time_content_verify.j2) must confirm that the anchor
-answers the question; a "no" counts as a failure like the others.
+answers the question and says what the answer says; a "no" counts as a failure like the others.
 
-Items whose call itself failed (transport errors, unparseable or truncated replies) are left to the engine,
-which records them in its own rejects; they are not retried here.
+Items whose call itself failed (transport errors, unparseable or truncated replies, answers that still break the
+answer rule after the correction round) are left to the engine, which records them in its own rejects; they are
+not retried here.
 
 For `gen plan` / `gen preview`: `llm_tasks` gives the first-round generation tasks in item order.
 """
@@ -37,19 +40,20 @@ from gen.products.checks import Checks
 from gen.products.schema import DATE, INT64, STRING, TIMESTAMP, Schema, list_of, schema
 from gen.products.time_content.checking import check_conversation
 from gen.products.time_content.options import TimeContentQuestionsOptions
-from gen.products.time_content.steps import NAME, PROMPT, Item, generate, plan_items, question_step
+from gen.products.time_content.steps import NAME, PROMPT, Item, Written, generate, plan_items, question_step
 
 DESCRIPTION = (
     "LLM-written questions naming a speaker, a date or session, and a topic, about responses chosen beforehand"
 )
 
 
-def record(item: Item, question: str, sample: int, model: str, prompt_id: str) -> dict:
+def record(item: Item, written: Written, sample: int, model: str, prompt_id: str) -> dict:
     anchor = item.anchor
     return {
         "question_id": item.question_id,
         "conversation_id": item.timeline.conversation_id,
-        "question": question,
+        "question": written.question,
+        "answer": written.answer,
         "reference_kind": item.slot.kind,
         "speaker": anchor.speaker,
         "relevant_response_indices": anchor.indices,
@@ -74,6 +78,7 @@ def features() -> Schema:
             "question_id": STRING,
             "conversation_id": STRING,
             "question": STRING,
+            "answer": STRING,
             "reference_kind": STRING,
             "speaker": STRING,
             "relevant_response_indices": list_of(INT64),
@@ -94,7 +99,7 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
     name = NAME
     description = DESCRIPTION
     Options = TimeContentQuestionsOptions
-    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("reference_kind")),)
+    configs = (ConfigSpec(NAME, DESCRIPTION, features(), questions=Questions("reference_kind", answer_field="answer")),)
     needs = Needs(timelines=True, llm=True, products=("log",))
     concurrent_batches = True  # each batch is planned from its own conversations (the plan memo is a cache)
 
@@ -107,8 +112,8 @@ class TimeContentQuestions(Product[TimeContentQuestionsOptions]):
         by_conversation: dict[str, list[Record]] = defaultdict(list)
         for item in items:
             if item.question_id in accepted:
-                question, sample = accepted[item.question_id]
-                by_conversation[item.timeline.conversation_id].append(record(item, question, sample, model, prompt_id))
+                written, sample = accepted[item.question_id]
+                by_conversation[item.timeline.conversation_id].append(record(item, written, sample, model, prompt_id))
         for unit in units:
             yield {NAME: by_conversation.get(unit.conversation_id, [])}
 
