@@ -275,14 +275,18 @@ def require(item: Located, name: str, kind: type) -> Any:
 
 
 def read_question(item: Located, group_field: str) -> Question:
+    """A question record. Its window may be empty: that is the question an abstention answers (gold_answers gives
+    an empty window the abstention, and an abstaining question has nothing to retrieve); the exports refuse an
+    empty window whose answer does not abstain (gen/export/harness/questions.py), and retrieval scoring leaves
+    such a question out (score.py)."""
     relevant = require(item, "relevant_response_indices", list)
-    if not relevant or set(map(type, relevant)) != {int}:  # type(), not isinstance: true is no index
+    if any(type(index) is not int for index in relevant):  # type(), not isinstance: true is no index
         raise GenError(
-            "relevant_response_indices must list at least one response index",
+            "relevant_response_indices must list response indices",
             file=item.file,
             record=item.place,
             field="relevant_response_indices",
-            expected="a non-empty list of integers",
+            expected="a list of integers",
         )
     return Question(
         require(item, "question_id", str),

@@ -57,6 +57,7 @@ def manifest(format_name: str, source: Source, written: list[Written], names: di
                 "gold_answer": GoldAnswers(source.dataset, item.config).where(),
                 **({"folders": item.folders} if item.folders else {}),
                 "tests": item.tests,
+                **({"harness_ids": item.harness_ids} if item.harness_ids else {}),
             }
             for item in written
         },

@@ -53,6 +53,8 @@ class Written:
     conversations: int
     folders: dict[str, str] = field(default_factory=dict)  # conversation id → its folder, for a folder per one
     tests: dict[str, str] = field(default_factory=dict)  # question id → its test, for splitting results
+    # an id the harness reads under another name (LongMemEval's "_abs") → gen's id, for reading results back
+    harness_ids: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(

@@ -9,7 +9,11 @@ own answers write one, "7 May 2023"; or "" where the config has none: LoCoMo's Q
 unconditionally), `evidence` (the relevant responses' dia_ids),
 `category` 2 (LoCoMo's temporal category: its data asks "When did..." under 2, and its QA scorer takes the
 answer F1 of 2 unsplit) and `question_id` (gen's id, which LoCoMo's code carries through to its
-output, so results map back). LoCoMo's model-written annotations (event_summary, observation, session_summary) have
+output, so results map back). A question whose gold answer abstains is LoCoMo's adversarial category 5 instead, shaped
+as locomo10.json's own category-5 entries: no `answer` (LoCoMo's QA scorer reads none for them and counts a
+prediction right when it says "not mentioned" or "no information available"), and `adversarial_answer`, the
+tempting wrong option its loaders offer beside "Not mentioned in the conversation": gen has no false premise to
+offer, so it is "". LoCoMo's model-written annotations (event_summary, observation, session_summary) have
 no counterpart here and are left out rather than faked."""
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from gen.export.harness.results import read_locomo
 from gen.export.harness.source import Conversation
 
 TEMPORAL_CATEGORY = 2
+ADVERSARIAL_CATEGORY = 5  # LoCoMo's unanswerable questions
 
 
 def dia_id(session: int, position: int) -> str:
@@ -67,13 +72,17 @@ def turn(session: int, position: int, response: dict[str, Any]) -> dict[str, Any
 
 
 def qa_entry(question: ExportQuestion, conversation: Conversation) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "question": question_text(question, conversation, locomo_style(conversation.now)),
-        "answer": gold_answer(question, locomo_answer_date),
-    }
+    """A qa entry in locomo10.json's key order; an abstention as its category-5 entries are (module docstring)."""
+    entry: dict[str, Any] = {"question": question_text(question, conversation, locomo_style(conversation.now))}
+    if not question.abstains:
+        entry["answer"] = gold_answer(question, locomo_answer_date)
     places = relevant_by_session(question, conversation)
     entry["evidence"] = [dia_id(session, position) for session in sorted(places) for position in places[session]]
-    entry["category"] = TEMPORAL_CATEGORY
+    if question.abstains:
+        entry["category"] = ADVERSARIAL_CATEGORY
+        entry["adversarial_answer"] = ""
+    else:
+        entry["category"] = TEMPORAL_CATEGORY
     entry["question_id"] = question.question_id
     return entry
 

@@ -11,6 +11,13 @@ named `answer_<conversation>_s<N>` and the others `<conversation>_s<N>` (the con
 lists the evidence sessions; `question_date` is the conversation's "now"; `answer` is the gold answer (a date in
 LongMemEval's style, "2023/05/20 (Sat)"), or "" where the config has no gold answer (retrieval only);
 `question_type` is "temporal-reasoning", the type LongMemEval's judge asks to forgive off-by-one day counts.
+
+LongMemEval knows an abstention question by its id alone: evaluate_qa.py judges a question whose id contains
+"_abs" with its prompt for unanswerable questions, reading `answer` as the explanation. So a question whose gold
+answer abstains is exported as `<gen id>_abs`, and "_abs" inside any other id is written "_Abs" (a time+content
+question's id holds the conversation's id, which may contain it), so no other question is judged that way.
+gen-export.json maps each id written differently back to gen's (`harness_ids`), and `gen import-predictions`
+reads results through that map.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from gen.errors import GenError
 from gen.export.harness.dates import longmemeval_answer_date, longmemeval_style
 from gen.export.harness.formats import ConfigToWrite, ExportFormat, ResultsReader, Written, write_json_list
 from gen.export.harness.questions import ExportQuestion, gold_answer, one_per_group, question_text, relevant_by_session
@@ -30,6 +38,16 @@ TURN_TEMPLATE = "harness/turn.j2"
 
 
 EVIDENCE = "answer"  # the word LongMemEval's retrieval code looks for in a session's id
+ABSTENTION = "_abs"  # what evaluate_qa.py looks for in a question's id
+NOT_ABSTENTION = "_Abs"  # "_abs" inside an id of a question that does not abstain, written so it is not read as one
+
+
+def harness_id(question: ExportQuestion) -> str:
+    """The question's id in a LongMemEval export: the one place the `_abs` convention is applied, so every
+    instance and the manifest's map back agree. gen's id with "_abs" written "_Abs", then "_abs" appended for a
+    question whose gold answer abstains."""
+    plain = question.question_id.replace(ABSTENTION, NOT_ABSTENTION)
+    return plain + ABSTENTION if question.abstains else plain
 
 
 def session_id(name: str, session: int, evidence: bool) -> str:
@@ -74,7 +92,7 @@ def instance(
     marked = [mark(turns, places[number]) if number in places else turns for number, turns in enumerate(sessions, 1)]
     ids = [session_id(name, number, number in places) for number in range(1, len(sessions) + 1)]
     return {
-        "question_id": question.question_id,
+        "question_id": harness_id(question),
         "question_type": QUESTION_TYPE,
         "question": question_text(question, conversation, ""),  # "now" is question_date
         "answer": gold_answer(question, longmemeval_answer_date),
@@ -95,9 +113,28 @@ def mark(turns: list[dict[str, Any]], positions: list[int]) -> list[dict[str, An
 def write(job: ConfigToWrite) -> Written:
     """`<config>.json`: one instance per base question, in one wording chosen by the recipe's seed."""
     questions = one_per_group(job.questions, job.source.seed)
+    renamed = renamed_ids(questions, job)
     write_json_list(job.folder / f"{job.config}.json", instances(job.source.conversations, questions, job.names))
     asked = len({question.conversation_id for question in job.questions})
-    return Written.of(job, f"{job.config}.json", questions, asked)
+    return Written.of(job, f"{job.config}.json", questions, asked, harness_ids=renamed)
+
+
+def renamed_ids(questions: list[ExportQuestion], job: ConfigToWrite) -> dict[str, str]:
+    """Exported id -> gen's id, for the ids harness_id writes differently; two questions that would share an
+    exported id (gen ids differing only in "_abs" against "_Abs") are refused, as results could not be told apart."""
+    seen: dict[str, str] = {}
+    for question in questions:
+        exported = harness_id(question)
+        if exported in seen:
+            raise GenError(
+                f"questions {seen[exported]!r} and {question.question_id!r} would both be {exported!r} in LongMemEval",
+                file=job.source.dataset.folder,
+                record=f"config {job.config}",
+                field="question_id",
+                expected='question ids that differ in more than "_abs" against "_Abs"',
+            )
+        seen[exported] = question.question_id
+    return {exported: gen_id for exported, gen_id in seen.items() if exported != gen_id}
 
 
 FORMAT = ExportFormat(

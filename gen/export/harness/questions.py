@@ -34,6 +34,9 @@ class ExportQuestion:
     # A gold answer that is a date, from the record's structured answer (`<answer_field>_value`, e.g. temporal
     # reasoning's answer_value.date): each harness writes it in its own date style.
     answer_date: date | None = None  # "what did we discuss?" is asked by speaker_a; other questions name their speakers
+    # The gold answer says the conversations hold nothing of what is asked (gen/eval/dataset.py:GoldAnswers.abstains,
+    # the record's `abstained`, as `gen eval --answers` reads it): each harness marks such a question its own way.
+    abstains: bool = False
 
 
 def read_questions(source: Source, config: str) -> list[ExportQuestion]:
@@ -58,7 +61,16 @@ def read_questions(source: Source, config: str) -> list[ExportQuestion]:
                 field="relevant_response_indices",
             )
         declared = source.dataset.declared[config]
-        found.append(export_question(config, question, conversation.conversation_id, declared, gold))
+        exported = export_question(config, question, conversation.conversation_id, declared, gold)
+        if not exported.relevant and not exported.abstains:
+            raise GenError(
+                "the question has no relevant response and its gold answer does not abstain",
+                file=item.file,
+                record=item.place,
+                field="relevant_response_indices",
+                expected="at least one response index (an empty window only for a question answered by abstaining)",
+            )
+        found.append(exported)
     return found
 
 
@@ -84,6 +96,7 @@ def export_question(
         answer,
         bool(declared.get("asked_by_speaker_a")),
         answer_date,
+        gold.abstains(item, question.question_id),
     )
 
 

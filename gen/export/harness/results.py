@@ -2,8 +2,9 @@
 LoCoMo's, LongMemEval's or BEIR's official code on an export gets gen's per-test table from `gen eval`.
 
 Every id a harness reports is one the export wrote, and the export's gen-export.json says what it means: a
-conversation's name, where each of its sessions starts, how many responses it has. Questions keep gen's ids in
-all three layouts. A result that names a session rather than a turn (LongMemEval at session granularity, a
+conversation's name, where each of its sessions starts, how many responses it has. Questions keep gen's ids,
+except where a harness reads meaning into an id (LongMemEval's "_abs" for an abstention question): the manifest's
+`harness_ids` maps those back, and `import_results`, which every reader goes through, applies the map. A result that names a session rather than a turn (LongMemEval at session granularity, a
 LoCoMo summary's `S<n>`) stands for every response of that session, in order.
 """
 
@@ -56,6 +57,25 @@ def read_layouts(export: Path) -> dict[str, Layout]:
             f"cannot read how the export laid out its conversations ({exc.__class__.__name__}: {exc})",
             file=path,
             field="conversations",
+            expected="the folder `gen export` wrote for the harness that produced the results",
+        ) from None
+
+
+def read_harness_ids(export: Path) -> dict[str, str]:
+    """Every question id the export wrote under another name (in any config) → gen's id."""
+    path = export / MANIFEST
+    try:
+        manifest = reading.read_json(path, "the gen-export.json `gen export` wrote")
+        return {
+            str(exported): str(gen_id)
+            for info in manifest["configs"].values()
+            for exported, gen_id in (info.get("harness_ids") or {}).items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise GenError(
+            f"cannot read the export's question ids ({exc.__class__.__name__}: {exc})",
+            file=path,
+            field="configs.<config>.harness_ids",
             expected="the folder `gen export` wrote for the harness that produced the results",
         ) from None
 
@@ -256,4 +276,6 @@ def import_results(
     if export is None and reader.needs_export:
         raise GenError(f"--format {format_name} needs the export folder it was run on", field="--export")
     pairs = reader.read(results, export, key)
-    return [{"question_id": question_id, "retrieved": retrieved} for question_id, retrieved in pairs], reader
+    gen_ids = read_harness_ids(export) if export is not None else {}
+    lines = [{"question_id": gen_ids.get(qid, qid), "retrieved": retrieved} for qid, retrieved in pairs]
+    return lines, reader
