@@ -1,0 +1,260 @@
+"""Written gold answers, abstention included, scored by the harnesses' own QA code on gen's exports, and the
+abstention question's LongMemEval id read back.
+
+The run is real: `gen run` against the fake OpenAI server, with gold_answers over time_queries and
+ambiguous_time_queries (the script of tests/test_gold_answers.py: one claim per speaker, the first response left
+out as a greeting) and time_content_questions with their answers (tests/fakes/openai_server.py's tcq_question).
+No product writes a question with an empty window today (the time queries drop such windows), so the one
+abstention is added to the finished run by hand: a time query whose window is empty, and its answer made by
+gold_answers' own code (abstained_record, the abstention template), as gold_answers writes it for such a window.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gen.export.harness.exporter import export
+from gen.export.harness.longmemeval import harness_id
+from gen.export.harness.questions import ExportQuestion
+from gen.products.answers.steps import BaseQuestion, Item, abstained_record, abstention
+from gen.templating import Templates
+from tests.conftest import extra_marks, read_jsonl, run_cli, write_recipe
+from tests.fakes.openai_server import FakeOpenAI, tcq_question
+from tests.official import locomo_evaluation
+from tests.test_gold_answers import SAMPLE, good_reply
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = ("time_queries", "ambiguous_time_queries", "time_content_questions")
+ABSTAINING_ID = "0abs0000000000ee"  # an id of gen's kind (16 hex digits), holding "abs" but not "_abs"
+ABSTAINING_GROUP = "0000000000e0e0e0"
+UNANSWERABLE = "I will give you an unanswerable question"  # how LongMemEval's abstention judging prompt opens
+
+
+def script(request):
+    """gold_answers prompts list the window ("[index] ..."); time+content prompts say what the question asks."""
+    if "It asks about what" in request.last_user:
+        return tcq_question(request)
+    return good_reply(request.last_user)
+
+
+def add_abstention(folder: Path) -> None:
+    """A time query of sample-2 whose window is empty (asked about a day without a response), and its answer."""
+    queries = folder / "time_queries" / "test.jsonl"
+    first = read_jsonl(queries)[0]
+    question = {
+        **first,
+        "question_id": ABSTAINING_ID,
+        "group_id": ABSTAINING_GROUP,
+        "test": "date",
+        "question": "What did we discuss on 1 January 2020?",
+        "time_expression": "on 1 January 2020",
+        "params": {"date": "2020-01-01"},
+        "relevant_response_indices": [],
+        "num_relevant": 0,
+    }
+    base = BaseQuestion(first["conversation_id"], ABSTAINING_GROUP, "date", {"date": "2020-01-01"}, ())
+    answer = abstained_record(Item(base, {}), abstention(Templates()))
+    for path, row in ((queries, question), (folder / "gold_answers" / "test.jsonl", answer)):
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory) -> Path:
+    from gen.llm.config import RunSettings
+    from gen.pipeline.options import RunOptions
+    from gen.pipeline.runner import run as run_recipe
+    from gen.products.registry import load
+
+    base = tmp_path_factory.mktemp("abstain")
+    with FakeOpenAI(script) as server:
+        recipe = {
+            "name": "abstain",
+            "seed": 13,
+            "sources": [{"format": "locomo", "path": str(SAMPLE), "ids": ["sample-2"]}],
+            "llm": {
+                "main": {
+                    "model": "fake-model",
+                    "base_url": server.base_url,
+                    "api_key_env": None,
+                    "structured_output": "json_schema",
+                    "max_retries": 0,
+                    "max_reject_rate": 0.5,
+                }
+            },
+            "products": [
+                {"type": "log"},
+                {"type": "time_queries", "tests": ["session"]},
+                {"type": "ambiguous_time_queries", "tests": ["session"]},
+                {"type": "gold_answers", "questions": ["time_queries", "ambiguous_time_queries"]},
+                {"type": "time_content_questions", "per_conversation": 3},
+            ],
+        }
+        loaded = load(write_recipe(base / "recipe.yaml", recipe))[0]
+        settings = RunSettings(cache_dir=base / "cache", progress="off")
+        folder = run_recipe(loaded, RunOptions(output_dir=base / "out", llm=settings))
+    add_abstention(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exported(answered, tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("abstain-exports")
+    for name in ("locomo", "longmemeval"):
+        export(answered, name, base / name)
+    return {"locomo": base / "locomo", "longmemeval": base / "longmemeval"}
+
+
+def gold_by_question(folder: Path) -> dict[str, str]:
+    """question id -> its gold answer, read from the run's records (not through the export code)."""
+    by_group = {row["group_id"]: row["answer"] for row in read_jsonl(folder / "gold_answers" / "test.jsonl")}
+    found = {}
+    for config in ("time_queries", "ambiguous_time_queries"):
+        for row in read_jsonl(folder / config / "test.jsonl"):
+            if row["group_id"] in by_group:
+                found[row["question_id"]] = by_group[row["group_id"]]
+    for row in read_jsonl(folder / "time_content_questions" / "test.jsonl"):
+        found[row["question_id"]] = row["answer"]
+    return found
+
+
+def locomo_qa(exported: dict[str, Path]) -> list[dict]:
+    return [entry for config in CONFIGS for entry in json.loads((exported["locomo"] / f"{config}.json").read_text())[0]["qa"]]
+
+
+def test_the_run_holds_written_answers_and_one_abstention(answered):
+    answers = read_jsonl(answered / "gold_answers" / "test.jsonl")
+    assert [a["abstained"] for a in answers] == [False, False, False, True]  # three sessions, then the empty window
+    assert len(read_jsonl(answered / "time_content_questions" / "test.jsonl")) == 3
+
+
+def test_locomo_exports_the_abstention_as_its_adversarial_category(answered, exported):
+    gold = gold_by_question(answered)
+    qa = locomo_qa(exported)
+    assert len(qa) == len(gold)
+    [abstaining] = [entry for entry in qa if entry["question_id"] == ABSTAINING_ID]
+    # locomo10.json's category-5 keys, in its order, and gen's id; no answer text
+    assert list(abstaining) == ["question", "evidence", "category", "adversarial_answer", "question_id"]
+    assert (abstaining["evidence"], abstaining["category"], abstaining["adversarial_answer"]) == ([], 5, "")
+    for entry in qa:
+        if entry is not abstaining:
+            assert (entry["category"], entry["answer"]) == (2, gold[entry["question_id"]])
+
+
+def test_locomo_qa_scorer_gives_the_gold_answers_one(exported):
+    """Every written answer as its own prediction scores F1 1.0; the abstention scores 1 for a prediction that says
+    "not mentioned" and 0 for one that answers something; a wrong answer to a written one scores 0 (no word shared
+    with "Rover talked about things.": worked out by hand)."""
+    qa = locomo_qa(exported)
+    right = [dict(e, prediction=e.get("answer", "That is not mentioned in our conversations.")) for e in qa]
+    scores, _, recall = locomo_evaluation.eval_question_answering(right, "prediction")
+    assert scores == [1.0] * len(qa)
+    abstaining = next(e for e in qa if e["category"] == 5)
+    guessed = [dict(abstaining, prediction="We talked about the move to Lisbon.")]
+    assert locomo_evaluation.eval_question_answering(guessed, "prediction")[0] == [0]
+    written = next(e for e in qa if e["category"] == 2)
+    wrong = [dict(written, prediction="Nobody knows, honestly")]
+    assert locomo_evaluation.eval_question_answering(wrong, "prediction")[0] == [0.0]
+
+
+def abstaining_instance(exported: dict[str, Path]) -> dict:
+    instances = json.loads((exported["longmemeval"] / "time_queries.json").read_text())
+    return next(i for i in instances if "_abs" in i["question_id"])
+
+
+def test_longmemeval_marks_the_abstention_by_its_id_and_the_manifest_maps_it_back(exported):
+    instance = abstaining_instance(exported)
+    assert instance["question_id"] == f"{ABSTAINING_ID}_abs"
+    assert instance["answer"].startswith("There is nothing in our conversations from that time")
+    assert (instance["answer_session_ids"], instance["question_type"]) == ([], "temporal-reasoning")
+    manifest = json.loads((exported["longmemeval"] / "gen-export.json").read_text())
+    assert manifest["configs"]["time_queries"]["harness_ids"] == {f"{ABSTAINING_ID}_abs": ABSTAINING_ID}
+    assert ABSTAINING_ID in manifest["configs"]["time_queries"]["tests"]
+    for config in ("ambiguous_time_queries", "time_content_questions"):
+        assert "harness_ids" not in manifest["configs"][config]  # nothing renamed: the manifest as before
+
+
+def judge(request) -> str:
+    """LongMemEval's two prompts: for an unanswerable question yes when the response says there is nothing to
+    tell; otherwise yes when the response contains the correct answer."""
+    prompt = request.last_user
+    response = prompt.split("\n\nModel Response: ", 1)[1].split("\n\n", 1)[0]
+    if prompt.startswith(UNANSWERABLE):
+        return "yes" if "nothing" in response.lower() else "no"
+    answer = prompt.split("Correct Answer: ", 1)[1].split("\n\nModel Response: ", 1)[0]
+    return "yes" if answer.lower() in response.lower() else "no"
+
+
+@pytest.mark.parametrize("_", [pytest.param(None, id="evaluate_qa", marks=extra_marks("test", "backoff"))])
+def test_longmemeval_evaluate_qa_judges_the_abstention_with_its_own_prompt(_, exported, tmp_path):
+    instances = [i for c in CONFIGS for i in json.loads((exported["longmemeval"] / f"{c}.json").read_text())]
+    references = tmp_path / "references.json"
+    references.write_text(json.dumps(instances))
+    lines = [{"question_id": i["question_id"], "hypothesis": i["answer"]} for i in instances]
+    wrong = next(line for line in lines if not line["question_id"].endswith("_abs"))
+    wrong["hypothesis"] = "I do not remember."
+    hypotheses = tmp_path / "hypotheses.jsonl"
+    hypotheses.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    script_path = REPO / "tests" / "official" / "longmemeval_evaluate_qa.py"
+    with FakeOpenAI(judge, delay=0.0) as server:
+        done = subprocess.run(
+            [sys.executable, str(script_path), "gpt-4o-mini", str(hypotheses), str(references)],
+            capture_output=True,
+            text=True,
+            env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url, "PATH": "/usr/bin:/bin"},
+            timeout=120,
+        )
+        prompts = [request.last_user for request in server.requests]
+    assert done.returncode == 0, done.stderr
+    # 3 session questions + 1 abstention (time_queries), 3 (ambiguous), 3 (time+content): 10, one of them wrong
+    assert len(lines) == 10 and f"Accuracy: {round(9 / 10, 4)}" in done.stdout
+    unanswerable = [p for p in prompts if p.startswith(UNANSWERABLE)]
+    abstaining = abstaining_instance(exported)
+    assert len(unanswerable) == 1 and f"Explanation: {abstaining['answer']}" in unanswerable[0]
+    results = Path(f"{hypotheses}.eval-results-gpt-4o-mini").read_text().splitlines()
+    labels = {json.loads(line)["question_id"]: json.loads(line)["autoeval_label"]["label"] for line in results}
+    assert labels == {line["question_id"]: line is not wrong for line in lines}
+
+
+def test_a_longmemeval_result_with_the_abs_id_comes_back_as_gens_question(answered, exported, tmp_path, capsys):
+    """run_retrieval.py's log names the abstention `<id>_abs`; gen import-predictions gives gen's id back, and gen
+    eval reads it as the dataset's question (an unknown id would be refused), leaving it out of retrieval scores."""
+    instances = json.loads((exported["longmemeval"] / "time_queries.json").read_text())
+    log = tmp_path / "retrieval_log"
+    ranked = [{"corpus_id": f"{i['haystack_session_ids'][0]}_1"} for i in instances]
+    log.write_text(
+        "".join(
+            json.dumps({"question_id": i["question_id"], "retrieval_results": {"ranked_items": [item]}}) + "\n"
+            for i, item in zip(instances, ranked)
+        )
+    )
+    output = tmp_path / "lme.jsonl"
+    args = ["import-predictions", log, "--format", "longmemeval", "--export", exported["longmemeval"]]
+    code, _, err = run_cli([*args, "--output", output], capsys)
+    assert code == 0, err
+    ids = [line["question_id"] for line in read_jsonl(output)]
+    assert ABSTAINING_ID in ids and not any("_abs" in i for i in ids)
+    scores = tmp_path / "scores.json"
+    args = ["eval", answered, "--predictions", output, "--questions-from", exported["longmemeval"], "--json", scores]
+    code, _, err = run_cli(args, capsys)
+    assert code == 0, err
+    time_queries = json.loads(scores.read_text())["configs"]["time_queries"]
+    assert time_queries["questions"] == 4 and time_queries["predicted"] == 4
+    assert set(time_queries["tests"]) == {"session"}  # the abstention (test "date") has nothing to retrieve
+
+
+def exported_question(question_id: str, abstains: bool) -> ExportQuestion:
+    return ExportQuestion("c", question_id, "g", "t", "conv", [0], "q?", [], None, False, None, abstains)
+
+
+def test_only_an_abstention_carries_abs_in_its_longmemeval_id():
+    """evaluate_qa.py looks for "_abs" anywhere in an id: a time+content question's id holds its conversation's id,
+    which may contain it, and must not be judged as unanswerable."""
+    assert harness_id(exported_question("lab_abstracts/tcq-001", False)) == "lab_Abstracts/tcq-001"
+    assert harness_id(exported_question("lab_abstracts/tcq-001", True)) == "lab_Abstracts/tcq-001_abs"
+    assert harness_id(exported_question("153bdeff55be200a", False)) == "153bdeff55be200a"
