@@ -124,7 +124,11 @@ def gold_by_question(folder: Path) -> dict[str, str]:
 
 
 def locomo_qa(exported: dict[str, Path]) -> list[dict]:
-    return [entry for config in CONFIGS for entry in json.loads((exported["locomo"] / f"{config}.json").read_text())[0]["qa"]]
+    return [
+        entry
+        for config in CONFIGS
+        for entry in json.loads((exported["locomo"] / f"{config}.json").read_text())[0]["qa"]
+    ]
 
 
 def test_the_run_holds_written_answers_and_one_abstention(answered):
@@ -152,7 +156,7 @@ def test_locomo_qa_scorer_gives_the_gold_answers_one(exported):
     with "Rover talked about things.": worked out by hand)."""
     qa = locomo_qa(exported)
     right = [dict(e, prediction=e.get("answer", "That is not mentioned in our conversations.")) for e in qa]
-    scores, _, recall = locomo_evaluation.eval_question_answering(right, "prediction")
+    scores, _, _ = locomo_evaluation.eval_question_answering(right, "prediction")
     assert scores == [1.0] * len(qa)
     abstaining = next(e for e in qa if e["category"] == 5)
     guessed = [dict(abstaining, prediction="We talked about the move to Lisbon.")]
@@ -258,3 +262,18 @@ def test_only_an_abstention_carries_abs_in_its_longmemeval_id():
     assert harness_id(exported_question("lab_abstracts/tcq-001", False)) == "lab_Abstracts/tcq-001"
     assert harness_id(exported_question("lab_abstracts/tcq-001", True)) == "lab_Abstracts/tcq-001_abs"
     assert harness_id(exported_question("153bdeff55be200a", False)) == "153bdeff55be200a"
+
+
+def test_an_empty_window_whose_answer_does_not_abstain_is_refused(answered, tmp_path, capsys):
+    """A question with nothing to retrieve is only the one an abstention answers; any other is bad input."""
+    import shutil
+
+    folder = shutil.copytree(answered, tmp_path / "run")
+    queries = folder / "time_queries" / "test.jsonl"
+    rows = read_jsonl(queries)
+    rows[0]["relevant_response_indices"] = []  # its base question's answer was written from responses
+    queries.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    code, _, err = run_cli(["export", folder, "--format", "locomo", "--output", tmp_path / "out"], capsys)
+    assert code == 2
+    assert "line 1" in err and "relevant_response_indices" in err and "does not abstain" in err
+    assert not (tmp_path / "out").exists()

@@ -125,9 +125,7 @@ def score_config(
 ) -> ConfigResult:
     # a question with an empty window (one answered by abstaining) has nothing to retrieve: it has no recall to
     # score, as LongMemEval's retrieval metrics leave out its abstention questions
-    scored = (
-        (q.group, question_score(q.relevant, predictions.get(q.question_id, []), k)) for q in items if q.relevant
-    )
+    scored = ((q.group, question_score(q.relevant, predictions.get(q.question_id, []), k)) for q in items if q.relevant)
     tests = means_per_test(scored)
     return ConfigResult(
         config,

@@ -4,8 +4,9 @@ LoCoMo's, LongMemEval's or BEIR's official code on an export gets gen's per-test
 Every id a harness reports is one the export wrote, and the export's gen-export.json says what it means: a
 conversation's name, where each of its sessions starts, how many responses it has. Questions keep gen's ids,
 except where a harness reads meaning into an id (LongMemEval's "_abs" for an abstention question): the manifest's
-`harness_ids` maps those back, and `import_results`, which every reader goes through, applies the map. A result that names a session rather than a turn (LongMemEval at session granularity, a
-LoCoMo summary's `S<n>`) stands for every response of that session, in order.
+`harness_ids` maps those back, and `import_results`, which every reader goes through, applies the map. A result
+that names a session rather than a turn (LongMemEval at session granularity, a LoCoMo summary's `S<n>`) stands for
+every response of that session, in order.
 """
 
 from __future__ import annotations
