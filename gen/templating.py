@@ -22,7 +22,7 @@ import hashlib
 import re
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
@@ -278,6 +278,32 @@ def environment(search: tuple[str, ...]) -> SandboxedEnvironment:
         autoescape=False,
     )
     env.globals["range"] = bounded_range
+    return env
+
+
+@dataclass(frozen=True)
+class HtmlPages:
+    """Web pages (gen view's, in `folder`): sandboxed and strict like every template of gen, and escaping HTML,
+    since what they show is run data, never trusted markup. `filters` are (name, function) pairs the pages use.
+    Kept here so that this module stays the only one that reaches jinja2."""
+
+    folder: Path
+    filters: tuple[tuple[str, Callable[[Any], str]], ...] = ()
+
+    def render(self, name: str, **context: Any) -> str:
+        return html_environment(self).get_template(name).render(**context)
+
+
+@lru_cache(maxsize=2)
+def html_environment(pages: HtmlPages) -> SandboxedEnvironment:
+    env = SandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(str(pages.folder)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(dict(pages.filters))
     return env
 
 

@@ -6,13 +6,10 @@ from __future__ import annotations
 import mimetypes
 import sys
 from collections.abc import Callable
-from functools import lru_cache
 from html import escape
 from pathlib import Path
 from typing import Any
 
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -21,7 +18,7 @@ from starlette.routing import Route
 
 from gen.about import DISTRIBUTION
 from gen.errors import shorten
-from gen.templating import builtin_templates_dir
+from gen.templating import HtmlPages, builtin_templates_dir
 from gen.view import pages, questions, rejects_compare, urls
 from gen.view.tables import QueryError
 
@@ -32,23 +29,17 @@ def view_templates_dir() -> Path:
     return builtin_templates_dir() / "view"
 
 
-@lru_cache(maxsize=1)
-def environment() -> SandboxedEnvironment:
-    """Sandboxed and strict like every template of gen, and escaping HTML (run data is shown, never trusted)."""
-    env = SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(str(view_templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["url"] = lambda text: urls.part(str(text))
-    env.filters["number"] = lambda value: "" if value is None else f"{value:,}"
-    return env
+PAGES = HtmlPages(
+    view_templates_dir(),
+    (
+        ("url", lambda text: urls.part(str(text))),
+        ("number", lambda value: "" if value is None else f"{value:,}"),
+    ),
+)
 
 
 def render(name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
-    return HTMLResponse(environment().get_template(name).render(**context), status_code=status)
+    return HTMLResponse(PAGES.render(name, **context), status_code=status)
 
 
 def error_page(viewer: pages.Viewer, status: int, message: str) -> HTMLResponse:
