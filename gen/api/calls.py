@@ -23,7 +23,7 @@ from gen import progress
 from gen.callers import named
 from gen.errors import GenError
 from gen.progress import ProgressMode
-from gen.validation import OptionsModel, shown_value
+from gen.validation import OptionsModel
 
 Params = ParamSpec("Params")
 Returned = TypeVar("Returned")
@@ -70,7 +70,7 @@ def api_call(kind: type[HasProgress]) -> Callable[[Callable[Params, Returned]], 
 def refuse_other(function: str, kind: type, options: Any) -> None:
     if options is not None and not isinstance(options, kind):
         raise GenError(
-            f"options of the wrong kind, got {type(options).__name__} {shown_value(options)}",
+            f"not a {kind.__name__}, got a {type(options).__name__}",
             field=named("options", f"{function}(options=...)"),
             expected=f"gen.{kind.__name__}(...) or None",
         )
