@@ -354,7 +354,9 @@ API_STEPS = {
         "placing conversations on the clock",
     ),
     "preview": (
-        lambda gen, mode, folder, tmp: gen.preview(_tcq(tmp), "time_content_questions", 0, gen.PlanOptions(progress=mode)),
+        lambda gen, mode, folder, tmp: gen.preview(
+            _tcq(tmp), "time_content_questions", 0, gen.PlanOptions(progress=mode)
+        ),
         "rendering the LLM prompts",
     ),
     "push": (
