@@ -223,9 +223,8 @@ def publish(export: Export, target: HubTarget, message: str, out: Say) -> PushRe
     assert isinstance(info, DatasetInfo)  # what repo_info answers for repo_type="dataset"
     if info.private is False and target.private:
         raise GenError(
-            f"{repo_id} already exists and is public, and this push asked for a private repo; "
-            f"pass {named('--public', 'PushOptions(private=False)')} (or set export.hub.private: false) to "
-            "publish to it",
+            f"{repo_id} already exists and is public, and this push asked for a private repo; pass "
+            f"{named('--public', 'PushOptions(private=False)')} (or set export.hub.private: false) to publish to it",
             field="repo_id",
         )
     if info.private and not target.private:
