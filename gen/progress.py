@@ -42,6 +42,7 @@ from gen import stopping
 
 __all__ = [
     "Bar",
+    "ProgressMode",
     "asked",
     "chosen",
     "close_display",
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 LlmMode = Literal["live", "plain", "off"]
+# what an API call's options may ask for (RunSettings.progress, the `progress` of every other options object)
+ProgressMode = Literal["auto", "live", "plain", "off"]
 REFRESHES_PER_SECOND = 4
 
 

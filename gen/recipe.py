@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from gen import plugins, reading
+from gen.callers import named
 from gen.conversation import MIN_YEAR
 from gen.errors import GenError
 from gen.export.spec import ExportSpec
@@ -404,7 +405,7 @@ def resolve_paths(recipe: Recipe, base: Path, source_dir: Path | None = None) ->
                 file=recipe.file,
                 field=f"sources[{index}].path",
                 expected="a path relative to the recipe's folder, or absolute; for a file name alone, "
-                "--source-dir naming the folder that holds it",
+                f"{named('--source-dir', 'RunOptions.source_dir')} naming the folder that holds it",
             )
         if source.path is not None and source.sha256 and file_sha256(source.path) != source.sha256:
             raise GenError(

@@ -71,7 +71,8 @@ class InputModel(BaseModel):
 
 
 class OptionsModel(InputModel):
-    """The base of the settings a Python caller builds (gen.RunOptions, RunSettings, RateLimits): InputModel's
+    """The base of the settings a Python caller builds (gen.RunOptions, RunSettings, RateLimits, and every options
+    object of gen's API: gen/api/calls.py's CallOptions): InputModel's
     checks, and a value out of its range, of the wrong type or under an unknown name is a GenError when the
     object is made, naming the field and the range or type expected, as the command line says it for its own
     options; never pydantic's ValidationError. The ranges live on the fields; the command line's options for the
@@ -81,7 +82,14 @@ class OptionsModel(InputModel):
     pydantic calls a model's own __init__ for a nested mapping too, so the field is named from the innermost
     model that refused it."""
 
-    def __init__(self, /, **data: Any) -> None:
+    def __init__(self, /, *given: Any, **data: Any) -> None:
+        if given:  # pydantic's TypeError would not say which settings there are
+            name = type(self).__name__
+            raise GenError(
+                f"settings are given by name, got {len(given)} without one",
+                field=name,
+                expected=f"{name}({', '.join(f'{key}=...' for key in type(self).model_fields)})",
+            )
         try:
             super().__init__(**data)
         except ValidationError as exc:

@@ -78,7 +78,7 @@ def test_export_writes_the_harness_layout(tmp_path):
 
 def test_plan_is_the_table_gen_plan_prints(tmp_path, capsys):
     recipe = REPO / "recipes" / "local-model.yaml"
-    table = gen.plan(recipe, cache_dir=tmp_path)
+    table = gen.plan(recipe, gen.PlanOptions(cache_dir=tmp_path))
     code, out, err = run_cli(["plan", recipe, "--cache-dir", tmp_path], capsys)
     assert code == 0, err
     printed = [line.split() for line in out.splitlines()[1:]]

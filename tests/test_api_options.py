@@ -1,16 +1,23 @@
-"""The settings a Python caller builds (gen.RunOptions, RunSettings, RateLimits) refuse a value out of its range,
-of the wrong type or under an unknown name when they are made: one GenError naming the field and what it takes,
-as the command line refuses its own options; never pydantic's ValidationError. Fields the command line does not
-expose are checked the same way."""
+"""The settings a Python caller builds (gen.RunOptions, RunSettings, RateLimits and every other options object of
+gen.api) refuse a value out of its range, of the wrong type or under an unknown name when they are made: one
+GenError naming the field and what it takes, as the command line refuses its own options; never pydantic's
+ValidationError or a TypeError. Fields the command line does not expose are checked the same way. An error reached
+from Python names the field or parameter, never a command-line option."""
 
 from __future__ import annotations
+
+import inspect
+import typing
 
 import pytest
 from pydantic import ValidationError
 
 import gen
+import gen.api
 from gen.errors import GenError
 from gen.llm.config import RateLimits, RunSettings
+from gen.validation import OptionsModel
+from tests.conftest import run_cli
 
 CASES = {
     "max_concurrency 0": (
@@ -90,3 +97,150 @@ def test_settings_in_range_are_kept_as_given_and_cannot_change():
     assert (options.workers, options.limit, options.llm.limits.requests_per_minute) == (256, 0, 0.001)
     with pytest.raises(ValidationError):  # frozen: one run's settings do not change under it
         options.workers = 3  # type: ignore[misc]
+
+
+# --- every options class of the API, walked from gen.api.__all__ ---------------------------------------------
+
+
+def options_classes() -> list[type[OptionsModel]]:
+    """Every options class a caller of gen.api builds: those the API names, and the models nested in their fields
+    (RunOptions.llm is a RunSettings, whose `limits` is a RateLimits), read from the classes themselves."""
+    found: list[type[OptionsModel]] = []
+    pending = [getattr(gen.api, name) for name in gen.api.__all__]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, type) and issubclass(item, OptionsModel) and item not in found:
+            found.append(item)
+            for field in item.model_fields.values():
+                pending.extend(typing.get_args(field.annotation) or [field.annotation])
+    return sorted(found, key=lambda model: model.__name__)
+
+
+def out_of_range(field) -> list:
+    """A value just past each bound the field declares (ge=1: 0; le=256: 257; gt=0: 0)."""
+    values = []
+    for bound in field.metadata:
+        for name, step in (("ge", -1), ("le", 1), ("gt", 0), ("lt", 0)):
+            if hasattr(bound, name):
+                values.append(getattr(bound, name) + step)
+    return values
+
+
+BAD_CASES = [
+    (model, name, value)
+    for model in options_classes()
+    for name, field in model.model_fields.items()
+    for value in [*out_of_range(field), object()]  # object(): no field of any type takes it
+]
+
+
+def test_the_walk_finds_every_options_class_of_the_api():
+    """Written out by hand once, so that the walk below cannot silently find nothing."""
+    names = {model.__name__ for model in options_classes()}
+    assert names >= {
+        "RunOptions", "RunSettings", "RateLimits", "PlanOptions", "ValidateOptions", "PushOptions", "ExportOptions",
+        "EvalOptions", "BaselineOptions", "JudgeOptions", "ViewOptions",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model", "name", "value"),
+    BAD_CASES,
+    ids=[f"{m.__name__}.{n}={'object()' if type(v) is object else v}" for m, n, v in BAD_CASES],
+)
+def test_every_field_of_every_options_class_refuses_a_bad_value_as_one_error(model, name, value):
+    with pytest.raises(GenError) as raised:
+        model(**{name: value})
+    assert raised.value.field == f"{model.__name__}.{name}"
+    assert raised.value.expected  # what it takes: its range or its type
+    if type(value) is not object:  # a number out of range is quoted back
+        assert str(value).removesuffix(".0") in raised.value.message
+
+
+@pytest.mark.parametrize("model", options_classes(), ids=lambda model: model.__name__)
+def test_every_options_class_names_the_nearest_field_for_a_misspelt_one(model):
+    for name in model.model_fields:
+        misspelt = name[:-1] + name[-1] * 2  # the last letter doubled: "workerss"
+        with pytest.raises(GenError) as raised:
+            model(**{misspelt: None})
+        assert raised.value.field == f"{model.__name__}.{misspelt}"
+        assert raised.value.message.endswith(f"did you mean {name!r}?")
+
+
+@pytest.mark.parametrize("model", options_classes(), ids=lambda model: model.__name__)
+def test_settings_given_without_their_names_are_one_error_listing_the_names(model):
+    with pytest.raises(GenError) as raised:
+        model("value")
+    assert raised.value.field == model.__name__
+    assert all(f"{name}=" in raised.value.expected for name in model.model_fields)
+
+
+def api_functions_with_options() -> list[str]:
+    return [
+        name
+        for name in gen.api.__all__
+        if callable(getattr(gen.api, name))
+        and not isinstance(getattr(gen.api, name), type)
+        and "options" in inspect.signature(getattr(gen.api, name)).parameters
+    ]
+
+
+def test_every_api_function_with_options_takes_an_options_class_through_api_call():
+    """The options and progress of a call are handled in one place (gen/api/calls.py), never by hand."""
+    functions = api_functions_with_options()
+    assert {"run", "plan", "preview", "validate", "push", "export_harness", "evaluate", "baseline", "judge"} <= set(
+        functions
+    )
+    for name in functions:
+        function = getattr(gen.api, name)
+        assert hasattr(function, "__wrapped__"), f"{name} is not decorated with api_call"
+        annotation = inspect.signature(function).parameters["options"].annotation
+        kind = annotation.split(" | ")[0]  # "PlanOptions | None"
+        assert issubclass(getattr(gen.api, kind), OptionsModel), name
+
+
+@pytest.mark.parametrize("name", api_functions_with_options())
+def test_options_of_another_kind_are_one_error_before_any_work(name):
+    function = getattr(gen.api, name)
+    required = [
+        p for p in inspect.signature(function).parameters.values() if p.default is p.empty and p.name != "options"
+    ]
+    with pytest.raises(GenError) as raised:
+        function(*["unused"] * len(required), options={"progress": "off"})
+    assert raised.value.field == f"{name}(options=...)"
+    assert raised.value.message.endswith("got a dict")
+
+
+# --- names: an error reached from Python names the field, from the command line the option -----------------
+
+
+def test_a_python_caller_is_told_the_field_and_a_shell_user_the_option(tmp_path, capsys):
+    with pytest.raises(GenError) as raised:
+        gen.RunOptions(ray_address="auto")
+    assert (raised.value.field, raised.value.expected) == ("RunOptions.ray_address", "executor='ray'")
+    assert "--" not in str(raised.value)
+    code, _, err = run_cli(["run", "r.yaml", "--ray-address", "auto"], capsys)
+    assert code == 2
+    assert err == "error: --ray-address: --ray-address is only for --executor ray (expected --executor ray)\n"
+    with pytest.raises(GenError) as raised:  # and after the command, Python's names again
+        gen.RunOptions(ray_address="auto")
+    assert raised.value.field == "RunOptions.ray_address"
+
+
+def test_evaluate_from_python_names_its_parameters_and_fields(quickstart, tmp_path):
+    with pytest.raises(GenError) as raised:
+        gen.evaluate(quickstart)
+    assert raised.value.field == "predictions / answers"
+    assert raised.value.message == "give either predictions (retrieved responses) or answers (written answers)"
+    with pytest.raises(GenError) as raised:
+        gen.evaluate(quickstart, answers=tmp_path / "a.jsonl", options=gen.EvalOptions(k=3))
+    assert (raised.value.field, raised.value.expected) == ("EvalOptions.k", "EvalOptions.k with predictions")
+    with pytest.raises(GenError) as raised:  # the scores written over the predictions they read
+        gen.evaluate(quickstart, tmp_path / "p.jsonl", options=gen.EvalOptions(json_out=tmp_path / "p.jsonl"))
+    assert "EvalOptions.json_out" in str(raised.value) and "--" not in str(raised.value)
+
+
+def test_preview_refuses_a_negative_index_rather_than_showing_the_last_item():
+    with pytest.raises(GenError) as raised:
+        gen.preview("never read.yaml", "time_content_questions", -1)
+    assert (raised.value.field, raised.value.expected) == ("preview(index=...)", "0 or more")

@@ -138,6 +138,21 @@ def test_each_option_that_sets_a_python_setting_has_that_settings_range():
     assert RANGES["--tokens-per-minute"] == bounds(RateLimits, "tokens_per_minute") == (1, 1e12)
 
 
+def test_each_option_of_the_other_commands_has_its_options_fields_range():
+    """gen.plan(recipe, gen.PlanOptions(limit=-1)) and `gen plan --limit -1` are refused alike; so are --k of gen
+    eval and gen baseline, and --port of gen view."""
+    import gen
+    from gen.cli.options import RANGES
+
+    def bounds(model, name):
+        metadata = model.model_fields[name].metadata
+        return next(m.ge for m in metadata if hasattr(m, "ge")), next(m.le for m in metadata if hasattr(m, "le"))
+
+    assert RANGES["--limit"] == bounds(gen.PlanOptions, "limit")
+    assert RANGES["--k"] == bounds(gen.EvalOptions, "k") == bounds(gen.BaselineOptions, "k") == (1, 100_000)
+    assert RANGES["--port"] == bounds(gen.ViewOptions, "port") == (0, 65535)
+
+
 def test_version_prints_the_installed_version():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     code, out, err = gen("--version")

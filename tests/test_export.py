@@ -444,7 +444,7 @@ def test_the_export_never_overwrites_an_unrelated_folder(quickstart, tmp_path):
     (precious / "notes.txt").write_text("keep me")
     with pytest.raises(GenError, match="a folder gen did not write is in the way"):
         build_export(quickstart, precious)
-    with pytest.raises(GenError, match=r"lies inside the input OUTPUT_DIR \(the run folder\)"):
+    with pytest.raises(GenError, match=r"lies inside the input run_folder \(the run folder\)"):  # from Python
         build_export(quickstart, quickstart / "export")
     assert (precious / "notes.txt").read_text() == "keep me"
 

@@ -74,22 +74,22 @@ CASES: dict[str, tuple[list[str], str, Any, tuple, dict]] = {
         ["plan", "r.yaml", "--limit", "2", "--cache-dir", "c"],
         "plan",
         pd.DataFrame(),
-        (Path("r.yaml"),),
-        {"limit": 2, "cache_dir": Path("c")},
+        (Path("r.yaml"), gen.PlanOptions(limit=2, cache_dir=Path("c"))),
+        {},
     ),
     "preview": (
         ["preview", "r.yaml", "--product", "time_content_questions", "--index", "3"],
         "preview",
         "the prompt",
-        (Path("r.yaml"), "time_content_questions", 3),
-        {"limit": None, "cache_dir": None},
+        (Path("r.yaml"), "time_content_questions", 3, gen.PlanOptions()),
+        {},
     ),
     "validate": (
         ["validate", "r.yaml", "--probe", "--source-dir", "s"],
         "validate",
         gen.Validation(recipe="r", conversations=1, responses=None, products=["log"]),
-        (Path("r.yaml"),),
-        {"source_dir": Path("s"), "cache_dir": None, "probe": True},
+        (Path("r.yaml"), gen.ValidateOptions(source_dir=Path("s"), probe=True)),
+        {},
     ),
     "products": (["products"], "list_products", {"log": "the log"}, (), {}),
     "push": (
@@ -103,8 +103,8 @@ CASES: dict[str, tuple[list[str], str, Any, tuple, dict]] = {
         ["export", "d", "--format", "beir", "--output", "o", "--config", "time_queries", "--revision", "v1"],
         "export_harness",
         [],
-        (Path("d"), "beir", Path("o")),
-        {"config": "time_queries", "revision": "v1"},
+        (Path("d"), "beir", Path("o"), gen.ExportOptions(config="time_queries", revision="v1")),
+        {},
     ),
     "import-predictions": (
         ["import-predictions", "res.json", "--format", "locomo", "--export", "e", "--output", "p.jsonl"],
@@ -124,8 +124,8 @@ CASES: dict[str, tuple[list[str], str, Any, tuple, dict]] = {
         ["baseline", "bm25", "d", "--output", "o.jsonl", "--k", "7", "--whole-dialogue"],
         "baseline",
         3,
-        ("bm25", Path("d"), Path("o.jsonl")),
-        {"k": 7, "whole_dialogue": True, "turns": False, "revision": None},
+        ("bm25", Path("d"), Path("o.jsonl"), gen.BaselineOptions(k=7, whole_dialogue=True)),
+        {},
     ),
     "judge": (
         ["judge", "d", "--answers", "a.jsonl", "--endpoint", "j", "--offline", "--tokens-per-minute", "1000"],
@@ -144,8 +144,8 @@ CASES: dict[str, tuple[list[str], str, Any, tuple, dict]] = {
         ["view", "f", "--port", "0", "--compare", "g"],
         "view_folder",
         None,
-        (Path("f"),),
-        {"port": 0, "host": "127.0.0.1", "compare": Path("g"), "verdicts": None, "say": CALLABLE},
+        (Path("f"), gen.ViewOptions(port=0, compare=Path("g"))),
+        {"say": CALLABLE},
     ),
     "schema": (
         ["schema", "--markdown", "--builtin"],
@@ -223,7 +223,7 @@ def test_no_api_name_is_also_a_module_of_gen():
 
 
 def test_run_options_refuse_what_the_command_line_refuses():
-    with pytest.raises(gen.errors.GenError, match="--ray-address is only for --executor ray"):
+    with pytest.raises(gen.errors.GenError, match=r"RunOptions.ray_address is only for executor='ray'"):
         gen.RunOptions(ray_address="auto")
     with pytest.raises(gen.errors.GenError, match=r"RunOptions.executor: .*dask.*\(expected 'local' or 'ray'\)"):
         gen.RunOptions(executor="dask")

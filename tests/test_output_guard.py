@@ -338,15 +338,23 @@ def test_the_refusal_is_one_line_from_a_real_process(world):
     assert snapshot(world.tmp) == before
 
 
-def test_python_users_meet_the_same_guard(world):
+def test_python_users_meet_the_same_guard_in_their_own_words(world):
+    """The guard names what a program wrote (the options field, the parameter), not a command-line option."""
     named_like_its_corpus = recipe(world, "corpus")
     before = snapshot(world.tmp)
-    with pytest.raises(GenError, match=r"--output: this lies inside the input DATASET"):
+    with pytest.raises(GenError, match=r"--output: this lies inside the input DATASET"):  # gen/export/harness's own
         gen.export_harness(world.dataset, "beir", world.dataset / "beir")
-    with pytest.raises(GenError, match=r"--export-dir: this lies inside the input OUTPUT_DIR"):
+    with pytest.raises(GenError, match=r"PushOptions\.export_dir: this lies inside the input run_folder"):
         build_export(world.dataset, world.dataset / "export")
-    with pytest.raises(GenError, match=r"--output-dir: the input sources\[0\]\.path"):
+    with pytest.raises(GenError, match=r"RunOptions\.output_dir: the input sources\[0\]\.path"):
         gen.run(named_like_its_corpus, gen.RunOptions(output_dir=world.tmp))
+    with pytest.raises(GenError) as raised:
+        gen.evaluate(world.dataset, world.predictions, options=gen.EvalOptions(json_out=world.predictions))
+    assert str(raised.value) == (
+        f"{world.predictions}: EvalOptions.json_out: this is the input predictions ({world.predictions}), which the "
+        "command reads; gen never writes over or inside what it reads, so nothing was written (expected a path for "
+        "EvalOptions.json_out outside every input of the command)"
+    )
     assert snapshot(world.tmp) == before
 
 

@@ -330,3 +330,123 @@ def test_each_api_call_follows_its_own_progress_setting_and_leaves_nothing_behin
         assert progress.asked() == ("live", True)  # and the command line's own choice is as it was
     finally:
         progress.disable()
+
+
+# every other API function that shows progress, each with the step its display names; `call(mode, folder, tmp)`
+# makes one call with options whose `progress` is `mode`, on the quickstart run `folder`
+def _predictions(folder: Path, tmp: Path) -> Path:
+    import gen
+
+    written = tmp / "recent.jsonl"
+    if not written.exists():
+        gen.baseline("recent", folder, written, gen.BaselineOptions(progress="off"))
+    return written
+
+
+def _tcq(tmp: Path) -> Path:
+    return tcq_recipe(tmp / "tcq.yaml", "http://127.0.0.1:9/v1")  # planned only: nothing is sent
+
+
+API_STEPS = {
+    "plan": (lambda gen, mode, folder, tmp: gen.plan(QUICKSTART, gen.PlanOptions(progress=mode)), "reading sample"),
+    "validate": (
+        lambda gen, mode, folder, tmp: gen.validate(QUICKSTART, gen.ValidateOptions(progress=mode)),
+        "placing conversations on the clock",
+    ),
+    "preview": (
+        lambda gen, mode, folder, tmp: gen.preview(
+            _tcq(tmp), "time_content_questions", 0, gen.PlanOptions(progress=mode)
+        ),
+        "rendering the LLM prompts",
+    ),
+    "push": (
+        lambda gen, mode, folder, tmp: gen.push(
+            folder,
+            gen.PushOptions(repo_id="me/x", dry_run=True, export_dir=tmp / f"hub-{mode}", progress=mode),
+            out=lambda line: None,
+        ),
+        "writing parquet",
+    ),
+    "export": (
+        lambda gen, mode, folder, tmp: gen.export_harness(
+            folder, "locomo", tmp / f"export-{mode}", gen.ExportOptions(progress=mode)
+        ),
+        "exporting for locomo",
+    ),
+    "baseline": (
+        lambda gen, mode, folder, tmp: gen.baseline(
+            "recent", folder, tmp / f"{mode}.jsonl", gen.BaselineOptions(progress=mode)
+        ),
+        "recent ranking time_queries",
+    ),
+    "evaluate": (
+        lambda gen, mode, folder, tmp: gen.evaluate(
+            folder, _predictions(folder, tmp), options=gen.EvalOptions(progress=mode)
+        ),
+        "reading the questions",
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture
+def terminal_stderr(monkeypatch):
+    """Runs a function with stderr a terminal and returns what it drew there."""
+    for name in RICH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+    def shown(function) -> str:
+        terminal = Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        try:
+            function()
+        finally:
+            monkeypatch.setattr(sys, "stderr", sys.__stderr__)
+        return terminal.getvalue()
+
+    return shown
+
+
+@pytest.mark.parametrize("kind", sorted(API_STEPS))
+def test_each_api_function_follows_its_own_options_progress_for_that_call_only(
+    kind, quickstart, tmp_path, terminal_stderr
+):
+    import gen
+
+    call, step = API_STEPS[kind]
+    progress.enable(False)  # as under `gen -q`: a call that asks for a display still gets one
+    try:
+        live = terminal_stderr(lambda: call(gen, "live", quickstart, tmp_path))
+        assert step in live and HIDE_CURSOR in live
+        assert progress.asked() == (None, False)  # the call's choice ended with it
+        assert terminal_stderr(lambda: call(gen, "auto", quickstart, tmp_path)) == ""  # nothing chosen: silence
+        progress.enable()  # a command line that asked for displays: a call that says off is silent
+        assert terminal_stderr(lambda: call(gen, "off", quickstart, tmp_path)) == ""
+        assert progress.asked() == ("live", True)  # and the command line's own choice is as it was
+    finally:
+        progress.disable()
+
+
+def test_judge_and_view_do_their_work_under_their_own_progress_choice(quickstart, monkeypatch):
+    """Their displays come from the work they call (the judge's LLM steps, the viewer's indexing): that work
+    runs under the call's choice. What each sees is recorded where the work starts."""
+    import gen
+    import gen.eval.dataset
+    import gen.view.command
+    from gen.errors import GenError
+
+    seen: list[tuple] = []
+
+    def record(*_, **__):
+        seen.append(progress.asked())
+        raise GenError("recorded")
+
+    monkeypatch.setattr(gen.eval.dataset, "open_dataset", record)
+    monkeypatch.setattr(gen.view.command, "require_view_extra", lambda: None)
+    monkeypatch.setattr(gen.view.command, "serve", record)
+    for mode in ("live", "off"):
+        with pytest.raises(GenError, match="recorded"):
+            gen.judge(quickstart, "answers.jsonl", gen.JudgeOptions(progress=mode))
+        with pytest.raises(GenError, match="recorded"):
+            gen.view_folder(quickstart, gen.ViewOptions(progress=mode))
+    assert seen == [("live", True), ("live", True), (None, True), (None, True)]
+    assert progress.asked() == (None, False)

@@ -11,7 +11,12 @@ the command line take the same path and get the same checks and errors.
     gen.evaluate(folder, "predictions.jsonl").table                # scores per config and test
 
 Every function raises `gen.errors.GenError` with the file, record and field of a problem, as the command line
-prints it. The modules:
+prints it. A function's settings are one options object (gen.RunOptions, PlanOptions, ValidateOptions,
+PushOptions, ExportOptions, EvalOptions, BaselineOptions, JudgeOptions, ViewOptions): checked when it is made (a
+value out of range, of the wrong type or misspelt is a GenError naming `Class.field` and what it takes), and its
+`progress` decides the displays of that call only (calls.py). The modules:
+
+    calls.py       CallOptions (the options' base) and api_call: the options and progress of every call
 
     recipes.py     load_recipe, and `bound`: the one way a recipe is loaded and its products bound
     building.py    run, plan, validate, preview (gen run, plan, validate, preview)
@@ -24,14 +29,15 @@ Three names differ from their command, because gen has a package of the command'
 gen.products) that an import would put in the function's place: export_harness, view_folder, list_products.
 """
 
-from gen.api.building import Validation, plan, preview, run, validate
+from gen.api.building import PlanOptions, ValidateOptions, Validation, plan, preview, run, validate
 from gen.api.folders import load, summary
-from gen.api.publishing import Imported, PushOptions, export_harness, import_predictions, push
+from gen.api.publishing import ExportOptions, Imported, PushOptions, export_harness, import_predictions, push
 from gen.api.recipes import load_recipe
-from gen.api.scoring import EvalOptions, Judged, JudgeOptions, Scores, baseline, evaluate, judge
+from gen.api.scoring import BaselineOptions, EvalOptions, Judged, JudgeOptions, Scores, baseline, evaluate, judge
 from gen.api.tools import (
     Forgotten,
     Repaired,
+    ViewOptions,
     batches,
     cancel_batch,
     forget_batch,
@@ -43,16 +49,21 @@ from gen.api.tools import (
 from gen.pipeline.options import RunOptions
 
 __all__ = [
+    "BaselineOptions",
     "EvalOptions",
+    "ExportOptions",
     "Forgotten",
     "Imported",
     "JudgeOptions",
     "Judged",
+    "PlanOptions",
     "PushOptions",
     "Repaired",
     "RunOptions",
     "Scores",
+    "ValidateOptions",
     "Validation",
+    "ViewOptions",
     "baseline",
     "batches",
     "cancel_batch",

@@ -12,9 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from gen import progress
+from gen.api.calls import CallOptions, api_call
 from gen.api.recipes import bound
+from gen.callers import named
 from gen.errors import GenError
+from gen.pipeline.options import RunOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,15 +27,32 @@ if TYPE_CHECKING:
     from gen.llm.engine import Engine
     from gen.llm.probes.features import EndpointProbe
     from gen.llm.task import Task
-    from gen.pipeline.options import RunOptions
     from gen.pipeline.shards import Prepared
     from gen.recipe import Recipe
 
 
+class PlanOptions(CallOptions):
+    """What `plan` and `preview` read: the first `limit` conversations (None: all), and the LLM cache in
+    `cache_dir` (default: $GEN_CACHE_DIR, else ~/.cache/gen); `progress`: this call's displays."""
+
+    limit: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    cache_dir: Path | None = None
+
+
+class ValidateOptions(CallOptions):
+    """What `validate` reads and does: `source_dir`, where inputs the recipe names by file name alone are looked
+    for first; `cache_dir`, the LLM cache; `probe`, also send each endpoint with calls to make a few small
+    requests; `progress`: this call's displays."""
+
+    source_dir: Path | None = None
+    cache_dir: Path | None = None
+    probe: bool = False
+
+
+@api_call(RunOptions)
 def run(recipe: str | Path | Mapping[str, Any] | Recipe, options: RunOptions | None = None) -> Path:
     """Build every product of the recipe, validate it and write the run folder (`gen run`); returns its path.
     `options` (gen.RunOptions): where the run goes, how much it reads, who does the work, how its LLM calls go."""
-    from gen.pipeline.options import RunOptions
     from gen.pipeline.runner import run as run_pipeline
 
     chosen = options if options is not None else RunOptions()
@@ -38,21 +60,20 @@ def run(recipe: str | Path | Mapping[str, Any] | Recipe, options: RunOptions | N
         from gen.pipeline.executors import require_ray
 
         require_ray()  # before reading any source: say at once that Ray is missing
-    with progress.chosen(chosen.llm.progress):  # this call's own choice, not a process-wide one
-        loaded = bound(recipe, chosen.source_dir)
-        return run_pipeline(loaded.recipe, chosen, loaded.products)
+    loaded = bound(recipe, chosen.source_dir)
+    return run_pipeline(loaded.recipe, chosen, loaded.products)
 
 
-def plan(
-    recipe: str | Path | Mapping[str, Any] | Recipe, *, limit: int | None = None, cache_dir: str | Path | None = None
-) -> pd.DataFrame:
+@api_call(PlanOptions)
+def plan(recipe: str | Path | Mapping[str, Any] | Recipe, options: PlanOptions | None = None) -> pd.DataFrame:
     """Per LLM step: items, calls needed (first round), cached, at most (every retry), projected tokens and
     cost online, and the Batch API batches those calls fill and their cost that way (`gen plan`). No call is
     made and no key is needed."""
     import pandas as pd
 
+    chosen = options if options is not None else PlanOptions()
     rows = []
-    with planning(recipe, limit, cache_dir) as (steps, engine):
+    with planning(recipe, chosen.limit, chosen.cache_dir) as (steps, engine):
         for name, tasks, most in steps:
             step = engine.plan(name, tasks)
             rows.append(
@@ -85,26 +106,22 @@ class Validation:
     probes: list[EndpointProbe] | None = None  # with probe=True: per endpoint with calls to make, what it showed
 
 
-def validate(
-    recipe: str | Path | Mapping[str, Any] | Recipe,
-    *,
-    source_dir: str | Path | None = None,
-    cache_dir: str | Path | None = None,
-    probe: bool = False,
-) -> Validation:
+@api_call(ValidateOptions)
+def validate(recipe: str | Path | Mapping[str, Any] | Recipe, options: ValidateOptions | None = None) -> Validation:
     """Check everything `gen run` needs before the long work starts, and write nothing (`gen validate`): the
     recipe and every product's options, the sources, the timelines, every first-round LLM prompt rendered from
     its template, and the environment variable of each endpoint that still has calls to make. Raises GenError
     naming the first problem (all the unset variables at once). Without a cache yet, none is created: every
     call counts as needed.
 
-    `probe`: also send each endpoint with calls to make a few small real requests (short timeout, nothing
+    `options.probe`: also send each endpoint with calls to make a few small real requests (short timeout, nothing
     cached): does it answer, and does it have what its steps' calls need (log-probabilities, /completions with
     echo, the structured-output mode; gen/llm/features.py)? One GenError lists every endpoint that fails."""
     from gen.llm.probes.features import endpoint_needs
     from gen.pipeline.shards import prepare
 
-    recipe_bound = bound(recipe, source_dir)
+    chosen = options if options is not None else ValidateOptions()
+    recipe_bound = bound(recipe, chosen.source_dir)
     loaded = recipe_bound.recipe
     prepared = prepare(loaded, products=recipe_bound.products)
     count = len(prepared.conversations)
@@ -121,14 +138,14 @@ def validate(
         responses=responses,
         products=[b.name + ("" if b.written else " (needed, not written)") for b in prepared.products],
     )
-    with planning(None, cache_dir=cache_dir, prepared=prepared) as (steps, engine):
+    with planning(None, cache_dir=chosen.cache_dir, prepared=prepared) as (steps, engine):
         calling: set[str] = set()
         for name, tasks, _ in steps:
             found.calls_needed[name] = engine.plan(name, tasks).calls_needed
             if found.calls_needed[name]:
                 calling |= {task.endpoint for task in tasks}
         refuse_unset_keys(loaded, calling)
-        if probe:
+        if chosen.probe:
             found.probes = engine.probe(endpoint_needs((n, t) for n, t, _ in steps if found.calls_needed[n]))
     if found.probes:
         refuse_failed_probes(loaded, found.probes)
@@ -204,27 +221,27 @@ def planning(
         yield steps, stack.enter_context(Engine(loaded.llm, settings, plan_only=True, templates=loaded.templates))
 
 
+@api_call(PlanOptions)
 def preview(
-    recipe: str | Path | Mapping[str, Any] | Recipe,
-    product: str,
-    index: int = 0,
-    *,
-    limit: int | None = None,
-    cache_dir: str | Path | None = None,
+    recipe: str | Path | Mapping[str, Any] | Recipe, product: str, index: int = 0, options: PlanOptions | None = None
 ) -> str:
-    """The prompt item `index` of the LLM product `product` would send, exactly as the endpoint would receive it,
-    with its cache status (`gen preview`)."""
-    with planning(recipe, limit, cache_dir) as (steps, engine):
+    """The prompt item `index` (0 is the first) of the LLM product `product` would send, exactly as the endpoint
+    would receive it, with its cache status (`gen preview`)."""
+    chosen = options if options is not None else PlanOptions()
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:  # -1 would quietly be the last item
+        raise GenError(f"no item {index!r}", field=named("--index", "preview(index=...)"), expected="0 or more")
+    with planning(recipe, chosen.limit, chosen.cache_dir) as (steps, engine):
         tasks = {name: step_tasks for name, step_tasks, _ in steps}.get(product)
         if tasks is None:
             raise GenError(
                 f"no LLM product {product!r} in this recipe",
                 file=recipe if isinstance(recipe, (str, Path)) else None,
-                field="--product",
+                field=named("--product", "preview(product=...)"),
                 expected=", ".join(name for name, _, _ in steps) or "a recipe with an LLM product",
             )
         if index >= len(tasks):
-            raise GenError(f"index {index} is past the last item ({len(tasks) - 1})", field="--index")
+            where = named("--index", "preview(index=...)")
+            raise GenError(f"index {index} is past the last item ({len(tasks) - 1})", field=where)
         return engine.preview([tasks[index]])
 
 

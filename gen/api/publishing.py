@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gen.api.calls import CallOptions, api_call
+from gen.callers import named
 from gen.errors import GenError
 
 if TYPE_CHECKING:
@@ -21,9 +23,9 @@ def say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-@dataclass(frozen=True)
-class PushOptions:
-    """Where and how `push` publishes; None takes the run's recipe's `export.hub` setting, else the default."""
+class PushOptions(CallOptions):
+    """Where and how `push` publishes; None takes the run's recipe's `export.hub` setting, else the default.
+    `progress`: this call's displays."""
 
     repo_id: str | None = None
     private: bool | None = None
@@ -36,6 +38,7 @@ class PushOptions:
     personal_data_ok: bool = False
 
 
+@api_call(PushOptions)
 def push(
     run_folder: str | Path,
     options: PushOptions | None = None,
@@ -71,12 +74,12 @@ def hub_target(folder: Path, options: PushOptions, out: Callable[[str], None]) -
     settings = defaults.model_dump() if defaults else {}
     if repo_id is None and defaults is None:
         if not options.dry_run:
-            raise GenError(
-                "say where to push: --repo-id owner/name (or export.hub.repo_id in the recipe)", field="--repo-id"
-            )
+            where = named("--repo-id", "PushOptions.repo_id")
+            raise GenError(f"say where to push: {where} owner/name (or export.hub.repo_id in the recipe)", field=where)
         # nothing is sent: a stand-in owner lets the card and the file list be shown
         repo_id = "me/" + (re.sub(r"[^A-Za-z0-9._-]+", "-", folder.resolve().name).strip("-.") or "dataset")
-        out(f"dry run without --repo-id: showing the export as it would be for {repo_id}")
+        unnamed = named("--repo-id", "PushOptions.repo_id")
+        out(f"dry run without {unnamed}: showing the export as it would be for {repo_id}")
     overrides = {
         "repo_id": repo_id,
         "private": options.private,
@@ -91,16 +94,21 @@ def hub_target(folder: Path, options: PushOptions, out: Callable[[str], None]) -
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "options"
-        raise GenError(f"{first['msg']}, got {first.get('input')!r}", field=f"--{where.replace('_', '-')}") from None
+        field = named(f"--{where.replace('_', '-')}", f"PushOptions.{where}")
+        raise GenError(f"{first['msg']}, got {first.get('input')!r}", field=field) from None
 
 
+class ExportOptions(CallOptions):
+    """Which of a dataset's question configs `export_harness` writes (`config`, default every one the format
+    takes), the revision of a Hub dataset to read, and `progress`: this call's displays."""
+
+    config: str | None = None
+    revision: str | None = None
+
+
+@api_call(ExportOptions)
 def export_harness(
-    dataset: str | Path,
-    format: str,
-    output: str | Path,
-    *,
-    config: str | None = None,
-    revision: str | None = None,
+    dataset: str | Path, format: str, output: str | Path, options: ExportOptions | None = None
 ) -> list[Written]:
     """Write a dataset's questions in a harness's layout (`gen export`): locomo, longmemeval, beir, or an
     installed plugin's format; returns what was written per config (gen-export.json in `output` says it too).
@@ -108,7 +116,8 @@ def export_harness(
     from gen.export.harness.exporter import export as write_export
     from gen.hub_dataset import dataset_folder
 
-    return write_export(dataset_folder(dataset, revision), format, Path(output), config)
+    chosen = options if options is not None else ExportOptions()
+    return write_export(dataset_folder(dataset, chosen.revision), format, Path(output), chosen.config)
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,9 @@ def import_predictions(
 
     source, written = Path(results), Path(output)
     export = Path(export_folder) if export_folder is not None else None
-    refuse_writing_into({"--output": written}, {"RESULTS": source, "--export": export})
+    writes = {named("--output", "import_predictions(output=...)"): written}
+    reads = {named("RESULTS", "import_predictions(results=...)"): source}
+    refuse_writing_into(writes, reads | {named("--export", "import_predictions(export_folder=...)"): export})
     lines, reader = import_results(source, format, export, prediction_key)
     replace_file(written, encode_lines(lines), "predictions")
     hint = reader.after.format(output=written, export=export) if reader.after else None

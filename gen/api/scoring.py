@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
+from gen.api.calls import CallOptions, api_call
+from gen.callers import named
 from gen.errors import GenError
+from gen.llm.config import RunSettings
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from gen.llm.config import RunSettings
 
 IN_MEMORY = "predictions given in memory.jsonl"
 
@@ -34,17 +37,17 @@ class Scores:
     verdicts: Path | None = None
 
 
-@dataclass(frozen=True)
-class EvalOptions:
+class EvalOptions(CallOptions):
     """`k`: score only the first K indices of each ranking (retrieved responses only); `questions_from`: score
     only the questions a `gen export` folder holds; `json_out`, `csv_out`: also write the scores there.
 
     Written answers to gold answers a model wrote are judged by an LLM only when a judge is named:
     `judge_endpoint` (a name in the llm: section) and/or `judge_recipe` (a YAML file whose llm: section defines
     it; default the dataset's recipe.yaml). `verdicts_out`: where its verdicts go (default
-    <answers>.verdicts.json); `llm`: how its calls go (cache, offline, limits)."""
+    <answers>.verdicts.json); `llm`: how its calls go (cache, offline, limits); `progress`: this call's displays
+    (the judge's LLM steps follow it too, unless `llm.progress` says otherwise)."""
 
-    k: int | None = None
+    k: int | None = Field(default=None, ge=1, le=100_000)
     questions_from: Path | None = None
     revision: str | None = None
     json_out: Path | None = None
@@ -59,6 +62,7 @@ class EvalOptions:
         return self.judge_recipe is not None or self.judge_endpoint is not None
 
 
+@api_call(EvalOptions)
 def evaluate(
     dataset: str | Path,
     predictions: str | Path | Iterable[Mapping[str, Any]] | None = None,
@@ -75,23 +79,16 @@ def evaluate(
 
     chosen = options if options is not None else EvalOptions()
     if (predictions is None) == (answers is None):
+        given_one = (named("--predictions", "predictions"), named("--answers", "answers"))
         raise GenError(
-            "give either --predictions (retrieved responses) or --answers (written answers)",
-            field="--predictions / --answers",
+            f"give either {given_one[0]} (retrieved responses) or {given_one[1]} (written answers)",
+            field=" / ".join(given_one),
             expected="exactly one of the two",
         )
     refuse_options(chosen, answers is not None)
     folder = dataset_folder(dataset, chosen.revision)
     given = Path(predictions) if isinstance(predictions, (str, Path)) else None
-    read = {"DATASET": folder, "--predictions": given, "--answers": answers, "--questions-from": chosen.questions_from}
-    read["--judge-recipe"] = chosen.judge_recipe
-    written = {"--json": chosen.json_out, "--csv": chosen.csv_out}
-    if answers is not None and chosen.judging:
-        written |= {
-            "--verdicts": verdicts_path(chosen, Path(answers)),
-            "--cache-dir": llm_settings(chosen).cache_path(),
-        }
-    refuse_writing_into(written, read)
+    refuse_writing_into(eval_writes(chosen, answers), eval_reads(chosen, folder, given, answers))
     if answers is not None:
         scores = score_answers(folder, Path(answers), chosen)
     elif given is not None:
@@ -101,6 +98,30 @@ def evaluate(
         scores = score_in_memory(folder, predictions, chosen)
     write_scores(scores, chosen)
     return scores
+
+
+def eval_reads(options: EvalOptions, folder: Path, predictions: Path | None, answers: str | Path | None) -> dict:
+    """The files `evaluate` reads, by the name its caller gave each (gen/callers.py)."""
+    return {
+        named("DATASET", "dataset"): folder,
+        named("--predictions", "predictions"): predictions,
+        named("--answers", "answers"): answers,
+        named("--questions-from", "EvalOptions.questions_from"): options.questions_from,
+        named("--judge-recipe", "EvalOptions.judge_recipe"): options.judge_recipe,
+    }
+
+
+def eval_writes(options: EvalOptions, answers: str | Path | None) -> dict:
+    """The files `evaluate` writes, by the name its caller gave each: the scores, and with a judge its verdicts
+    and the LLM cache."""
+    written = {
+        named("--json", "EvalOptions.json_out"): options.json_out,
+        named("--csv", "EvalOptions.csv_out"): options.csv_out,
+    }
+    if answers is not None and options.judging:
+        written[named("--verdicts", "EvalOptions.verdicts_out")] = verdicts_path(options, Path(answers))
+        written[named("--cache-dir", "EvalOptions.llm.cache_dir")] = llm_settings(options).cache_path()
+    return written
 
 
 def score_predictions(folder: Path, predictions: Path, options: EvalOptions) -> Scores:
@@ -124,25 +145,33 @@ def score_in_memory(folder: Path, lines: Iterable[Mapping[str, Any]], options: E
 
 def refuse_options(options: EvalOptions, answers: bool) -> None:
     """Options that only mean something for the other kind of scoring are refused, not ignored."""
+    k, predictions, written = (
+        named("--k", "EvalOptions.k"),
+        named("--predictions", "predictions"),
+        named("--answers", "answers"),
+    )
+    endpoint, recipe = (
+        named("--judge-endpoint", "EvalOptions.judge_endpoint"),
+        named("--judge-recipe", "EvalOptions.judge_recipe"),
+    )
+    verdicts = named("--verdicts", "EvalOptions.verdicts_out")
     if answers and options.k is not None:
-        raise GenError("--k cuts rankings; written answers have none", field="--k", expected="--k with --predictions")
+        raise GenError(f"{k} cuts rankings; written answers have none", field=k, expected=f"{k} with {predictions}")
     if not answers and (options.judging or options.verdicts_out is not None):
         raise GenError(
             "the judge grades written answers; retrieved responses are scored without one",
-            field="--judge-endpoint / --judge-recipe / --verdicts",
-            expected="these options with --answers",
+            field=f"{endpoint} / {recipe} / {verdicts}",
+            expected=f"these with {written}",
         )
     if answers and options.verdicts_out is not None and not options.judging:
         raise GenError(
-            "--verdicts names the judge's file, and no judge was named",
-            field="--verdicts",
-            expected="--judge-endpoint NAME or --judge-recipe FILE with it",
+            f"{verdicts} names the judge's file, and no judge was named",
+            field=verdicts,
+            expected=f"{endpoint} NAME or {recipe} FILE with it",
         )
 
 
 def llm_settings(options: EvalOptions) -> RunSettings:
-    from gen.llm.config import RunSettings
-
     return options.llm if options.llm is not None else RunSettings()
 
 
@@ -175,7 +204,10 @@ def score_answers(folder: Path, answers: Path, options: EvalOptions) -> Scores:
     from gen.judging.endpoint import Choice, choose_endpoint
     from gen.judging.written import judge_sheet, verdicts_json
 
-    choice = Choice(recipe_option="--judge-recipe", endpoint_option="--judge-endpoint")
+    choice = Choice(
+        recipe_option=named("--judge-recipe", "EvalOptions.judge_recipe"),
+        endpoint_option=named("--judge-endpoint", "EvalOptions.judge_endpoint"),
+    )
     judge_endpoint = choose_endpoint(folder, options.judge_recipe, options.judge_endpoint, choice)
     verdicts, judgement = judge_sheet(sheet, judge_endpoint, llm_settings(options))
     result = score_sheet(sheet, verdicts, f"{judge_endpoint.name} ({judge_endpoint.config.model})")
@@ -198,35 +230,41 @@ def write_scores(scores: Scores, options: EvalOptions) -> None:
 BASELINES = ("recent", "bm25", "semantic", "semantic_meta")
 
 
-def baseline(
-    name: str,
-    dataset: str | Path,
-    output: str | Path,
-    *,
-    k: int = 10,
-    whole_dialogue: bool = False,
-    turns: bool = False,
-    revision: str | None = None,
-) -> int:
+class BaselineOptions(CallOptions):
+    """How `baseline` ranks: `k` responses per question; `whole_dialogue`, the whole dialogue as the query of an
+    ambiguous time question rather than its last utterance; `turns`, what the system retrieves for every response
+    of the log instead of the questions; `revision`, of a Hub dataset; `progress`: this call's displays."""
+
+    k: int = Field(default=10, ge=1, le=100_000)
+    whole_dialogue: bool = False
+    turns: bool = False
+    revision: str | None = None
+
+
+@api_call(BaselineOptions)
+def baseline(name: str, dataset: str | Path, output: str | Path, options: BaselineOptions | None = None) -> int:
     """Write a reference system's predictions for every question config of a dataset (`gen baseline`; needs the
     eval extra); with `turns`, what it retrieves for every response of the log instead. Returns the lines
     written."""
     from gen.eval.baselines import write_baseline, write_turn_baseline
     from gen.hub_dataset import dataset_folder
 
+    chosen = options if options is not None else BaselineOptions()
     if name not in BASELINES:
-        raise GenError(f"unknown baseline {name!r}", field="NAME", expected=", ".join(BASELINES))
-    folder, written = dataset_folder(dataset, revision), Path(output)
-    if turns:
-        return write_turn_baseline(name, folder, written, k=k)
-    return write_baseline(name, folder, written, k=k, whole_dialogue=whole_dialogue)
+        raise GenError(
+            f"unknown baseline {name!r}", field=named("NAME", "baseline(name=...)"), expected=", ".join(BASELINES)
+        )
+    folder, written = dataset_folder(dataset, chosen.revision), Path(output)
+    if chosen.turns:
+        return write_turn_baseline(name, folder, written, k=chosen.k)
+    return write_baseline(name, folder, written, k=chosen.k, whole_dialogue=chosen.whole_dialogue)
 
 
-@dataclass(frozen=True)
-class JudgeOptions:
+class JudgeOptions(CallOptions):
     """Which endpoint judges (`recipe`: a YAML file whose llm: section defines it, default the dataset's
     recipe.yaml; `endpoint`: its name), where the verdicts go (default <answers>.verdicts.json), and how the
-    calls go (`llm`: cache, offline, limits)."""
+    calls go (`llm`: cache, offline, limits); `progress`: this call's displays (its LLM steps' too, unless
+    `llm.progress` says otherwise)."""
 
     output: Path | None = None
     recipe: Path | None = None
@@ -246,6 +284,7 @@ class Judged:
     about: dict[str, Any] = field(default_factory=dict)
 
 
+@api_call(JudgeOptions)
 def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None = None) -> Judged:
     """Judge a system's answers to the teabag questions (Correct or Incorrect, asked of an LLM endpoint) and write
     the verdicts (`gen judge`); replies are cached, so a second run makes no calls."""
@@ -253,7 +292,6 @@ def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None
     from gen.hub_dataset import dataset_folder
     from gen.jsonl import write_json
     from gen.judging.endpoint import Choice, choose_endpoint
-    from gen.llm.config import RunSettings
     from gen.teabag_judge.items import read_answers, read_questions
     from gen.teabag_judge.judging import run_judge
     from gen.teabag_judge.report import format_result, result_json
@@ -264,11 +302,24 @@ def judge(dataset: str | Path, answers: str | Path, options: JudgeOptions | None
     output = chosen.output if chosen.output is not None else given.with_name(f"{given.stem}.verdicts.json")
     settings = chosen.llm if chosen.llm is not None else RunSettings()
     folder = dataset_folder(dataset, chosen.revision)
-    read = {"DATASET": folder, "--answers": given, "--recipe": chosen.recipe}
-    refuse_writing_into({"--output": output, "--cache-dir": settings.cache_path()}, read)
+    read = {
+        named("DATASET", "dataset"): folder,
+        named("--answers", "answers"): given,
+        named("--recipe", "JudgeOptions.recipe"): chosen.recipe,
+    }
+    written = {
+        named("--output", "JudgeOptions.output"): output,
+        named("--cache-dir", "JudgeOptions.llm.cache_dir"): settings.cache_path(),
+    }
+    refuse_writing_into(written, read)
     questions = read_questions(open_dataset(folder))
     answer_map = read_answers(given, {q.question_id for q in questions})
-    judge_endpoint = choose_endpoint(folder, chosen.recipe, chosen.endpoint, Choice(product="teabag"))
+    choice = Choice(
+        recipe_option=named("--recipe", "JudgeOptions.recipe"),
+        endpoint_option=named("--endpoint", "JudgeOptions.endpoint"),
+        product="teabag",
+    )
+    judge_endpoint = choose_endpoint(folder, chosen.recipe, chosen.endpoint, choice)
     result, about = run_judge(questions, answer_map, judge_endpoint, settings)
     write_json(output, result_json(result, dataset=folder, answers=given, judge=about), "verdicts")
     return Judged(format_result(result, given, folder), output, len(result.verdicts), about)

@@ -9,29 +9,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
+from gen.api.calls import CallOptions, api_call
+from gen.callers import named
 from gen.errors import GenError
 
 if TYPE_CHECKING:
     from gen.llm.batch.ledger import BatchRow
 
 
-def view_folder(
-    run_folder: str | Path,
-    *,
-    port: int = 8765,
-    host: str = "127.0.0.1",
-    compare: str | Path | None = None,
-    verdicts: str | Path | None = None,
-    say: Callable[[str], None] = print,
-) -> None:
+class ViewOptions(CallOptions):
+    """Where `view_folder` listens (`port`, 0 for any free one; `host`, by default only this machine), a second
+    run to `compare` with, the `verdicts` file gen judge wrote for the run's TeaBag answers, and `progress`: this
+    call's displays (the viewer's indexing of the run)."""
+
+    port: int = Field(default=8765, ge=0, le=65535)
+    host: str = "127.0.0.1"
+    compare: Path | None = None
+    verdicts: Path | None = None
+
+
+@api_call(ViewOptions)
+def view_folder(run_folder: str | Path, options: ViewOptions | None = None, say: Callable[[str], None] = print) -> None:
     """Serve a run folder (or a `gen push` export folder) in a local web app until Ctrl-C (`gen view`; needs the
     view extra). It reads the folder and never writes into it. `say` gets the line naming the address."""
     from gen.view.command import require_view_extra, serve
 
+    chosen = options if options is not None else ViewOptions()
     require_view_extra()
-    other = Path(compare) if compare is not None else None
-    judged = Path(verdicts) if verdicts is not None else None
-    serve(Path(run_folder), port, host, other, judged, say)
+    serve(Path(run_folder), chosen.port, chosen.host, chosen.compare, chosen.verdicts, say)
 
 
 def batches(cache_dir: str | Path | None = None) -> list[BatchRow]:
@@ -85,7 +92,8 @@ def repair_cache(cache_dir: str | Path | None = None) -> Repaired:
 
     path = RunSettings(cache_dir=folder_of(cache_dir)).cache_path()
     if not path.is_file():
-        raise GenError("there is no LLM cache here", file=path, expected="the --cache-dir of the damaged cache")
+        where = named("--cache-dir", "repair_cache(cache_dir=...)")
+        raise GenError("there is no LLM cache here", file=path, expected=f"the {where} of the damaged cache")
     kept, lost, aside = repair(path)
     return Repaired(path, kept, lost, aside)
 

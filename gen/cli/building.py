@@ -112,7 +112,7 @@ def plan(recipe: Path = RECIPE, limit: int | None = LIMIT, cache_dir: Path | Non
     """
     import gen
 
-    table = gen.plan(recipe, limit=limit, cache_dir=cache_dir)
+    table = gen.plan(recipe, gen.PlanOptions(limit=limit, cache_dir=cache_dir))
     if table.empty:
         typer.echo("this recipe has no LLM steps")
         return
@@ -152,7 +152,7 @@ def preview(
     """
     import gen
 
-    typer.echo(gen.preview(recipe, product, index, limit=limit, cache_dir=cache_dir))
+    typer.echo(gen.preview(recipe, product, index, gen.PlanOptions(limit=limit, cache_dir=cache_dir)))
 
 
 def validate(
@@ -173,7 +173,7 @@ def validate(
     """
     import gen
 
-    found = gen.validate(recipe, source_dir=source_dir, cache_dir=cache_dir, probe=probe)
+    found = gen.validate(recipe, gen.ValidateOptions(source_dir=source_dir, cache_dir=cache_dir, probe=probe))
     if found.responses is None:
         detail = "no product needs timelines, so none were built"
     else:

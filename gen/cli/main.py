@@ -15,7 +15,7 @@ from typing import NoReturn, TextIO
 import typer
 from rich.console import Console
 
-from gen import progress, stopping
+from gen import callers, progress, stopping
 from gen.about import DISTRIBUTION
 from gen.cli import building, caches, catalog, publishing, scoring, view
 from gen.conversation import DataWarning
@@ -88,6 +88,7 @@ def main(process: bool = False) -> None:
             run_command()
         finally:
             progress.disable()  # the next command in this process (a test, a program) starts silent
+            callers.command_line(False)  # and an API call after it names its own fields again
 
 
 def entry() -> None:
@@ -99,6 +100,7 @@ def run_command() -> NoReturn:
     STATE["debug"] = False  # set again by the callback, once the options before the command are read
     configure(0)  # likewise
     progress.enable()  # likewise
+    callers.command_line()  # errors name this command's options, not the API's fields (gen/callers.py)
     try:
         refuse_empty_arguments(sys.argv[1:])
         with warnings.catch_warnings():

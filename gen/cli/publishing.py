@@ -96,7 +96,7 @@ def export(
     import gen
     from gen.export.harness.staging import MANIFEST
 
-    written = gen.export_harness(dataset, format_name, output, config=config, revision=revision)
+    written = gen.export_harness(dataset, format_name, output, gen.ExportOptions(config=config, revision=revision))
     for item in written:
         typer.echo(
             f"{item.config}: {item.questions:,} questions over {item.conversations:,} conversations "

@@ -128,9 +128,8 @@ def baseline(
     """
     import gen
 
-    count = gen.baseline(
-        name.value, dataset, output, k=k, whole_dialogue=whole_dialogue, turns=turns, revision=revision
-    )
+    options = gen.BaselineOptions(k=k, whole_dialogue=whole_dialogue, turns=turns, revision=revision)
+    count = gen.baseline(name.value, dataset, output, options)
     if turns:
         log.info("wrote what was retrieved for %s responses to %s", f"{count:,}", output)
     else:

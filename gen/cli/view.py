@@ -41,4 +41,4 @@ def view(
         typer.echo(line)
         sys.stdout.flush()
 
-    gen.view_folder(run_folder, port=port, host=host, compare=compare, verdicts=verdicts, say=say)
+    gen.view_folder(run_folder, gen.ViewOptions(port=port, host=host, compare=compare, verdicts=verdicts), say=say)

@@ -27,6 +27,7 @@ from typing import Literal
 import yaml
 
 from gen import progress, stopping
+from gen.callers import named
 from gen.errors import GenError, Stopped
 from gen.export.files import human_size
 from gen.export.hub_folder import Export, building_export, read_run
@@ -196,7 +197,7 @@ def publish(export: Export, target: HubTarget, message: str, out: Say) -> PushRe
     if constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
         raise GenError(
             "HF_HUB_OFFLINE is set, so the Hub cannot be reached; unset it to push "
-            "(or use --dry-run to see what would be sent)"
+            f"(or use {named('--dry-run', 'PushOptions(dry_run=True)')} to see what would be sent)"
         )
     source = token_source()
     if source is None:
@@ -222,8 +223,8 @@ def publish(export: Export, target: HubTarget, message: str, out: Say) -> PushRe
     assert isinstance(info, DatasetInfo)  # what repo_info answers for repo_type="dataset"
     if info.private is False and target.private:
         raise GenError(
-            f"{repo_id} already exists and is public, and this push asked for a private repo; "
-            "pass --public (or set export.hub.private: false) to publish to it",
+            f"{repo_id} already exists and is public, and this push asked for a private repo; pass "
+            f"{named('--public', 'PushOptions(private=False)')} (or set export.hub.private: false) to publish to it",
             field="repo_id",
         )
     if info.private and not target.private:

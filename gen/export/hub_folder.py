@@ -22,6 +22,7 @@ from pathlib import Path
 import orjson
 
 from gen import progress, reading
+from gen.callers import named
 from gen.errors import GenError
 from gen.export.files import ExportFile
 from gen.export.spec import DEFAULT_MAX_SHARD_SIZE, parse_size
@@ -311,8 +312,8 @@ def building_export(
     becomes `dest`) only when the block ends without an exception, so `gen push` can finish the card with what
     the Hub holds first. Interrupted or failed at any point, it leaves `dest` as it was (gen/folders.py)."""
     run_dir = Path(run_dir).resolve()
-    read = {"OUTPUT_DIR (the run folder)": run_dir, "templates_dir": templates.own}
-    refuse_writing_into({"--export-dir": dest}, read)
+    read = {named("OUTPUT_DIR", "run_folder") + " (the run folder)": run_dir, "templates_dir": templates.own}
+    refuse_writing_into({named("--export-dir", "PushOptions.export_dir"): dest}, read)
     report = read_run(run_dir)
     try:
         max_bytes = parse_size(max_shard_size)

@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from gen.hashing import canonical_json
+from gen.progress import ProgressMode
 from gen.validation import InputModel, OptionsModel
 
 __all__ = [
@@ -246,7 +247,7 @@ class RunSettings(OptionsModel):
     limits: RateLimits = Field(default_factory=RateLimits)
     cache_dir: Path | None = None
     offline: bool = False
-    progress: Literal["auto", "live", "plain", "off"] = "auto"
+    progress: ProgressMode = "auto"
     progress_interval_s: float = Field(default=10.0, gt=0)
     # send requests from this many processes (gen.llm.calls.senders); each is a process started, hence the bound
     request_processes: int = Field(default=0, ge=0, le=MAX_REQUEST_PROCESSES)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from gen import stopping
 from gen.about import install_hint
+from gen.callers import named
 from gen.errors import GenError
 from gen.llm.accounts.lanes import Lane
 from gen.pipeline.shards import Prepared, ShardResult, fewer_collections, process_batch, process_shard
@@ -88,10 +89,11 @@ def local_results(
             yield process_shard(prepared, shard, products)
         return
     if "fork" not in multiprocessing.get_all_start_methods():
+        workers_named = named("--workers", "RunOptions.workers")
         raise GenError(
-            "--workers needs the 'fork' start method, which this platform lacks",
-            field="--workers",
-            expected="--workers 1",
+            f"{workers_named} needs the 'fork' start method, which this platform lacks",
+            field=workers_named,
+            expected=f"{workers_named} 1",
         )
     with contextlib.ExitStack() as cleanup:
         if spool_folder is None:
@@ -148,10 +150,11 @@ def require_ray() -> Any:
     try:
         import ray
     except ImportError as error:
+        executor = named("--executor", "RunOptions.executor")
         raise GenError(
-            f"--executor ray needs Ray, which is not installed ({error})",
-            field="--executor",
-            expected=f"{install_hint('ray')}, or --executor local",
+            f"{named('--executor ray', 'executor=' + repr('ray'))} needs Ray, which is not installed ({error})",
+            field=executor,
+            expected=f"{install_hint('ray')}, or {named('--executor local', 'executor=' + repr('local'))}",
         ) from None
     return ray
 
@@ -184,8 +187,8 @@ class RayConnection:
         except (ConnectionError, ValueError, RuntimeError) as error:
             raise GenError(
                 f"cannot connect to the Ray cluster at {address!r}: {error}",
-                field="--ray-address",
-                expected="auto, host:port or ray://host:10001 of a running cluster, or no --ray-address",
+                field=named("--ray-address", "RunOptions.ray_address"),
+                expected="auto, host:port or ray://host:10001 of a running cluster, or none",
             ) from None
 
     def _stop_unused_head_processes(self) -> None:

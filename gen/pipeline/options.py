@@ -11,8 +11,10 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from gen.callers import named
 from gen.errors import GenError
 from gen.llm.config import RunSettings
+from gen.progress import ProgressMode
 from gen.validation import OptionsModel
 
 
@@ -32,8 +34,14 @@ class RunOptions(OptionsModel):
     source_dir: Path | None = None
     llm: RunSettings = Field(default_factory=RunSettings)  # cache, offline, limits, batch files, request processes
 
+    @property
+    def progress(self) -> ProgressMode:
+        """The displays of this run (gen.api's calls read every options object's `progress`): its LLM settings'."""
+        return self.llm.progress
+
     @model_validator(mode="after")
     def ray_address_needs_ray(self) -> RunOptions:
         if self.ray_address is not None and self.executor != "ray":
-            raise GenError("--ray-address is only for --executor ray", field="--ray-address", expected="--executor ray")
+            address, ray = named("--ray-address", "RunOptions.ray_address"), named("--executor ray", "executor='ray'")
+            raise GenError(f"{address} is only for {ray}", field=address, expected=ray)
         return self

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from gen import progress, stopping
 from gen.about import DISTRIBUTION
+from gen.callers import named
 from gen.errors import GenError, Stopped
 from gen.export.card import render_card
 from gen.jsonl import write_json
@@ -118,7 +119,7 @@ def run(recipe: Recipe, options: RunOptions | None = None, products: list[Bound]
     already (gen.run does: a recipe is bound once per command). Every message is also kept in the run's log
     file, beside the LLM cache (gen/logs.py)."""
     options = options or RunOptions()
-    refuse_writing_into(run_outputs(recipe, options), recipe_inputs(recipe, options.llm), adds_to=ADDS_TO)
+    refuse_writing_into(run_outputs(recipe, options), recipe_inputs(recipe, options.llm), adds_to=adds_to())
     with run_log(log_path(recipe, options.llm)):
         return build_and_publish(recipe, options, bind(recipe) if products is None else products)
 
@@ -320,28 +321,32 @@ def log_path(recipe: Recipe, settings: RunSettings) -> Path:
     return settings.cache_path().parent / "logs" / f"{recipe.name}.log"
 
 
-ADDS_TO = ("--batch-export",)  # a folder the run adds request files to: it may hold the files it imports
+def adds_to() -> tuple[str, ...]:
+    """A folder the run adds request files to: it may hold the files it imports."""
+    return (named("--batch-export", "RunSettings.batch_export"),)
 
 
 def run_outputs(recipe: Recipe, options: RunOptions) -> dict[str, Path | None]:
     """Everything a run writes, named as the user sets it: the run folder (replaced whole), the LLM cache and
     the run's log (files in the cache folder), the batch request folder."""
     settings = options.llm
+    cache = named("--cache-dir", "RunSettings.cache_dir")
     return {
-        "--output-dir": output_folder(recipe, options.output_dir),
-        "--cache-dir": settings.cache_path(),
-        "--cache-dir (the run's log)": log_path(recipe, settings),
-        "--batch-export": settings.batch_export,
+        named("--output-dir", "RunOptions.output_dir"): output_folder(recipe, options.output_dir),
+        cache: settings.cache_path(),
+        f"{cache} (the run's log)": log_path(recipe, settings),
+        named("--batch-export", "RunSettings.batch_export"): settings.batch_export,
     }
 
 
 def recipe_inputs(recipe: Recipe, settings: RunSettings | None = None) -> dict[str, Path | None]:
     """Files and folders the run reads, named as the user sets them: a run never writes over or inside them."""
-    inputs: dict[str, Path | None] = {"RECIPE": recipe.file}
+    inputs: dict[str, Path | None] = {named("RECIPE", "recipe"): recipe.file}
     inputs |= {f"sources[{i}].path": source.path for i, source in enumerate(recipe.sources)}
     inputs |= {"timeline.padding.path": recipe.timeline.padding.path, "templates_dir": recipe.templates_dir}
     imports = settings.batch_import if settings is not None else ()
-    inputs |= {f"--batch-import file {i + 1}": path for i, path in enumerate(imports)}
+    imported = named("--batch-import", "RunSettings.batch_import")
+    inputs |= {f"{imported} file {i + 1}": path for i, path in enumerate(imports)}
     return inputs
 
 

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gen.callers import named
 from gen.errors import GenError
 from gen.llm.batch.ledger import BatchRow, Ledger
 from gen.llm.batch.rounds import API_RETRIES, MAX_POLL_S
@@ -86,5 +87,7 @@ async def _cancel(base_url: str, key: str, batch_id: str) -> Any:
 def _ledger(cache_dir: Path | None) -> Ledger:
     path = RunSettings(cache_dir=cache_dir).cache_path()
     if not path.is_file():
-        raise GenError("there is no LLM cache here", file=str(path), expected="the --cache-dir a run used")
+        raise GenError(
+            "there is no LLM cache here", file=str(path), expected=f"the {named('--cache-dir', 'cache_dir')} a run used"
+        )
     return Ledger(path)

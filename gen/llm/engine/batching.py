@@ -17,6 +17,7 @@ import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
+from gen.callers import named
 from gen.errors import Stopped
 from gen.llm.accounts.counts import StepStats
 from gen.llm.batch.files import LineResult
@@ -195,5 +196,6 @@ class Batching:
             f"wrote the {len(misses):,} requests step {step} still needs into {', '.join(files)}",
             exit_code=0,
             resume="answer them through the Batch API or vLLM's run_batch, then run the same command with "
-            "--batch-import and the output files (and --batch-export for the round after)",
+            f"{named('--batch-import', 'RunSettings.batch_import')} and the output files (and "
+            f"{named('--batch-export', 'RunSettings.batch_export')} for the round after)",
         )
