@@ -71,20 +71,26 @@ def check_conversation(
             yearless_ok=day in yearless,
             anchor_text=row["anchor_text"],
         )
-        found = {
-            p.code: str(p) for p in problems(row["question"], facts, options.max_overlap, options.max_copied_words)
-        }
-        for code in (
-            "not a question",
-            "speaker not named",
-            "date missing",
-            "session missing",
-            "copies the anchor",
-            "overlap too high",
-        ):
-            checks.check(f"question check: {code}", code not in found, f"{where}: {found.get(code)}")
+        check_question(row, facts, options, checks, where)
         check_answer(row, facts, options, checks, where)
     checks.check("anchors of a conversation do not overlap", len(used) == len(set(used)), conversation_id)
+
+
+QUESTION_CODES = (
+    "not a question",
+    "speaker not named",
+    "date missing",
+    "session missing",
+    "copies the anchor",
+    "overlap too high",
+)
+
+
+def check_question(row: Record, facts: Facts, options: Options, checks: Checks, where: str) -> None:
+    """The question rules (question_rules.py) run again on facts read from the log, one check per problem code."""
+    found = {p.code: str(p) for p in problems(row["question"], facts, options.max_overlap, options.max_copied_words)}
+    for code in QUESTION_CODES:
+        checks.check(f"question check: {code}", code not in found, f"{where}: {found.get(code)}")
 
 
 def check_anchor(row: Record, log: Sequence[Record], options: Options, checks: Checks, where: str) -> list[dict] | None:
