@@ -244,3 +244,30 @@ def test_preview_refuses_a_negative_index_rather_than_showing_the_last_item():
     with pytest.raises(GenError) as raised:
         gen.preview("never read.yaml", "time_content_questions", -1)
     assert (raised.value.field, raised.value.expected) == ("preview(index=...)", "0 or more")
+
+
+def test_harness_exports_and_imports_name_their_parameters_from_python_and_options_from_a_shell(
+    quickstart, tmp_path, capsys
+):
+    with pytest.raises(GenError) as raised:
+        gen.export_harness(quickstart, "locomo", tmp_path / "x", gen.ExportOptions(config="nope"))
+    assert raised.value.field == "ExportOptions.config"
+    with pytest.raises(GenError) as raised:
+        gen.export_harness(quickstart, "locomoo", tmp_path / "x")
+    assert raised.value.field == "format"
+    with pytest.raises(GenError) as raised:
+        gen.export_harness(quickstart, "locomo", quickstart / "inside")
+    assert "export_harness(output=...)" in str(raised.value) and "--" not in str(raised.value)
+    results = tmp_path / "results.json"
+    results.write_text("[]")
+    with pytest.raises(GenError) as raised:
+        gen.import_predictions(results, "longmemeval", tmp_path / "p.jsonl")
+    assert raised.value.field == "import_predictions(export_folder=...)"
+    code, _, err = run_cli(
+        ["export", str(quickstart), "--format", "locomo", "--output", str(tmp_path / "y"), "--config", "nope"], capsys
+    )
+    assert code == 2 and "--config: no question config" in err
+    code, _, err = run_cli(
+        ["import-predictions", str(results), "--format", "longmemeval", "--output", str(tmp_path / "p.jsonl")], capsys
+    )
+    assert code == 2 and "--export: " in err

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gen.about import DISTRIBUTION
+from gen.callers import named
 from gen.errors import GenError
 
 EXTRA_MODULES = ("starlette", "uvicorn", "duckdb")
@@ -31,7 +32,7 @@ def bind(host: str, port: int) -> socket.socket:
     except socket.gaierror as exc:
         raise GenError(
             f"cannot resolve the host ({exc.strerror})",
-            field="--host",
+            field=named("--host", "ViewOptions.host"),
             expected="127.0.0.1, ::1 or a name of this machine",
         ) from None
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -44,10 +45,11 @@ def bind(host: str, port: int) -> socket.socket:
         if exc.errno == errno.EADDRINUSE:
             raise GenError(
                 f"port {port} on {host} is in use by another program",
-                field="--port",
-                expected="another port, or --port 0 to take a free one",
+                field=named("--port", "ViewOptions.port"),
+                expected=f"another port, or {named('--port 0', 'port=0')} to take a free one",
             ) from None
-        raise GenError(f"cannot listen on {host}:{port} ({exc.strerror})", field="--host") from None
+        host_setting = named("--host", "ViewOptions.host")
+        raise GenError(f"cannot listen on {host}:{port} ({exc.strerror})", field=host_setting) from None
     return sock
 
 

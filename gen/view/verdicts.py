@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gen import reading
+from gen.callers import named
 from gen.errors import GenError
 
 EXPECTED = "the verdicts file gen judge writes (ANSWERS.verdicts.json, or the one --output named)"
@@ -59,6 +60,6 @@ def require_teabag(verdicts: Verdicts, configs: dict[str, Any]) -> None:
         raise GenError(
             f"the run has no {TEABAG} config, so no question to show these verdicts on",
             file=verdicts.path,
-            field="--verdicts",
+            field=named("--verdicts", "ViewOptions.verdicts"),
             expected="the verdicts of a run built with the teabag product",
         )

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gen import progress
+from gen.callers import named
 from gen.eval.dataset import GoldAnswers
 from gen.export.harness.formats import ConfigToWrite, ExportFormat, Written, find
 from gen.export.harness.names import safe_names
@@ -19,7 +20,10 @@ def export(dataset: Path, format_name: str, output: Path, config: str | None = N
     """Every question config of the dataset (or only `config`) written by the format named `format_name`, into
     a folder built beside `output` and renamed into place with its manifest."""
     chosen = find(format_name)
-    refuse_writing_into({"--output": output}, {"DATASET": dataset})
+    refuse_writing_into(
+        {named("--output", "export_harness(output=...)"): output},
+        {named("DATASET", "export_harness(dataset=...)"): dataset},
+    )
     source = open_source(dataset)
     configs = source.question_configs(config)
     names = safe_names(list(source.conversations), avoid=chosen.avoid_in_names)

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from gen import plugins
+from gen.callers import named
 from gen.errors import GenError
 from gen.export.harness.questions import ExportQuestion
 from gen.export.harness.source import Source
@@ -129,4 +130,4 @@ def find(name: str, *, reading: bool = False) -> ExportFormat:
     else:
         near = difflib.get_close_matches(name, formats, n=1)
         message = f"unknown export format {name!r}" + (f"; did you mean {near[0]!r}?" if near else "")
-    raise GenError(message, field="--format", expected=f"one of {', '.join(formats)}")
+    raise GenError(message, field=named("--format", "format"), expected=f"one of {', '.join(formats)}")

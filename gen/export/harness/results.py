@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gen import reading
+from gen.callers import named
 from gen.errors import GenError
 from gen.export.harness.formats import ResultsReader, find
 from gen.export.harness.staging import MANIFEST
@@ -170,7 +171,7 @@ def context_key(qa: dict[str, Any], key: str | None, results: Path, where: str) 
             f"cannot tell which retrieval to read ({', '.join(keys) or 'no key ends in _context'})",
             file=results,
             record=where,
-            field="--prediction-key",
+            field=named("--prediction-key", "import_predictions(prediction_key=...)"),
             expected="the prediction key LoCoMo's evaluation used (its <key>_context holds the retrieved ids)",
         )
     return keys[0]
@@ -249,9 +250,16 @@ def read_json(path: Path) -> Any:
     return reading.read_json(path, "a JSON file the harness wrote")
 
 
+def export_folder_setting() -> str:
+    """The export folder's name as the caller knows it (gen/callers.py)."""
+    return named("--export", "import_predictions(export_folder=...)")
+
+
 def exported_layouts(export: Path | None) -> dict[str, Layout]:
     if export is None:  # import_results checks a reader's needs_export first; this keeps the type honest
-        raise GenError("the export folder the harness read is needed to read its results", field="--export")
+        raise GenError(
+            "the export folder the harness read is needed to read its results", field=export_folder_setting()
+        )
     return read_layouts(export)
 
 
@@ -275,7 +283,8 @@ def import_results(
     reader = find(format_name, reading=True).results
     assert reader is not None  # find(reading=True) returns only formats that read results
     if export is None and reader.needs_export:
-        raise GenError(f"--format {format_name} needs the export folder it was run on", field="--export")
+        message = f"the format {format_name} needs the export folder it was run on"
+        raise GenError(message, field=export_folder_setting())
     pairs = reader.read(results, export, key)
     gen_ids = read_harness_ids(export) if export is not None else {}
     lines = [{"question_id": gen_ids.get(qid, qid), "retrieved": retrieved} for qid, retrieved in pairs]

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from gen.callers import named
 from gen.errors import GenError
 from gen.eval.dataset import Dataset, Located, finished_report, open_dataset, require
 
@@ -71,7 +72,7 @@ class Source:
             raise GenError(
                 f"no question config {wanted!r} in this dataset",
                 file=self.dataset.folder,
-                field="--config",
+                field=named("--config", "ExportOptions.config"),
                 expected=f"one of {', '.join(present)}",
             )
         return [wanted] if wanted else present
