@@ -284,3 +284,15 @@ def test_a_run_declares_the_field_only_with_the_option(tmp_path, capsys):
     assert "abstentions" not in off["summary"]
     rows = read_jsonl(reports["on"][2] / "time_queries" / "test.jsonl")
     assert sum(row["abstention"] for row in rows) == 3 and on["records"] == len(rows)
+    # without gold_answers in the run the question still says it is an abstention, and the exports mark it
+    code, _, err = run_cli(
+        ["export", reports["on"][2], "--format", "longmemeval", "--output", tmp_path / "lme"], capsys
+    )
+    assert code == 0, err
+    instances = json.loads((tmp_path / "lme" / "time_queries.json").read_text())
+    marked = [i for i in instances if i["question_id"].endswith("_abs")]
+    assert len(marked) == 1 and marked[0]["answer"] == "" and marked[0]["answer_session_ids"] == []
+    code, _, err = run_cli(["export", reports["off"][2], "--format", "longmemeval", "--output", tmp_path / "o"], capsys)
+    assert code == 0 and not any(
+        "_abs" in i["question_id"] for i in json.loads((tmp_path / "o" / "time_queries.json").read_text())
+    )

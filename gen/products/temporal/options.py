@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from gen.recipe import StrictModel
 
@@ -100,11 +100,13 @@ class TimeQueriesOptions(WindowOptions):
         """The asked tests that get abstention questions, in the options' order (none with the option off)."""
         return [test for test in self.tests if test in ABSTAINING_TESTS] if self.abstentions else []
 
-    @model_validator(mode="after")
-    def abstentions_have_a_test(self) -> TimeQueriesOptions:
-        if self.abstentions and not self.abstaining_tests:
+    @field_validator("abstentions")
+    @classmethod
+    def abstentions_have_a_test(cls, value: AbstentionOptions | None, info: ValidationInfo) -> AbstentionOptions | None:
+        tests = info.data.get("tests")  # validated before (declared first); absent when it was refused
+        if value is not None and tests is not None and not any(test in ABSTAINING_TESTS for test in tests):
             raise ValueError(f"abstentions need at least one of the tests {', '.join(ABSTAINING_TESTS)} in tests")
-        return self
+        return value
 
 
 class AmbiguousTimeQueriesOptions(WindowOptions):
