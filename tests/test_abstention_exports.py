@@ -4,9 +4,9 @@ abstention question's LongMemEval id read back.
 The run is real: `gen run` against the fake OpenAI server, with gold_answers over time_queries and
 ambiguous_time_queries (the script of tests/test_gold_answers.py: one claim per speaker, the first response left
 out as a greeting) and time_content_questions with their answers (tests/fakes/openai_server.py's tcq_question).
-No product writes a question with an empty window today (the time queries drop such windows), so the one
-abstention is added to the finished run by hand: a time query whose window is empty, and its answer made by
-gold_answers' own code (abstained_record, the abstention template), as gold_answers writes it for such a window.
+The abstention is time_queries' own (option `abstentions`, test `last_day`): sample-2 talks on 8 and 21 June and
+16 July 2024 (today), so none of the seven days before today has a response and one of them is drawn; there is no
+real `last_day` question, so the run holds exactly one abstention base question, worded three ways.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import pytest
 from gen.export.harness.exporter import export
 from gen.export.harness.longmemeval import harness_id
 from gen.export.harness.questions import ExportQuestion
-from gen.products.answers.steps import BaseQuestion, Item, abstained_record, abstention
-from gen.templating import Templates
 from tests.conftest import extra_marks, read_jsonl, run_cli, write_recipe
 from tests.fakes.openai_server import FakeOpenAI, tcq_question
 from tests.official import locomo_evaluation
@@ -30,8 +28,6 @@ from tests.test_gold_answers import SAMPLE, good_reply
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = ("time_queries", "ambiguous_time_queries", "time_content_questions")
-ABSTAINING_ID = "0abs0000000000ee"  # an id of gen's kind (16 hex digits), holding "abs" but not "_abs"
-ABSTAINING_GROUP = "0000000000e0e0e0"
 UNANSWERABLE = "I will give you an unanswerable question"  # how LongMemEval's abstention judging prompt opens
 
 
@@ -42,30 +38,9 @@ def script(request):
     return good_reply(request.last_user)
 
 
-def add_abstention(folder: Path) -> None:
-    """A time query of sample-2 whose window is empty (asked about a day without a response), and its answer."""
-    queries = folder / "time_queries" / "test.jsonl"
-    first = read_jsonl(queries)[0]
-    question = {
-        **first,
-        "question_id": ABSTAINING_ID,
-        "group_id": ABSTAINING_GROUP,
-        "test": "date",
-        "question": "What did we discuss on 1 January 2020?",
-        "time_expression": "on 1 January 2020",
-        "params": {"date": "2020-01-01"},
-        "relevant_response_indices": [],
-        "num_relevant": 0,
-    }
-    base = BaseQuestion(first["conversation_id"], ABSTAINING_GROUP, "date", {"date": "2020-01-01"}, ())
-    answer = abstained_record(Item(base, {}), abstention(Templates()))
-    for path, row in ((queries, question), (folder / "gold_answers" / "test.jsonl", answer)):
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
-
-
 @pytest.fixture(scope="module")
 def answered(tmp_path_factory) -> Path:
+    """The run folder; the fake server's requests are kept beside it (`requests.json`: the user messages)."""
     from gen.llm.config import RunSettings
     from gen.pipeline.options import RunOptions
     from gen.pipeline.runner import run as run_recipe
@@ -89,7 +64,7 @@ def answered(tmp_path_factory) -> Path:
             },
             "products": [
                 {"type": "log"},
-                {"type": "time_queries", "tests": ["session"]},
+                {"type": "time_queries", "tests": ["session", "last_day"], "abstentions": {"per_test": 1}},
                 {"type": "ambiguous_time_queries", "tests": ["session"]},
                 {"type": "gold_answers", "questions": ["time_queries", "ambiguous_time_queries"]},
                 {"type": "time_content_questions", "per_conversation": 3},
@@ -98,8 +73,14 @@ def answered(tmp_path_factory) -> Path:
         loaded = load(write_recipe(base / "recipe.yaml", recipe))[0]
         settings = RunSettings(cache_dir=base / "cache", progress="off")
         folder = run_recipe(loaded, RunOptions(output_dir=base / "out", llm=settings))
-    add_abstention(folder)
+        asked = [request.last_user for request in server.requests]
+    (base / "requests.json").write_text(json.dumps(asked))
     return folder
+
+
+def abstaining_ids(folder: Path) -> list[str]:
+    """The question ids time_queries marked as abstentions, read from its records."""
+    return [row["question_id"] for row in read_jsonl(folder / "time_queries" / "test.jsonl") if row["abstention"]]
 
 
 @pytest.fixture(scope="module")
@@ -134,19 +115,35 @@ def locomo_qa(exported: dict[str, Path]) -> list[dict]:
 def test_the_run_holds_written_answers_and_one_abstention(answered):
     answers = read_jsonl(answered / "gold_answers" / "test.jsonl")
     assert [a["abstained"] for a in answers] == [False, False, False, True]  # three sessions, then the empty window
+    assert answers[-1]["answer"].startswith("There is nothing in our conversations from that time")
     assert len(read_jsonl(answered / "time_content_questions" / "test.jsonl")) == 3
+    [question] = {
+        (r["test"], r["group_id"]) for r in read_jsonl(answered / "time_queries" / "test.jsonl") if r["abstention"]
+    }
+    assert question == ("last_day", answers[-1]["group_id"]) and len(abstaining_ids(answered)) == 3
+
+
+def test_the_abstention_is_answered_without_a_call(answered):
+    """The model saw one answer prompt per session (the windows it lists) and three time+content prompts: none for
+    the empty window."""
+    asked = json.loads((answered.parent.parent / "requests.json").read_text())
+    answer_prompts = [prompt for prompt in asked if "It asks about what" not in prompt]
+    assert len(asked) == 6 and len(answer_prompts) == 3
+    assert all("last_day" not in prompt for prompt in answer_prompts)
 
 
 def test_locomo_exports_the_abstention_as_its_adversarial_category(answered, exported):
     gold = gold_by_question(answered)
     qa = locomo_qa(exported)
     assert len(qa) == len(gold)
-    [abstaining] = [entry for entry in qa if entry["question_id"] == ABSTAINING_ID]
-    # locomo10.json's category-5 keys, in its order, and gen's id; no answer text
-    assert list(abstaining) == ["question", "evidence", "category", "adversarial_answer", "question_id"]
-    assert (abstaining["evidence"], abstaining["category"], abstaining["adversarial_answer"]) == ([], 5, "")
+    ids = abstaining_ids(answered)
+    abstaining = [entry for entry in qa if entry["question_id"] in ids]
+    assert len(abstaining) == 3  # LoCoMo keeps every wording
+    for entry in abstaining:  # locomo10.json's category-5 keys, in its order, and gen's id; no answer text
+        assert list(entry) == ["question", "evidence", "category", "adversarial_answer", "question_id"]
+        assert (entry["evidence"], entry["category"], entry["adversarial_answer"]) == ([], 5, "")
     for entry in qa:
-        if entry is not abstaining:
+        if entry["question_id"] not in ids:
             assert (entry["category"], entry["answer"]) == (2, gold[entry["question_id"]])
 
 
@@ -171,14 +168,16 @@ def abstaining_instance(exported: dict[str, Path]) -> dict:
     return next(i for i in instances if "_abs" in i["question_id"])
 
 
-def test_longmemeval_marks_the_abstention_by_its_id_and_the_manifest_maps_it_back(exported):
+def test_longmemeval_marks_the_abstention_by_its_id_and_the_manifest_maps_it_back(answered, exported):
     instance = abstaining_instance(exported)
-    assert instance["question_id"] == f"{ABSTAINING_ID}_abs"
+    ids = abstaining_ids(answered)
+    kept = instance["question_id"].removesuffix("_abs")
+    assert instance["question_id"] == f"{kept}_abs" and kept in ids  # one wording per base question
     assert instance["answer"].startswith("There is nothing in our conversations from that time")
     assert (instance["answer_session_ids"], instance["question_type"]) == ([], "temporal-reasoning")
     manifest = json.loads((exported["longmemeval"] / "gen-export.json").read_text())
-    assert manifest["configs"]["time_queries"]["harness_ids"] == {f"{ABSTAINING_ID}_abs": ABSTAINING_ID}
-    assert ABSTAINING_ID in manifest["configs"]["time_queries"]["tests"]
+    assert manifest["configs"]["time_queries"]["harness_ids"] == {f"{kept}_abs": kept}
+    assert kept in manifest["configs"]["time_queries"]["tests"]
     for config in ("ambiguous_time_queries", "time_content_questions"):
         assert "harness_ids" not in manifest["configs"][config]  # nothing renamed: the manifest as before
 
@@ -242,14 +241,34 @@ def test_a_longmemeval_result_with_the_abs_id_comes_back_as_gens_question(answer
     code, _, err = run_cli([*args, "--output", output], capsys)
     assert code == 0, err
     ids = [line["question_id"] for line in read_jsonl(output)]
-    assert ABSTAINING_ID in ids and not any("_abs" in i for i in ids)
+    assert set(abstaining_ids(answered)) & set(ids) and not any("_abs" in i for i in ids)
     scores = tmp_path / "scores.json"
     args = ["eval", answered, "--predictions", output, "--questions-from", exported["longmemeval"], "--json", scores]
-    code, _, err = run_cli(args, capsys)
+    code, out, err = run_cli(args, capsys)
     assert code == 0, err
     time_queries = json.loads(scores.read_text())["configs"]["time_queries"]
-    assert time_queries["questions"] == 4 and time_queries["predicted"] == 4
-    assert set(time_queries["tests"]) == {"session"}  # the abstention (test "date") has nothing to retrieve
+    assert time_queries["questions"] == 4 and time_queries["predicted"] == 4 and time_queries["abstentions"] == 1
+    assert set(time_queries["tests"]) == {"session"}  # the abstention (last_day) has nothing to retrieve
+    assert "time_queries: 4 questions, 0 without a prediction (scored as empty), 1 abstentions" in out
+    assert time_queries["pooled"]["questions"] == 3
+
+
+def test_gen_eval_leaves_every_wording_of_the_abstention_out_and_says_so(answered, tmp_path, capsys):
+    """Without an export's subset every wording is scored: 9 session questions, and the 3 wordings of the
+    abstention counted apart; a prediction for them changes nothing."""
+    rows = read_jsonl(answered / "time_queries" / "test.jsonl")
+    predictions = tmp_path / "predictions.jsonl"
+    lines = [{"question_id": row["question_id"], "retrieved": row["relevant_response_indices"] or [0]} for row in rows]
+    predictions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scores = tmp_path / "scores.json"
+    code, out, err = run_cli(["eval", answered, "--predictions", predictions, "--json", scores], capsys)
+    assert code == 0, err
+    time_queries = json.loads(scores.read_text())["configs"]["time_queries"]
+    assert (time_queries["questions"], time_queries["abstentions"]) == (12, 3)
+    assert time_queries["pooled"] == {"questions": 9, "recall": 1.0, "f2": 1.0, "all_found": 1.0, "any_found": 1.0}
+    assert (
+        "12 questions, 0 without a prediction (scored as empty), 3 abstentions (nothing to retrieve: not scored)" in out
+    )
 
 
 def exported_question(question_id: str, abstains: bool) -> ExportQuestion:

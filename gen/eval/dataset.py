@@ -305,8 +305,9 @@ class GoldAnswers:
     hold gives no answers, as a config that declares neither.
 
     Whether an answer was computed or written by a model (`written`), and whether it is an abstention (`abstains`:
-    the record holding it says `abstained: true`, as gold_answers does for an empty window), is read here too: it
-    decides whether `gen eval --answers` may have an LLM judge answers to it, and with which rule."""
+    the record holding it says `abstained: true`, as gold_answers does for an empty window, or the question record
+    is marked as one by the field its config declares as `abstention_field`), is read here too: it decides whether
+    `gen eval --answers` may have an LLM judge answers to it, and with which rule."""
 
     def __init__(self, dataset: Dataset, config: str) -> None:
         declared = dataset.declared[config]
@@ -315,6 +316,8 @@ class GoldAnswers:
         self.source = source if isinstance(source, str) else None
         self.by_group: dict[str, str] | None = None
         self.abstaining_groups: set[str] = set()
+        marked = declared.get("abstention_field")  # time_queries with abstentions: the question says it itself
+        self.abstention_field = marked if isinstance(marked, str) else None
         if self.field is None and isinstance(source, str) and source in dataset.files:
             self.by_group = {}
             for item in dataset.records(source):
@@ -348,7 +351,10 @@ class GoldAnswers:
         return None
 
     def abstains(self, item: Located, question_id: str) -> bool:
-        """Whether the question's gold answer says the conversations do not hold what is asked."""
+        """Whether the question's gold answer says the conversations do not hold what is asked: the question is
+        marked as an abstention, or its answer is one."""
+        if self.abstention_field is not None and item.record.get(self.abstention_field) is True:
+            return True
         if self.field is not None:
             return item.record.get("abstained") is True
         return group_of(item, question_id) in self.abstaining_groups

@@ -29,15 +29,18 @@ def format_result(result: EvalResult) -> str:
 
 def config_table(config: ConfigResult) -> str:
     width = max([len(test) for test in config.tests] + [len("mean over tests")])
+    left_out = f", {config.abstentions:,} abstentions (nothing to retrieve: not scored)" if config.abstentions else ""
     lines = [
-        f"{config.config}: {config.questions:,} questions, {config.missing:,} without a prediction (scored as empty)",
+        f"{config.config}: {config.questions:,} questions, {config.missing:,} without a prediction (scored as empty)"
+        + left_out,
         f"{config.group_field:<{width}}  {'questions':>9}  {'recall':>6}  {'F2':>6}  {'all found':>9}  "
         f"{'any found':>9}",
     ]
     for test, score in config.tests.items():
         lines.append(row(test, width, score))
     mean = config.mean
-    lines.append(f"{'mean over tests':<{width}}  {config.questions:>9,}  {mean.recall:>6.3f}  {mean.f2:>6.3f}")
+    scored = config.questions - config.abstentions
+    lines.append(f"{'mean over tests':<{width}}  {scored:>9,}  {mean.recall:>6.3f}  {mean.f2:>6.3f}")
     lines.append(row("pooled", width, config.pooled))
     return "\n".join(lines)
 
@@ -70,6 +73,7 @@ def result_json(result: EvalResult) -> dict[str, Any]:
                 "questions": config.questions,
                 "predicted": config.predicted,
                 "missing": config.missing,
+                "abstentions": config.abstentions,
                 "tests": {test: scores(score) for test, score in config.tests.items()},
                 "mean_over_tests": {"recall": config.mean.recall, "f2": config.mean.f2},
                 "pooled": scores(config.pooled),

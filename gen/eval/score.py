@@ -22,6 +22,7 @@ class ConfigResult:
     tests: dict[str, GroupScore]
     mean: QuestionScore  # over tests: every test weighs the same (the method's headline)
     pooled: GroupScore  # over questions: what the harnesses' own scripts report
+    abstentions: int = 0  # questions with nothing to retrieve (an empty window): left out of every score
 
     @property
     def missing(self) -> int:
@@ -135,4 +136,5 @@ def score_config(
         tests,
         mean_over_tests(tests),
         pooled(tests),
+        sum(not q.relevant for q in items),
     )

@@ -30,7 +30,7 @@ from gen.export.card_header import (
 )
 from gen.jsonl import read_jsonl
 from gen.personal import entry_is_personal
-from gen.products.registry import config_spec
+from gen.products.registry import run_features
 from gen.products.schema import Schema, Type, feature_type, list_item
 from gen.provenance import public_recipe, public_url
 from gen.templating import INSTALLED, Templates
@@ -94,10 +94,10 @@ def licenses(sources: list[dict]) -> list[dict]:
 # --- body data ------------------------------------------------------------------------------------
 
 
-def config_features(name: str) -> Schema | None:
-    """The schema a product declares for `name` (plain data, no `datasets` import); None when no product does."""
-    found = config_spec(name)
-    return found[1].features if found is not None else None
+def config_features(name: str, info: dict) -> Schema | None:
+    """The schema of `name` as the run wrote it (plain data, no `datasets` import): the product's, with what its
+    run.json entry `info` adds (registry.run_features); None when no product writes `name`."""
+    return run_features(name, info)
 
 
 def field_rows(declared: Schema | None) -> list[dict]:
@@ -334,7 +334,7 @@ def card_data(
         for source in report.get("sources", [])
     ]
     methods = {name: {"id": key, **method} for key, method in facts["methods"].items() for name in method["configs"]}
-    features = {name: config_features(name) for name in configs}
+    features = {name: config_features(name, info) for name, info in configs.items()}
     config_list = [
         config_entry(name, info, report, data_files[name], features[name], methods.get(name), folder)
         for name, info in configs.items()

@@ -173,11 +173,12 @@ def refuse_outside(run_dir: Path, path: Path) -> None:
         )
 
 
-def product_features(name: str, where: Path) -> Schema:
-    """The schema the product that writes `name` declares (plain data, as the card's `dataset_info` holds it)."""
-    from gen.products.registry import REGISTRY, config_spec
+def product_features(name: str, info: dict, where: Path) -> Schema:
+    """The schema of `name` as the run wrote it (plain data, as the card's `dataset_info` holds it): the product's,
+    with what its run.json entry `info` adds (registry.run_features)."""
+    from gen.products.registry import REGISTRY, run_features
 
-    found = config_spec(name)
+    found = run_features(name, info)
     if found is None:
         known = [spec.name for product in REGISTRY.values() for spec in product.configs]
         raise GenError(
@@ -185,7 +186,7 @@ def product_features(name: str, where: Path) -> Schema:
             file=where,
             expected=f"one of {', '.join(known)}",
         )
-    return found[1].features
+    return found
 
 
 def batches(path: Path, size: int = BATCH_ROWS) -> Iterator[tuple[int, list[dict]]]:
@@ -353,7 +354,7 @@ def write_parquet(export: Export, name: str, info: dict, max_bytes: int, bar: pr
     """One config's parquet files, counted against run.json and entered in the card's metadata."""
     split = export.report["split"]
     source = export.run_dir / info["path"]
-    declared = product_features(name, source)
+    declared = product_features(name, info, source)
     written = write_config(source, export.folder / "data" / name, split, declared, max_bytes, bar)
     if written.rows != info["records"]:
         raise GenError(

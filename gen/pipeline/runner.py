@@ -21,7 +21,6 @@ workers nor the batching changes a byte of output.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import platform
 import threading
@@ -412,7 +411,7 @@ def run_report(prepared: Prepared, products: list[Bound], tallies: Tallies, engi
                 "product": product.name,
             }
             if spec.questions is not None:  # what scoring and the harness exports read of it
-                info["questions"] = dataclasses.asdict(spec.questions)
+                info["questions"] = spec.questions.declared()
             if summary := product.summary(spec.name, counts):
                 info["summary"] = summary
             models = sorted((k[1], n) for k, n in counts.items() if k[0] == "model")

@@ -18,6 +18,7 @@ Products that call an LLM receive several units at once, so one engine step cove
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from gen.conversation import Conversation
 from gen.products.checks import Checks
-from gen.products.schema import Schema
+from gen.products.schema import BOOL, Schema, schema
 from gen.recipe import Recipe, StrictModel
 from gen.templating import Templates
 from gen.timeline import Timeline
@@ -55,6 +56,26 @@ class Questions:
     # F1 say whether an answer is right. Otherwise a model wrote it, and `gen eval --answers` can also have an LLM
     # judge whether an answer conveys it (gen/judging/written.py).
     answer_computed: bool = False
+    # The bool field that marks a question about a time when nothing was said (relevant set [], answered by
+    # abstaining), in a config that has such questions (time_queries with `abstentions`). `gen eval` and the
+    # exports read the mark through it; the field joins the config's features (`declared_features`).
+    abstention_field: str | None = None
+
+    def declared(self) -> dict[str, Any]:
+        """What run.json carries. `abstention_field` only when set: a run without abstentions writes the report it
+        always wrote, byte for byte."""
+        out = dataclasses.asdict(self)
+        if self.abstention_field is None:
+            del out["abstention_field"]
+        return out
+
+
+def declared_features(features: Schema, questions: Mapping[str, Any] | None) -> Schema:
+    """A config's features as the run wrote them: the product's schema, then the bool field that run.json's
+    `questions.abstention_field` names, if any. The one rule the product (for its records), the card and the
+    Hub export (which read the class's schema and run.json) all use, so the three always agree."""
+    name = (questions or {}).get("abstention_field")
+    return [*features, *schema({name: BOOL})] if isinstance(name, str) else features
 
 
 @dataclass(frozen=True)
@@ -158,7 +179,9 @@ class Product(ABC, Generic[OptionsT]):
     name: ClassVar[str]
     description: ClassVar[str]
     Options: ClassVar[type[StrictModel]]
-    configs: ClassVar[tuple[ConfigSpec, ...]]
+    # A product whose configs depend on its options sets its own in __init__ (time_queries with abstentions); the
+    # card and the Hub export read the class's, with what run.json adds to them (declared_features).
+    configs: tuple[ConfigSpec, ...]
     needs: Needs = Needs()  # a product whose needs depend on its options sets its own in __init__
     # An LLM product whose `build` keeps nothing from one batch of conversations to the next (no count over the
     # run, no reading of engine.rejects) sets this: the run may then build two batches at once, in two threads

@@ -55,14 +55,48 @@ def yearless_months(dates: Iterable[date]) -> set[int]:
 
 class Yearless:
     """Whether a base question's dates and months can be named without their year (date_words.py's rule),
-    given every date of the conversation (padding included)."""
+    given every date of the conversation (padding included).
 
-    def __init__(self, dates: Iterable[date]):
+    A date or month on which nothing was said (an abstention question's) is not among those dates: it may go
+    without its year only when `until` (today) is given and no other year's same day and month, or same month, falls
+    between the conversation's first date and `until`, so the yearless phrase still names one time a reader could
+    mean. Dates and months with responses keep the rule above, whatever `until`."""
+
+    def __init__(self, dates: Iterable[date], until: date | None = None):
         dates = set(dates)
         self.dates = yearless_dates(dates)
         self.months = yearless_months(dates)
+        self.known_dates = dates
+        self.known_months = {(d.year, d.month) for d in dates}
+        self.span = (min(dates), until) if dates and until is not None else None
 
     def ok(self, p: dict) -> bool:
         days = [date.fromisoformat(p[k]) for k in ("date", "first_date", "last_date") if k in p]
-        months = [int(p["month"][5:7])] if "month" in p else []
-        return all(d in self.dates for d in days) and all(m in self.months for m in months)
+        months = [(int(p["month"][:4]), int(p["month"][5:7]))] if "month" in p else []
+        return all(self.date_ok(d) for d in days) and all(self.month_ok(*m) for m in months)
+
+    def date_ok(self, day: date) -> bool:
+        if day in self.known_dates:
+            return day in self.dates
+        if self.span is None:
+            return False
+        first, until = self.span
+        for year in range(first.year, until.year + 1):
+            try:
+                other = day.replace(year=year)
+            except ValueError:  # 29 February in a year without one
+                continue
+            if year != day.year and first <= other <= until:
+                return False
+        return True
+
+    def month_ok(self, year: int, month: int) -> bool:
+        if (year, month) in self.known_months:
+            return month in self.months
+        if self.span is None:
+            return False
+        first, until = self.span
+        others = range(first.year, until.year + 1)
+        return not any(
+            y != year and (first.year, first.month) <= (y, month) <= (until.year, until.month) for y in others
+        )

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 from gen.errors import GenError
 from gen.plugins import PRODUCTS, registered
-from gen.products.base import ConfigSpec, Needs, Product
+from gen.products.base import ConfigSpec, Needs, Product, declared_features
+from gen.products.schema import Schema
 from gen.recipe import Recipe, load_recipe, recipe_from_data
 from gen.validation import validate_model
 
@@ -81,6 +82,13 @@ def config_spec(config: str) -> tuple[type[Product], ConfigSpec] | None:
             if spec.name == config:
                 return product, spec
     return None
+
+
+def run_features(config: str, info: Mapping[str, Any]) -> Schema | None:
+    """The features of `config` as a run wrote it, from the product's declared schema and the config's run.json
+    entry (base.declared_features); None when no product writes `config`."""
+    found = config_spec(config)
+    return declared_features(found[1].features, info.get("questions")) if found is not None else None
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from gen.hashing import stable_id
 from gen.products.base import Unit
 from gen.products.checks import Checks
 from gen.products.date_words import Yearless
-from gen.products.temporal.options import TESTS, WindowOptions
-from gen.products.temporal.sampling import seeded_draw
+from gen.products.temporal.options import ABSTAINING_TESTS, TESTS, TimeQueriesOptions, WindowOptions
+from gen.products.temporal.sampling import ABSTENTION_DRAW, seeded_draw
 
 SPAN_TESTS = ("session_span", "date_span")
 Key = tuple[str, tuple[tuple[str, Any], ...]]  # a base question: test and sorted params
@@ -124,6 +124,59 @@ class LogView:
             ]
         return self.bases[asked]
 
+    def silent_windows(self, test: str) -> list[dict]:
+        """The params of every empty window of an abstaining test inside the conversation's span, in date order,
+        from the log's date strings: the days after the first real date and before today on which no response,
+        padding included, is dated; the months after the first real month and before today's month in which none
+        is dated. The time_queries generator lists them from its timeline (windows.py); this is the check's list."""
+        if not self.real_dates:
+            return []
+        said, today = set(self.date), self.today.isoformat()
+        first = date.fromisoformat(self.real_dates[0])
+        days = [(first + timedelta(days=n)).isoformat() for n in range(1, (self.today - first).days)]
+        silent = [d for d in days if d not in said]
+        if test == "dates":
+            return [{"date": d} for d in silent]
+        if test == "rel_day":
+            return [{"date": d, "days_ago": self.days_before_today(d)} for d in silent]
+        if test == "last_day":
+            recent = [d for d in silent if 1 <= self.days_before_today(d) <= 7]
+            return [
+                {"weekday": weekday_name(date.fromisoformat(d)), "date": d, "days_ago": self.days_before_today(d)}
+                for d in recent
+            ]
+        months_said = {d[:7] for d in said}
+        months = []
+        year, month = first.year, first.month
+        while True:
+            year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+            key = f"{year:04d}-{month:02d}"
+            if key >= today[:7]:
+                break
+            if key not in months_said:
+                months.append(key)
+        if test == "month":
+            return [{"month": m} for m in months]
+        if test == "rel_month":
+            return [{"month": m, "months_ago": self.months_before_today(m)} for m in months]
+        raise ValueError(f"test {test!r} has no abstention questions")
+
+    def abstention_questions(
+        self, options: TimeQueriesOptions, seed: int, conversation_id: str
+    ) -> list[tuple[str, dict]]:
+        """(test, params) of every abstention question time_queries should ask, in its order: per abstaining test,
+        the seeded draw of `per_test` among `silent_windows` (the draw sampling.py makes for the generator)."""
+        if options.abstentions is None:
+            return []
+        found: list[tuple[str, dict]] = []
+        for test in options.abstaining_tests:
+            silent = self.silent_windows(test)
+            limit = options.abstentions.per_test
+            found += [
+                (test, silent[i]) for i in seeded_draw(len(silent), limit, seed, ABSTENTION_DRAW, conversation_id, test)
+            ]
+        return found
+
     def expected(self, test: str, span_length: int, day_spans: list[int]) -> list[dict]:
         """The params of every base question the test defines for this conversation, in the order the products
         ask them (before dropping empty or padding-only windows)."""
@@ -201,12 +254,20 @@ def names_mentioned(test: str, params: dict) -> list[str]:
 
 
 def check_unit(
-    unit: Unit, rows: Sequence[dict], options: WindowOptions, checks: Checks, product: str, now_offset_minutes: float
+    unit: Unit,
+    rows: Sequence[dict],
+    options: WindowOptions,
+    checks: Checks,
+    product: str,
+    now_offset_minutes: float,
+    also: Sequence[dict] = (),
 ) -> LogView:
     """Checks both products share, for one conversation, against its `log` records. Returns the log's view, for
-    a product's own checks."""
-    unique = len({row["question_id"] for row in rows}) == len(rows)
-    repeated = () if unique else Counter(row["question_id"] for row in rows).most_common(3)
+    a product's own checks. `also`: the conversation's abstention questions, checked apart (check_abstentions)
+    but counted here for unique question ids."""
+    ids = [row["question_id"] for part in (rows, also) for row in part]
+    unique = len(set(ids)) == len(ids)
+    repeated = () if unique else Counter(ids).most_common(3)
     checks.check("question_id is unique", unique, ", ".join(i for i, n in repeated if n > 1))
     view = LogView(list(unit.records_of("log")), now_offset_minutes)
     check_conversation(view, list(rows), options, checks, unit.conversation_id, product)
@@ -317,6 +378,73 @@ def check_conversation(
         )
 
 
+ABSTENTION_CHECKS = (
+    "an abstention question has an empty relevant set",
+    "an abstention's window, recomputed from the log, holds no response",
+    "an abstention question is not a real window",
+    "an abstention question's test is one that can have them",
+    "now and current_session agree with the log (abstentions)",
+    "time expression names its month or weekday (abstentions)",
+    "the variants of an abstention question share test and params",
+)
+
+
+def check_abstentions(
+    view: LogView,
+    rows: Sequence[dict],
+    options: TimeQueriesOptions,
+    seed: int,
+    conversation_id: str,
+    checks: Checks,
+) -> None:
+    """The abstention questions of one conversation (the rows flagged `abstention: true`), by the validator's own
+    path: the window each one names, recomputed from the log's strings, holds no response at all (padding
+    included); none is a window the tests ask about for real; and their base questions are exactly the seeded draw
+    among the empty windows the log shows inside the conversation's span (LogView.abstention_questions). A row
+    with an empty window that is not flagged is a real question's row, and fails its checks in
+    `check_conversation`."""
+    real = {key(test, params) for test, params in view.base_questions(options)}
+    drawn = {key(test, params) for test, params in view.abstention_questions(options, seed, conversation_id)}
+    failed: dict[str, list[str]] = {name: [] for name in ABSTENTION_CHECKS}
+    empty, silent, not_real, asked, clock, named, shared = (failed[name] for name in ABSTENTION_CHECKS)
+    present: set[Key] = set()
+    groups: dict[str, Key] = {}
+    for row in rows:
+        test, params, where = row["test"], row["params"], f"{conversation_id} {row['question_id']}"
+        k = key(test, params)
+        present.add(k)
+        if row["relevant_response_indices"] or row["num_relevant"] != 0:
+            empty.append(where)
+        if test not in ABSTAINING_TESTS:
+            asked.append(f"{where}: {test}")
+        elif window := view.window_of(k):
+            silent.append(f"{where} {test} {params}: {len(window)} responses")
+        if k in real:
+            not_real.append(f"{where} {test} {params}")
+        if row["now"] != view.now_text or row["current_session"] != view.current_session:
+            clock.append(where)
+        expression = row["time_expression"].lower()
+        if not all(name.lower() in expression for name in names_mentioned(test, params)):
+            named.append(f"{where}: {row['time_expression']!r}")
+        if groups.setdefault(row["group_id"], k) != k:
+            shared.append(where)
+    for name, failures in failed.items():
+        if rows:
+            checks.add(name, len(rows), failures)
+    missing, extra = drawn - present, present - drawn
+    checks.check(
+        "abstention questions are the seeded draw of the empty windows inside the span",
+        not missing and not extra,
+        f"{conversation_id}: missing {sorted(map(str, missing))[:2]}, unexpected {sorted(map(str, extra))[:2]}",
+    )
+    if options.variant_limit is not None:
+        checks.check(
+            "at most max_variants_per_group variants per abstention question",
+            max(Counter(row["group_id"] for row in rows).values(), default=0) <= options.variant_limit,
+            conversation_id,
+        )
+
+
 def count(rows: Sequence[dict]) -> Counter[tuple[str, str]]:
     """One conversation's share of the summary: per test, base questions, variants and whether it has any."""
     counts: Counter[tuple[str, str]] = Counter()
@@ -366,6 +494,7 @@ def seeded_sample_failures(
     seed: int,
     product: str,
     variants: Variants,
+    abstentions: Sequence[tuple[str, dict]] = (),
 ) -> tuple[list[str], int]:
     """The base questions whose kept variants are not the seeded sample: min(limit, variants) drawn, less those
     the conversation already used. Drawn again here from the full list, so a choice that depended on the worker,
@@ -373,11 +502,12 @@ def seeded_sample_failures(
 
     The base questions, their order and whether their dates may go without the year come from the log (the
     validator's own list of windows); `variants(test, params, group, yearless_ok)` gives how many variants a
-    base question has and how to put the i-th into words, so only the drawn ones are."""
-    yearless = Yearless(map(date.fromisoformat, set(view.date)))
+    base question has and how to put the i-th into words, so only the drawn ones are. `abstentions` are asked
+    after them (time_queries' abstention questions, LogView.abstention_questions)."""
+    yearless = Yearless(map(date.fromisoformat, set(view.date)), until=view.today)
     seen: set[Hashable] = set()
     wrong = []
-    bases = view.base_questions(options)
+    bases = [*view.base_questions(options), *abstentions]
     for test, params in bases:
         group = stable_id([conversation_id, test, params])  # the group_id rule, written again
         count, variant = variants(test, params, group, yearless.ok(params))

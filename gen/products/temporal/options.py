@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from gen.recipe import StrictModel
 
@@ -23,6 +23,11 @@ Test = Literal[
     "earlier_today",
 ]
 TESTS: tuple[Test, ...] = get_args(Test)  # the one list of the 11 tests, in the order reports show them
+# The tests that can ask about a time when the two people did not talk (docs/time-queries.md, "Abstentions"): a
+# calendar date, N days ago, last <weekday>, a month, N months ago. The session tests cannot (every session of the
+# log has responses, and a session number beyond the last is after now); date_span is built from runs of sessions;
+# day_span and earlier_today always end at now, so their window is the recent talk rather than a time chosen.
+ABSTAINING_TESTS: tuple[Test, ...] = ("dates", "month", "rel_day", "rel_month", "last_day")
 NumeralStyle = Literal["digits", "words"]
 NUMERAL_STYLES: tuple[NumeralStyle, ...] = get_args(NumeralStyle)
 DEFAULT_VARIANTS_PER_GROUP = 3  # about what a published temporal benchmark has per base question (2-3)
@@ -73,8 +78,35 @@ class WindowOptions(StrictModel):
         return list(dict.fromkeys(value))
 
 
+class AbstentionOptions(StrictModel):
+    """Questions about times when nothing was said (an empty window, answered by abstaining)."""
+
+    per_test: int = Field(
+        ge=1,
+        description="empty windows asked about per conversation and per test that can have one (dates, month, "
+        "rel_day, rel_month, last_day): a seeded draw, fewer when the conversation has fewer",
+    )
+
+
 class TimeQueriesOptions(WindowOptions):
-    pass
+    abstentions: AbstentionOptions | None = Field(
+        default=None,
+        description="also ask about times inside the conversation's span when the two people did not talk "
+        "(relevant set [], `abstention: true`); off by default",
+    )
+
+    @property
+    def abstaining_tests(self) -> list[Test]:
+        """The asked tests that get abstention questions, in the options' order (none with the option off)."""
+        return [test for test in self.tests if test in ABSTAINING_TESTS] if self.abstentions else []
+
+    @field_validator("abstentions")
+    @classmethod
+    def abstentions_have_a_test(cls, value: AbstentionOptions | None, info: ValidationInfo) -> AbstentionOptions | None:
+        tests = info.data.get("tests")  # validated before (declared first); absent when it was refused
+        if value is not None and tests is not None and not any(test in ABSTAINING_TESTS for test in tests):
+            raise ValueError(f"abstentions need at least one of the tests {', '.join(ABSTAINING_TESTS)} in tests")
+        return value
 
 
 class AmbiguousTimeQueriesOptions(WindowOptions):

@@ -9,8 +9,8 @@ from typing import Any
 from gen.hashing import stable_id
 from gen.products.date_words import Yearless
 from gen.products.schema import DATE, INT64, STRING, TIMESTAMP, Type, list_of, struct
-from gen.products.temporal.options import WindowOptions
-from gen.products.temporal.windows import BaseQuestion, base_questions
+from gen.products.temporal.options import TimeQueriesOptions, WindowOptions
+from gen.products.temporal.windows import BaseQuestion, abstention_questions, base_questions
 from gen.products.temporal.wordings import Wordings
 from gen.timeline import Timeline
 
@@ -35,9 +35,23 @@ def worded_windows(
 ) -> Iterator[tuple[BaseQuestion, list[tuple[str, str]], dict]]:
     """Each base question of the conversation, with its (time phrase, style) pairs and the window fields its
     variants share (shared with ambiguous_time_queries, never changed)."""
-    yearless = Yearless(r.timestamp.date() for r in timeline.responses)
+    yield from worded(timeline, base_questions(timeline, options), wordings)
+
+
+def worded_abstentions(
+    timeline: Timeline, options: TimeQueriesOptions, wordings: Wordings, seed: int
+) -> Iterator[tuple[BaseQuestion, list[tuple[str, str]], dict]]:
+    """`worded_windows` for the abstention questions (time_queries only): the same phrases, so a wording never
+    tells an empty window from a real one."""
+    yield from worded(timeline, abstention_questions(timeline, options, seed), wordings)
+
+
+def worded(
+    timeline: Timeline, bases: Iterator[BaseQuestion], wordings: Wordings
+) -> Iterator[tuple[BaseQuestion, list[tuple[str, str]], dict]]:
+    yearless = Yearless((r.timestamp.date() for r in timeline.responses), until=timeline.today)
     now, current = timeline.now.isoformat(timespec="seconds"), timeline.current_session
-    for base in base_questions(timeline, options):
+    for base in bases:
         phrases = wordings.phrases(base.test, base.params, yearless.ok(base.params))
         yield base, phrases, window_fields(base, now, current)
 

@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 Variant = TypeVar("Variant")
+# The product part of the key of the draw that picks a test's abstention questions among its empty windows (the
+# group part is the test): time_queries draws with it, its validator draws again.
+ABSTENTION_DRAW = "time_queries/abstentions"
 
 
 def seeded_draw(n: int, limit: int | None, seed: int, product: str, conversation_id: str, group: str) -> Sequence[int]:

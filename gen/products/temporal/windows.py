@@ -6,7 +6,7 @@ collects the response indices that fall inside. The validators recompute every w
 `log` records' timestamp strings (checking.py).
 
 Shared by `time_queries` and `ambiguous_time_queries`, so the two products have the same base questions
-and the same `group_id`s.
+and the same `group_id`s. The abstention questions (`abstention_questions`, empty windows) are time_queries' only.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from datetime import date, timedelta
 
 from gen.calendar_names import weekday_name
 from gen.hashing import stable_id
-from gen.products.temporal.options import TESTS, WindowOptions
+from gen.products.temporal.options import ABSTAINING_TESTS, TESTS, TimeQueriesOptions, WindowOptions
+from gen.products.temporal.sampling import ABSTENTION_DRAW, seeded_draw
 from gen.timeline import Response, Timeline
 
 
@@ -29,6 +30,7 @@ class BaseQuestion:
     test: str
     params: dict  # JSON-ready: ints and ISO date strings
     relevant: tuple[int, ...]  # response indices, sorted
+    abstention: bool = False  # a time when nothing was said: relevant is empty, the gold answer abstains
 
     @property
     def group_id(self) -> str:
@@ -77,6 +79,27 @@ class Windows:
     def month(self, key: str) -> list[Response]:
         return [r for d, rs in sorted(self.by_date.items()) if month_key(d) == key for r in rs]
 
+    def silent_days(self) -> list[date]:
+        """Dates strictly after the first real response's date and before today on which no response at all was
+        said, padding included, in order."""
+        if not self.real_dates:
+            return []
+        first, days = self.real_dates[0], (self.today - self.real_dates[0]).days
+        return [d for d in (first + timedelta(days=n) for n in range(1, days)) if d not in self.by_date]
+
+    def silent_months(self) -> list[str]:
+        """Months strictly after the first real response's month and before today's month without any response."""
+        if not self.real_dates:
+            return []
+        spoken = {month_key(d) for d in self.by_date}
+        first, last = self.real_dates[0], self.today
+        count = months_between(first, last)
+        keys = [
+            month_key(date(first.year + (first.month - 1 + n) // 12, (first.month - 1 + n) % 12 + 1, 1))
+            for n in range(1, count)
+        ]
+        return [key for key in keys if key not in spoken]
+
 
 def base_questions(timeline: Timeline, options: WindowOptions) -> Iterator[BaseQuestion]:
     """Every base question of the chosen tests for one conversation, tests in the order given."""
@@ -87,6 +110,58 @@ def base_questions(timeline: Timeline, options: WindowOptions) -> Iterator[BaseQ
                 yield BaseQuestion(
                     timeline.conversation_id, test, params, tuple(sorted(r.response_index for r in responses))
                 )
+
+
+def abstention_questions(timeline: Timeline, options: TimeQueriesOptions, seed: int) -> Iterator[BaseQuestion]:
+    """The abstention questions of one conversation: for each test that can have one (`abstaining_tests`), a seeded
+    draw of `per_test` of its empty windows inside the conversation's span, in the order listed (chronological).
+
+    A window is empty only when no response at all falls in it, padding included: padding is talk the memory
+    holds, so "nothing was said then" would be false of it. An empty window is never one of the real base
+    questions (those hold real responses). The draw (sampling.seeded_draw) follows from the seed, the
+    conversation and the test alone; the validator lists the empty windows again from the log and draws again."""
+    if options.abstentions is None:
+        return
+    windows, conversation_id = Windows(timeline), timeline.conversation_id
+    for test in options.abstaining_tests:
+        candidates = EMPTY_WINDOWS[test](windows)
+        drawn = seeded_draw(len(candidates), options.abstentions.per_test, seed, ABSTENTION_DRAW, conversation_id, test)
+        for i in drawn:
+            yield BaseQuestion(conversation_id, test, candidates[i], (), abstention=True)
+
+
+def empty_dates(w: Windows) -> list[dict]:
+    return [{"date": day.isoformat()} for day in w.silent_days()]
+
+
+def empty_rel_days(w: Windows) -> list[dict]:
+    return [{"date": day.isoformat(), "days_ago": (w.today - day).days} for day in w.silent_days()]
+
+
+def empty_last_days(w: Windows) -> list[dict]:
+    recent = [day for day in w.silent_days() if 1 <= (w.today - day).days <= 7]
+    return [{"weekday": weekday_name(day), "date": day.isoformat(), "days_ago": (w.today - day).days} for day in recent]
+
+
+def empty_months(w: Windows) -> list[dict]:
+    return [{"month": key} for key in w.silent_months()]
+
+
+def empty_rel_months(w: Windows) -> list[dict]:
+    def ago(key: str) -> int:
+        year, month = map(int, key.split("-"))
+        return months_between(date(year, month, 1), w.today)
+
+    return [{"month": key, "months_ago": ago(key)} for key in w.silent_months()]
+
+
+EMPTY_WINDOWS = {
+    "dates": empty_dates,
+    "month": empty_months,
+    "rel_day": empty_rel_days,
+    "rel_month": empty_rel_months,
+    "last_day": empty_last_days,
+}
 
 
 def enumerate_session(w: Windows, options: WindowOptions):
@@ -172,3 +247,4 @@ ENUMERATORS = {
     "earlier_today": enumerate_earlier_today,
 }
 assert set(ENUMERATORS) == set(TESTS)
+assert set(EMPTY_WINDOWS) == set(ABSTAINING_TESTS)
