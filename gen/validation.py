@@ -183,6 +183,8 @@ def describe(model: type[BaseModel], error: ErrorDetails, loc: tuple) -> str:
         return f"unknown key {key!r}" + (f"; did you mean {near[0]!r}?" if near else "")
     given = error.get("input")
     message = error["msg"].removeprefix("Value error, ")  # gen's own validators say what is wrong themselves
+    if kind == "value_error" and isinstance(given, dict):
+        return message  # a check over a whole section: "got a mapping" would say nothing
     return f"{message}, got {shown_value(given)}"
 
 
