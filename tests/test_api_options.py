@@ -257,7 +257,7 @@ def test_harness_exports_and_imports_name_their_parameters_from_python_and_optio
     assert raised.value.field == "format"
     with pytest.raises(GenError) as raised:
         gen.export_harness(quickstart, "locomo", quickstart / "inside")
-    assert "export_harness(output=...)" in str(raised.value) and "--" not in str(raised.value)
+    assert "output: this lies inside the input dataset" in str(raised.value) and "--" not in str(raised.value)
     results = tmp_path / "results.json"
     results.write_text("[]")
     with pytest.raises(GenError) as raised:

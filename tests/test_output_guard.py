@@ -342,7 +342,7 @@ def test_python_users_meet_the_same_guard_in_their_own_words(world):
     """The guard names what a program wrote (the options field, the parameter), not a command-line option."""
     named_like_its_corpus = recipe(world, "corpus")
     before = snapshot(world.tmp)
-    with pytest.raises(GenError, match=r"--output: this lies inside the input DATASET"):  # gen/export/harness's own
+    with pytest.raises(GenError, match=r"output: this lies inside the input dataset"):
         gen.export_harness(world.dataset, "beir", world.dataset / "beir")
     with pytest.raises(GenError, match=r"PushOptions\.export_dir: this lies inside the input run_folder"):
         build_export(world.dataset, world.dataset / "export")

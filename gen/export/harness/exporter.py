@@ -21,8 +21,8 @@ def export(dataset: Path, format_name: str, output: Path, config: str | None = N
     a folder built beside `output` and renamed into place with its manifest."""
     chosen = find(format_name)
     refuse_writing_into(
-        {named("--output", "export_harness(output=...)"): output},
-        {named("DATASET", "export_harness(dataset=...)"): dataset},
+        {named("--output", "output"): output},
+        {named("DATASET", "dataset"): dataset},
     )
     source = open_source(dataset)
     configs = source.question_configs(config)
