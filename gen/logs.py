@@ -39,8 +39,7 @@ class NotShownYet(logging.Filter):
 def configure(verbosity: int) -> None:
     """Show gen's messages on stderr (as it is now: under pytest's capture, the captured stream) at the level
     -q (-1), the default (0) or -v (1) asks for."""
-    for handler in [h for h in LOGGER.handlers if getattr(h, "gen_stderr", False)]:
-        LOGGER.removeHandler(handler)
+    unconfigure()
     handler = StderrHandler()
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.setLevel(LEVELS[max(-1, min(1, verbosity))])
@@ -49,6 +48,15 @@ def configure(verbosity: int) -> None:
     LOGGER.addHandler(handler)
     LOGGER.setLevel(logging.DEBUG)
     LOGGER.propagate = False
+
+
+def unconfigure() -> None:
+    """The command line's messages off again (its command has ended): a program that goes on to call gen's API
+    gets a library's logging, passed on to its own handlers, as if no command had run."""
+    for handler in [h for h in LOGGER.handlers if getattr(h, "gen_stderr", False)]:
+        LOGGER.removeHandler(handler)
+    LOGGER.setLevel(logging.NOTSET)
+    LOGGER.propagate = True
 
 
 @contextlib.contextmanager

@@ -32,3 +32,19 @@ def test_quiet_shows_nothing_but_problems_and_verbose_shows_debug_lines(tmp_path
     assert verbose.returncode == 0 and f"run log: {tmp_path / 'v' / 'c' / 'logs' / 'quickstart.log'}" in verbose.stderr
     both = gen_subprocess("-q", "-v", "products")
     assert both.returncode == 2 and "--verbose and --quiet contradict each other" in both.stderr
+
+
+def test_a_program_that_ran_a_command_in_process_gets_a_librarys_logging_after_it(tmp_path, capsys):
+    """The command line shows gen's lines on stderr while its command runs, and not after: a program (or a test)
+    calling the API next is not handed the command's console."""
+    import logging
+
+    import gen
+    from tests.conftest import run_cli
+
+    code, _, err = run_cli(["validate", str(QUICKSTART)], capsys)
+    assert code == 0 and "is valid" in err
+    gen.validate(QUICKSTART)
+    assert capsys.readouterr().err == ""
+    logger = logging.getLogger("gen")
+    assert logger.propagate and logger.level == logging.NOTSET

@@ -220,7 +220,7 @@ def test_a_format_entry_point_is_checked_and_a_write_only_format_reads_no_result
         with pytest.raises(GenError) as info:
             formats.find("write_only", reading=True)
         assert str(info.value) == (
-            "--format: the export format 'write_only' cannot read a harness's results back "
+            "format: the export format 'write_only' cannot read a harness's results back "
             "(expected one of locomo, longmemeval, beir)"
         )
         wrong = metadata.EntryPoint("wrong", "tests.test_plugin:PLUGIN", plugins.EXPORTS)

@@ -21,7 +21,7 @@ from gen.cli import building, caches, catalog, publishing, scoring, view
 from gen.conversation import DataWarning
 from gen.crash import summary, write_crash_log
 from gen.errors import GenError, Stopped
-from gen.logs import configure
+from gen.logs import configure, unconfigure
 
 app = typer.Typer(
     add_completion=False,
@@ -88,6 +88,7 @@ def main(process: bool = False) -> None:
             run_command()
         finally:
             progress.disable()  # the next command in this process (a test, a program) starts silent
+            unconfigure()  # and logs as a library does
             callers.command_line(False)  # and an API call after it names its own fields again
 
 
