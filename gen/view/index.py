@@ -18,15 +18,15 @@ import itertools
 import json
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from gen import progress
-from gen.view import search
+from gen.view import search, seek
 from gen.view.folder import ConfigFiles, RunFolder, lines, whole_lines_snapshot
 from gen.view.store import Store, open_store
 from gen.view.tables import (
@@ -47,6 +47,7 @@ from gen.view.tables import (
 FACET_LIMIT = 40  # a scalar field with at most this many distinct values gets a pick-list with counts
 HEAD_PAGES_MAX_LINES = 200_000  # before the index is ready, pages are read from the file up to this line
 DIRECT_SORT_ROWS = 5_000  # a sorted page this near either end is a top-N query while the sort's index is built
+# (deeper, gen/view/seek.py finds it)
 SEARCH_BUILD_MEMORY_MB = 64  # DuckDB's cap while the word indexes are built (pages have the full one after)
 CLOSE_TIMEOUT_S = 30  # close() waits this long for the builders to stop before it closes the database
 MAX_SEARCH_MATCHES_COMBINED = 2_000_000  # a search filtered or sorted too hands DuckDB this many record numbers
@@ -73,9 +74,9 @@ class Index:
         self.states[REJECTS] = TableState()
         self.searches: dict[str, search.Search] = {}
         self.lock = threading.Lock()
-        self.sort_locks: dict[str, threading.Lock] = {}
+        self.part_locks: dict[str, threading.Lock] = {}  # one per part built on demand (part_lock)
         self.stopping = threading.Event()
-        self.open_cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+        self.open_cursors: set[duckdb.DuckDBPyConnection] = set()  # made by cursor(), not yet closed
         self.thread = threading.Thread(target=self.build_all, name="gen-view-index", daemon=True)
         self.helpers: list[threading.Thread] = []  # sort indexes being built for a page: close() waits for them
 
@@ -219,9 +220,7 @@ class Index:
         direction = "desc" if desc else "asc"
         table = quoted(f"sort {config} {column} {direction}")
         part = f"sort {config} {column} {direction}"
-        with self.lock:
-            guard = self.sort_locks.setdefault(part, threading.Lock())
-        with guard, self.cursor() as cur:
+        with self.part_lock(part), self.cursor() as cur:
             carried = self.done(cur, part)
             if carried is None:
                 carried = list(self.states[config].facets)
@@ -237,13 +236,21 @@ class Index:
         """What `compute` returns (JSON), computed once per cache entry and kept with the index: for a figure
         over a whole config (the overview's plots), which cannot change while the run does not, and which at
         100 copies of locomo10 took 0.2-2.5 s and filled DuckDB's cache each time the overview was opened."""
-        with self.cursor() as cur:
-            found = self.done(cur, part)
-        if found is None:
-            found = json.loads(json.dumps(compute(), default=str))
+        with self.part_lock(part):
             with self.cursor() as cur:
-                self.mark_done(cur, part, found)
+                found = self.done(cur, part)
+            if found is None:
+                found = json.loads(json.dumps(compute(), default=str))
+                with self.cursor() as cur:
+                    self.mark_done(cur, part, found)
         return found
+
+    def part_lock(self, part: str) -> threading.Lock:
+        """The lock of a part built when a page first needs it (a sort's index, a kept figure): pages are served
+        from many threads, and two building one part at once both wrote its record in the index, one of them
+        failing ("duplicate key", seen on the overview opened by several requests at once)."""
+        with self.lock:
+            return self.part_locks.setdefault(part, threading.Lock())
 
     def build_sort_index_soon(self, config: str, column: str, desc: bool) -> None:
         """Start building a sort's index in the background (the next pages of that sort will need it)."""
@@ -291,15 +298,30 @@ class Index:
         return facets
 
     # -- reading -----------------------------------------------------------------------------------------
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A connection of its own for one thread's statements; none once the index is closing (a statement
-        begun then would hold the database open past close())."""
+    def cursor(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """A connection of its own for one thread's statements, closed when its `with` ends; none once the index
+        is closing (a statement begun then would hold the database open past close()).
+
+        Every connection of the index is made and closed here, under the index's lock, and close() closes the
+        database under the same lock: DuckDB refuses to close a database while another thread is inside a call
+        on it ("connection is busy"), and making or closing a connection is such a call. Two threads never share
+        a connection: each `with self.cursor()` is one thread's."""
         with self.lock:
             if self.stopping.is_set():
                 raise duckdb.InterruptException("gen view is stopping")
             cur = self.db.cursor()
             self.open_cursors.add(cur)
-            return cur
+        return self.closing(cur)
+
+    @contextlib.contextmanager
+    def closing(self, cur: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+        try:
+            yield cur
+        finally:
+            with self.lock:
+                self.open_cursors.discard(cur)
+                with contextlib.suppress(duckdb.Error):  # the database was closed under it (close() gave up waiting)
+                    cur.close()
 
     @staticmethod
     def scalar(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
@@ -359,11 +381,11 @@ class Index:
     ) -> list[dict[str, Any]]:
         assert query.sort is not None
         end = min(start + query.size, total)
-        near_an_end = start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS
-        if near_an_end and not self.sort_index_ready(config, query.sort, query.desc):
-            rows = self.direct_sorted_page(config, query, where, params, start, total)
+        if not self.sort_index_ready(config, query.sort, query.desc):
+            rows = self.unindexed_sorted_page(config, query, where, params, start, total)
             self.build_sort_index_soon(config, query.sort, query.desc)  # after: the page need not share the CPU
-            return rows
+            if rows is not None:
+                return rows
         positions, carried = self.sort_index(config, query.sort, query.desc)
         if not where:
             ranged = self.query(f"SELECT r FROM {positions} WHERE rowid >= ? AND rowid < ?", [start, end])
@@ -382,6 +404,21 @@ class Index:
         )
         numbers = [row["r"] for row in sorted(found, key=lambda row: row["pos"])]
         return self.rows_by_number(config, numbers)
+
+    def unindexed_sorted_page(
+        self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
+    ) -> list[dict[str, Any]] | None:
+        """A sorted page while the sort's index is missing, without waiting for it: near either end a small
+        top-N, deeper a seek by counting (gen/view/seek.py); None if the seek's samples missed the page."""
+        assert query.sort is not None
+        end = min(start + query.size, total)
+        if start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS:
+            return self.direct_sorted_page(config, query, where, params, start, total)
+        kind = next(column.type for column in self.columns(config) if column.name == query.sort)
+        asked = seek.Request(table_name(config), query.sort, kind, query.desc, where, params, start, end)
+        with self.cursor() as cur:
+            numbers = seek.page_numbers(cur, asked)
+        return None if numbers is None else self.rows_by_number(config, numbers)
 
     def direct_sorted_page(
         self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
@@ -479,22 +516,26 @@ class Index:
         return Page(rows, files.records or 0, False)
 
     def close(self) -> None:
-        """Stop the builders (each DuckDB statement they run is interrupted, again until they end: one may be
-        between two statements), then close the database and let the store remove what must not outlive the
-        viewer. Runs on Ctrl-C and on every other end of `gen view`."""
+        """Stop the builders and the pages being served (each DuckDB statement is interrupted, again until every
+        builder has ended and every page has given its connection back: one may be between two statements),
+        then close the database and let the store remove what must not outlive the viewer. Runs on Ctrl-C and on
+        every other end of `gen view`."""
         self.stopping.set()
         try:
             deadline = time.monotonic() + CLOSE_TIMEOUT_S
-            with self.lock:
-                threads = [thread for thread in (self.thread, *self.helpers) if thread.is_alive()]
-            while threads and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
                 with self.lock:
+                    threads = [thread for thread in (self.thread, *self.helpers) if thread.is_alive()]
                     cursors = list(self.open_cursors)
+                if not threads and not cursors:
+                    break
                 for cur in cursors:  # each cursor is a connection of its own: interrupt each
                     with contextlib.suppress(duckdb.Error):
                         cur.interrupt()
-                threads[0].join(timeout=0.1)
-                threads = [thread for thread in threads if thread.is_alive()]
+                if threads:
+                    threads[0].join(timeout=0.1)
+                else:
+                    time.sleep(0.01)
             with self.lock:
                 self.db.close()
         finally:
