@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -72,7 +73,8 @@ class Index:
         self.db = self.connect(memory_limit_mb, threads)
         self.states = {name: TableState() for name in folder.configs}
         self.states[REJECTS] = TableState()
-        self.searches: dict[str, search.Search] = {}
+        self.searches: dict[str, search.Search] = {}  # word indexes built whole
+        self.search_below: dict[str, int] = {}  # word indexes being built: records numbered below this are in
         self.lock = threading.Lock()
         self.part_locks: dict[str, threading.Lock] = {}  # one per part built on demand (part_lock)
         self.stopping = threading.Event()
@@ -193,23 +195,49 @@ class Index:
         state.state = "ready"
 
     def build_search(self, config: str) -> None:
-        """The config's word index (gen/view/search.py) over its text and JSON fields, once per cache entry."""
-        path = self.store.path / f"search-{hashlib.md5(config.encode(), usedforsecurity=False).hexdigest()}.sqlite"
+        """The config's word index (gen/view/search.py) over its text and JSON fields, once per cache entry. It
+        is searched while it is built (finder() says how far it goes), and whole once marked done here: a build
+        cut short is started again at the next start."""
+        path = self.search_path(config)
         texts = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in self.columns(config) if c.searchable]
-        if not path.exists() and texts:
+        if not texts:
+            return
+        part = f"search {config}"
+        with self.cursor() as cur:
+            whole = self.done(cur, part) is not None
+        if not whole:
             with self.cursor() as cur:
                 cur.execute(f"SELECT rowid, concat_ws(chr(10), {', '.join(texts)}) FROM {table_name(config)}")
 
                 def batches() -> Iterator[list[tuple[int, str]]]:
                     while (batch := cur.fetchmany(search.BATCH)) and not self.stopping.is_set():
                         yield batch
+                        self.search_below[config] = int(batch[-1][0]) + 1  # resumed: that batch is committed
 
                 search.build(path, batches())
                 if self.stopping.is_set():
-                    path.unlink(missing_ok=True)  # cut short: not a whole index
                     return
-        if path.exists():
-            self.searches[config] = search.Search(path)
+                self.mark_done(cur, part, True)
+        self.searches[config] = search.Search(path)
+        self.search_below.pop(config, None)
+
+    def finder(self, config: str) -> tuple[search.Search | None, int | None]:
+        """The config's word index and how many records it covers: None when it covers all of them; while it is
+        built, the records numbered below what it committed (a Search limited to them), or no Search and 0
+        before it committed any. A config without text fields has no index and nothing to find: (None, None).
+        Every search goes through here, so a page always knows whether its answer is partial."""
+        below = self.search_below.get(config, 0)
+        whole = self.searches.get(config)  # looked at after `below`: the builder sets it before it drops `below`
+        if whole is not None:
+            return whole, None
+        if not any(column.searchable for column in self.columns(config)):
+            return None, None
+        if below == 0:
+            return None, 0
+        return search.Search(self.search_path(config), below), below
+
+    def search_path(self, config: str) -> Path:
+        return self.store.path / f"search-{hashlib.md5(config.encode(), usedforsecurity=False).hexdigest()}.sqlite"
 
     def sort_index(self, config: str, column: str, desc: bool) -> tuple[str, list[str]]:
         """The table of `config`'s rowids in the order of `column` (ties and missing values as the direct
@@ -351,13 +379,15 @@ class Index:
         if not self.ready(config):
             return self.file_page(config, query)
         table = table_name(config)
-        text_only = bool(query.text) and not (query.sort or query.filters) and config in self.searches
-        where, params = self.where(config, query, with_text=not text_only)
+        finder, searched = self.finder(config) if query.text else (None, None)
+        text_only = finder is not None and not (query.sort or query.filters)
+        where, params = self.where(config, query, finder, with_text=not text_only)
         with self.cursor() as cur:
             if query.plain:
                 total = self.states[config].rows or 0
             elif text_only:
-                total = self.searches[config].count(query.text)
+                assert finder is not None
+                total = finder.count(query.text)
             else:
                 total = int(self.scalar(cur, f"SELECT count(*) FROM {table}{where}", params))
         start = first_row(query, total)
@@ -367,14 +397,15 @@ class Index:
                 [start, start + query.size],
             )
         elif text_only:
-            rows = self.rows_by_number(config, self.searches[config].numbers(query.text, start, query.size))
+            assert finder is not None
+            rows = self.rows_by_number(config, finder.numbers(query.text, start, query.size))
         elif query.sort:
             rows = self.sorted_page(config, query, where, params, start, total)
         else:  # filtered, in file order: DuckDB streams the matches in insertion order, no sort, no heap
             rows = self.query(
                 f"SELECT rowid AS _row, * FROM {table}{where} LIMIT ? OFFSET ?", [*params, query.size, start]
             )
-        return Page(rows, total, True)
+        return Page(rows, total, True, searched)
 
     def sorted_page(
         self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
@@ -446,7 +477,9 @@ class Index:
         by_number = {row["_row"]: row for row in found}
         return [by_number[number] for number in numbers if number in by_number]
 
-    def where(self, config: str, query: RecordsQuery, with_text: bool = True) -> tuple[str, list[Any]]:
+    def where(
+        self, config: str, query: RecordsQuery, finder: search.Search | None, with_text: bool = True
+    ) -> tuple[str, list[Any]]:
         columns = {column.name: column for column in self.columns(config)}
         clauses, params = [], []
         for name, raw in query.filters.items():
@@ -466,25 +499,21 @@ class Index:
             except search.SearchError as exc:
                 raise QueryError(str(exc)) from None
         if query.text and with_text:
-            clause, values = self.text_clause(config, columns, query.text)
+            clause, values = self.text_clause(finder, query.text)
             clauses.append(clause)
             params += values
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
-    def text_clause(self, config: str, columns: dict[str, Column], text: str) -> tuple[str, list[Any]]:
-        """The search as a condition: the word index's matches, or (while it is built) a scan of the text."""
-        finder = self.searches.get(config)
-        if finder is not None:
-            total = finder.count(text)
-            if total > MAX_SEARCH_MATCHES_COMBINED:
-                raise QueryError(
-                    f"{total:,} records hold these words, too many to filter or sort them too; add a word to the search"
-                )
-            return "rowid IN (SELECT unnest(?::BIGINT[]))", [finder.numbers(text)]
-        searched = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in columns.values() if c.searchable]
-        if not searched:
+    def text_clause(self, finder: search.Search | None, text: str) -> tuple[str, list[Any]]:
+        """The search as a condition: the records the word index (whole, or as far as it is built) finds."""
+        if finder is None:  # no text field, or a word index not begun: nothing found (the page says which)
             return "false", []
-        return f"contains(lower(concat_ws(chr(10), {', '.join(searched)})), ?)", [text.lower()]
+        total = finder.count(text)
+        if total > MAX_SEARCH_MATCHES_COMBINED:
+            raise QueryError(
+                f"{total:,} records hold these words, too many to filter or sort them too; add a word to the search"
+            )
+        return "rowid IN (SELECT unnest(?::BIGINT[]))", [finder.numbers(text)]
 
     def filter_value(self, column: Column, raw: str) -> Any:
         """`raw` as a value of the column's type, or a QueryError saying what the field holds."""

@@ -64,6 +64,7 @@ class Page:
     rows: list[dict[str, Any]]
     total: int  # records that match
     from_index: bool  # False: read from the file while the index is built
+    searched: int | None = None  # a search while the word index is built: the records it looked at (else all)
 
 
 def quoted(name: str) -> str:

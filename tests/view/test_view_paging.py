@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -332,3 +333,67 @@ def serve_then_stop(opened, urls: list[str], wanted: int) -> tuple[list[tuple[st
         asker.join(timeout=60)
     assert not any(asker.is_alive() for asker in askers)
     return answers, failures
+
+
+def test_a_search_while_the_word_index_is_built_finds_the_matches_among_the_records_it_covers_and_says_so(
+    run_folder, tmp_path, monkeypatch
+):
+    """A search answered while the log's word index is built (held after its first batches here): before any
+    batch, no record looked at; after three, exactly the matches the whole index finds among the records those
+    batches hold (searched alone, or sorted too), and the page says how many records it looked at; once the
+    index is whole, every match and no such note."""
+    import re
+    import threading
+
+    from gen.view import search
+    from gen.view.app import make_app
+    from gen.view.pages import Viewer
+    from tests.view.asgi import Client
+
+    monkeypatch.setattr(search, "BATCH", 20)
+    held = {0: (threading.Event(), threading.Event()), 3: (threading.Event(), threading.Event())}
+    real_build = search.build
+
+    def held_build(path, rows):
+        def batches():
+            for number, batch in enumerate(rows):
+                if number in held:
+                    reached, go_on = held[number]
+                    reached.set()
+                    assert go_on.wait(60)  # a hang guard
+                yield batch
+
+        real_build(path, batches() if path == opened.search_path("log") else rows)
+
+    monkeypatch.setattr(search, "build", held_build)
+    opened = fresh_index(run_folder, tmp_path, monkeypatch)
+    client = Client(make_app(Viewer(opened.folder, opened)))
+
+    def shown(url: str) -> tuple[int, list[int], str]:
+        status, body = client.get(url)
+        assert status == 200, body
+        count = int(re.search(r'data-count="(\d+)"', body)[1])
+        numbers = [int(n) - 1 for n in re.findall(r'<td class="n"><a href="/records/log/(\d+)"', body)]
+        return count, numbers, body
+
+    try:
+        assert held[0][0].wait(60)
+        count, numbers, body = shown("/records/log?q=the")
+        assert (count, numbers) == (0, []) and "this search has looked at no record" in body
+        held[0][1].set()
+        assert held[3][0].wait(60)
+        partial, numbers, body = shown("/records/log?q=the&size=200")
+        assert "has looked at its first 60 records of 292 only" in body
+        partial_sorted, _, body = shown("/records/log?q=the&sort=response_index&desc=1")
+        assert "its first 60 records" in body
+        held[3][1].set()
+        while opened.finder("log")[1] is not None:
+            time.sleep(0.01)
+        whole, every, body = shown("/records/log?q=the&size=200")
+        assert "The word index of" not in body
+        assert numbers == [n for n in every if n < 60] and partial == len(numbers) == partial_sorted
+        assert 0 < partial < whole
+    finally:
+        for _reached, go_on in held.values():
+            go_on.set()
+        opened.close()
