@@ -6,9 +6,12 @@ file in file order. After the imports, the same thread builds each config's text
 (gen/view/search.py).
 
 Every page of every order costs about the same: a page in file order is a range of rowids; a sorted page is a
-range of positions in that sort's own index (the rowids in sorted order, built the first time the sort is asked
-for and kept), so the last page of a sort is no dearer than the first and no sort runs out of DuckDB's memory
-cap; a filtered page streams in file order. A page number past the last page is refused, not computed."""
+range of positions in that sort's own index (the rowids in sorted order, built in the background the first time
+the sort is asked for, and kept), so the last page of a sort is no dearer than the first and no sort runs out of
+DuckDB's memory cap; until that index is built, a sorted page is a small top-N near either end and is found by
+counting deeper (gen/view/seek.py), never by waiting; a filtered page streams in file order. A search goes
+through the word index, or the part of it built so far (finder). A page number past the last page is refused,
+not computed."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import contextlib
 import hashlib
 import itertools
 import json
+import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -75,6 +80,7 @@ class Index:
         self.states[REJECTS] = TableState()
         self.searches: dict[str, search.Search] = {}  # word indexes built whole
         self.search_below: dict[str, int] = {}  # word indexes being built: records numbered below this are in
+        self.search_failures: dict[str, str] = {}  # word indexes SQLite could not build: why
         self.lock = threading.Lock()
         self.part_locks: dict[str, threading.Lock] = {}  # one per part built on demand (part_lock)
         self.stopping = threading.Event()
@@ -119,7 +125,7 @@ class Index:
                 try:
                     for config in order:
                         if not self.stopping.is_set() and self.ready(config.name):
-                            self.build_search(config.name)
+                            self.build_search_or_say_why(config.name)
                         bar.advance()
                 finally:
                     with contextlib.suppress(duckdb.Error):  # none once stopping: nothing is served any more
@@ -193,6 +199,15 @@ class Index:
             state.state = "failed"
             return
         state.state = "ready"
+
+    def build_search_or_say_why(self, config: str) -> None:
+        """build_search, and if SQLite fails it, the reason kept for the search pages (they say the index is
+        partial for good, not still being built) and one line in the terminal; the other configs go on."""
+        try:
+            self.build_search(config)
+        except (sqlite3.Error, OSError) as exc:
+            self.search_failures[config] = first_line(str(exc))
+            print(f"gen view: the word index of {config} could not be built: {exc}", file=sys.stderr, flush=True)
 
     def build_search(self, config: str) -> None:
         """The config's word index (gen/view/search.py) over its text and JSON fields, once per cache entry. It

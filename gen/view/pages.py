@@ -341,7 +341,10 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
     ]
     open_fields = [c.name for c in state.columns if c.scalar and c.name not in state.facets]
     return {
-        "folder": with_note(viewer.folder, partial_search_note(config, page.searched, state.rows)),
+        "folder": with_note(
+            viewer.folder,
+            partial_search_note(config, page.searched, state.rows, viewer.index.search_failures.get(config)),
+        ),
         "config": config,
         "state": state,
         "query": query,
@@ -363,19 +366,26 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
     }
 
 
-def partial_search_note(config: str, searched: int | None, rows: int | None) -> str | None:
-    """What a search answered while the config's word index is built says of itself: which records it looked
-    at (the index is built in file order), so a short list is never taken for all the matches."""
+def partial_search_note(config: str, searched: int | None, rows: int | None, failure: str | None) -> str | None:
+    """What a search answered while the config's word index is built (or after its build failed) says of
+    itself: which records it looked at (the index is built in file order), so a short list is never taken for
+    all the matches."""
     if searched is None:
         return None
+    state = (
+        f"could not be built ({failure}), so"
+        if failure
+        else "is not built yet, so"
+        if searched == 0
+        else "is still being built:"
+    )
     if searched == 0:
-        return (
-            f"The word index of {config} is not built yet, so this search has looked at no record; it is built "
-            "after every config is imported: reload in a while for the matches."
+        return f"The word index of {config} {state} this search has looked at no record." + (
+            "" if failure else " It is built after every config is imported: reload in a while for the matches."
         )
     return (
-        f"The word index of {config} is still being built: this search has looked at its first {searched:,} "
-        f"records of {rows or 0:,} only, so records further on that match are missing; reload for more."
+        f"The word index of {config} {state} this search has looked at its first {searched:,} records of "
+        f"{rows or 0:,} only, so records further on that match are missing" + ("." if failure else "; reload for more.")
     )
 
 

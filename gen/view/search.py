@@ -41,12 +41,12 @@ def match_expression(text: str) -> str:
 
 def build(path: Path, rows: Iterable[list[tuple[int, str]]]) -> None:
     """Write the index of `rows` (batches of record number and text, in record order) to `path`, committing each
-    batch: a reader sees whole batches only. A file left by a build that did not finish is started again."""
+    batch: a reader sees whole batches only. A file left by a build that did not finish is started again. The
+    file is left in WAL mode: a read-only search of it makes the log files beside it when it needs them."""
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)
     con = sqlite3.connect(path)
     try:
-        con.execute("PRAGMA busy_timeout=10000")  # the last change of journal mode waits for readers to finish
         con.execute("PRAGMA journal_mode=WAL")  # searches read while batches are written
         con.execute("PRAGMA synchronous=OFF")
         con.execute(
@@ -57,8 +57,8 @@ def build(path: Path, rows: Iterable[list[tuple[int, str]]]) -> None:
             con.executemany("INSERT INTO words(rowid, text) VALUES (?, ?)", batch)
             con.commit()
         con.execute("INSERT INTO words(words) VALUES ('optimize')")
-        con.commit()
-        con.execute("PRAGMA journal_mode=DELETE")  # one file again: read-only readers need no log beside it
+        con.commit()  # the file stays in WAL mode: leaving it needs a moment without any reader, which SQLite
+        # does not wait for ("database is locked" at once) and searches, polled, may never give
     finally:
         con.close()
 
