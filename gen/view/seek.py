@@ -71,8 +71,31 @@ def valued_page(cur: duckdb.DuckDBPyConnection, asked: Request, valued: int, mar
     if bounds is None:
         return None
     low, high, same = bounds  # low or high None: that side is open (the page is near that end of the sort)
+    before, at_low, at_high, between, band = count_and_band(cur, asked, low, high)
+    if same:  # both values are one: the page lies among the records holding it, or the sample missed
+        at_high = 0
+    band_from = before + at_low  # ranks: low's records from `before`, then the band, then high's records
+    high_from = band_from + between
+    if before > start or (high_from + at_high if high is not None else valued) < end:
+        return None  # the page starts before low's records or ends after high's
     column, value = quoted(asked.column), f"CAST(? AS {asked.type})"
-    inside = [f"{column} IS NOT NULL"]  # strictly between low and high, in the sort's order
+    numbers: list[int] = []
+    if start < band_from:  # the page begins among the records holding `low` (ties: in file order)
+        numbers += in_file_order(cur, asked, f"{column} = {value}", [low], start - before, min(end, band_from) - before)
+    numbers += band[max(0, start - band_from) : max(0, end - band_from)]
+    if high is not None and end > high_from:  # the page ends among the records holding `high`
+        numbers += in_file_order(cur, asked, f"{column} = {value}", [high], max(0, start - high_from), end - high_from)
+    return numbers
+
+
+def count_and_band(
+    cur: duckdb.DuckDBPyConnection, asked: Request, low: Any, high: Any
+) -> tuple[int, int, int, int, list[int]]:
+    """In one pass over the matches: how many come before `low` in the sort, how many hold `low`, how many
+    hold `high`, how many lie strictly between the two, and those (the band) in the sort's order. An open side
+    (None) counts nothing and bounds nothing."""
+    column, value = quoted(asked.column), f"CAST(? AS {asked.type})"
+    inside = [f"{column} IS NOT NULL"]
     inside_params: list[Any] = []
     if low is not None:
         inside.append(f"NOT ({ahead_of(asked.column, asked.desc, value)}) AND {column} <> {value}")
@@ -89,20 +112,7 @@ def valued_page(cur: duckdb.DuckDBPyConnection, asked: Request, valued: int, mar
         [low, low, high, *inside_params, *inside_params, *asked.params],
     ).fetchone()
     assert row is not None
-    before, at_low, at_high, band = int(row[0]), int(row[1]), int(row[2]), list(row[4] or [])
-    if same:  # both values are one: the page lies among the records holding it, or the sample missed
-        at_high = 0
-    band_from = before + at_low  # ranks: low's records from `before`, then the band, then high's records
-    high_from = band_from + int(row[3])
-    if before > start or (high_from + at_high if high is not None else valued) < end:
-        return None  # the page starts before low's records or ends after high's
-    numbers: list[int] = []
-    if start < band_from:  # the page begins among the records holding `low` (ties: in file order)
-        numbers += in_file_order(cur, asked, f"{column} = {value}", [low], start - before, min(end, band_from) - before)
-    numbers += band[max(0, start - band_from) : max(0, end - band_from)]
-    if high is not None and end > high_from:  # the page ends among the records holding `high`
-        numbers += in_file_order(cur, asked, f"{column} = {value}", [high], max(0, start - high_from), end - high_from)
-    return numbers
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3]), list(row[4] or [])
 
 
 def sample_bounds(
