@@ -155,8 +155,10 @@ def cpu_line(label: str, pid: int, since_busy: int, since: float) -> str:
 
 
 def stop(process: subprocess.Popen[str]) -> None:
+    """Ctrl-C, then what the server said of pages that failed inside it (the bench prints them)."""
     process.send_signal(2)
-    process.communicate(timeout=120)
+    _, said = process.communicate(timeout=120)
+    FAILURES.extend(line for line in said.splitlines() if line.startswith("gen view:") and "(Ctrl-C" not in line)
 
 
 def wait_ready(base: str) -> None:

@@ -400,3 +400,38 @@ def test_a_search_while_the_word_index_is_built_finds_the_matches_among_the_reco
         for _reached, go_on in held.values():
             go_on.set()
         opened.close()
+
+
+def test_the_sort_indexes_pages_ask_for_are_built_one_at_a_time_and_all_of_them(run_folder, tmp_path, monkeypatch):
+    """Each order asked for (twice here) is queued once and built by one background thread, never two at once."""
+    import threading
+
+    from gen.view.index import Index
+
+    building, most = [0], [0]
+    guard = threading.Lock()
+    real_sort_index = Index.sort_index
+
+    def counted(self, config, column, desc):
+        with guard:
+            building[0] += 1
+            most[0] = max(most[0], building[0])
+        try:
+            return real_sort_index(self, config, column, desc)
+        finally:
+            with guard:
+                building[0] -= 1
+
+    monkeypatch.setattr(Index, "sort_index", counted)
+    opened = fresh_index(run_folder, tmp_path, monkeypatch)
+    try:
+        assert opened.wait("time_queries", 120)
+        for column, desc in SORTS + SORTS:
+            opened.build_sort_index_soon("time_queries", column, desc)
+        deadline = time.monotonic() + 60  # a hang guard
+        while opened.sorts_queued and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(opened.sort_index_ready("time_queries", column, desc) for column, desc in SORTS)
+        assert most[0] == 1
+    finally:
+        opened.close()
