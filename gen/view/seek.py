@@ -26,7 +26,7 @@ import duckdb
 from gen.view.tables import ahead_of, order_by, quoted
 
 SAMPLE_ROWS = 50_000  # about this many matches in a sample: its quantiles are within 0.5% of the true ones
-MARGINS = (0.01, 0.04)  # how far past the page, as a share of the matches, each try sets its two values
+MARGINS = (0.005, 0.04)  # how far past the page, as a share of the matches, each try sets its two values
 
 
 @dataclass
