@@ -171,6 +171,9 @@ def test_a_sorted_page_found_without_its_index_is_the_page_the_index_gives(run_f
     opened = fresh_index(run_folder, tmp_path, monkeypatch)
     try:
         assert opened.wait("time_queries", 120)
+        deadline = time.monotonic() + 120  # a hang guard: the searches below need the whole word index
+        while opened.finder("time_queries")[1] is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
         rows = read_jsonl(run_folder / "time_queries" / "test.jsonl")
         cases = [(filters, "") for filters in filter_cases(opened, rows)] + [({}, "session")]
 
