@@ -155,8 +155,10 @@ def cpu_line(label: str, pid: int, since_busy: int, since: float) -> str:
 
 
 def stop(process: subprocess.Popen[str]) -> None:
+    """Ctrl-C, then what the server said of pages that failed inside it (the bench prints them)."""
     process.send_signal(2)
-    process.communicate(timeout=120)
+    _, said = process.communicate(timeout=120)
+    FAILURES.extend(line for line in said.splitlines() if line.startswith("gen view:") and "(Ctrl-C" not in line)
 
 
 def wait_ready(base: str) -> None:
@@ -165,13 +167,19 @@ def wait_ready(base: str) -> None:
 
 
 def ends_of_a_sort(base: str, config: str, query: str, total: int) -> None:
-    """First, middle and last page of one order: the first request of each, then the same again."""
+    """Middle, first and last page of one order: the first request of each, then the median of three more. The
+    middle page is asked first, so its first request is the order's first (no index of the order, nothing
+    building); the first and last pages' first requests meet the order's index being built in the background,
+    which the middle page's request started."""
     last = max(1, -(-total // 50))
-    for label, page in (("first", 1), ("middle", (last + 1) // 2), ("last", last)):
+    for label, page in (("middle", (last + 1) // 2), ("first", 1), ("last", last)):
         url = f"{base}/records/{config}?{query}&page={page}"
         once = get(url)[0]
         again = statistics.median(turns(url, [""] * 3))
-        print(f"{config}?{query} {label} page: first request {once * 1000:8.1f} ms, then {again * 1000:7.1f} ms")
+        print(
+            f"{config}?{query} {label} page: first request {once * 1000:8.1f} ms, then {again * 1000:7.1f} ms",
+            flush=True,
+        )
 
 
 def count_of(base: str, path: str) -> int:
@@ -181,8 +189,39 @@ def count_of(base: str, path: str) -> int:
     return int(found[1]) if found else 0
 
 
+PARTIAL_SEARCH = "The word index of"  # the note of a search answered while a word index is built
+
+
+def sortable_columns(base: str, config: str) -> list[str]:
+    """The fields the records table offers to sort by (its column headers' links)."""
+    import re
+
+    found = re.findall(r'href="/records/[^"?]+\?[^"]*?sort=([^&"]+)', get(f"{base}/records/{config}")[1])
+    return list(dict.fromkeys(found))
+
+
+def wait_searchable(base: str, configs: list[str]) -> None:
+    """Until a search of each config is answered from its whole word index (no partial note)."""
+    for config in configs:
+        while PARTIAL_SEARCH in get(f"{base}/records/{config}?q=the")[1]:
+            time.sleep(1)
+
+
+def search_line(base: str, config: str, word: str) -> str:
+    import re
+
+    took, page = get(f"{base}/records/{config}?q={word}")
+    hits = re.search(r'data-count="(\d+)"', page)
+    looked = re.search(r"looked at its first ([\d,]+) records", page)
+    what = f"partial: among the first {looked[1]} records" if looked else "whole"
+    if PARTIAL_SEARCH in page and not looked:
+        what = "partial: the word index has not begun"
+    return f"search {config} for {word!r}: {took * 1000:8.1f} ms, {int(hits[1]) if hits else 0:,} matches ({what})"
+
+
 def measure_scaling(folder: Path, counts: dict[str, int]) -> None:
-    """Issue 41's figures: every order's first, middle and last page, filters, search, a cached start."""
+    """Issue 41's figures: every order's first, middle and last page (each order's first requests cold: its sort
+    index is not built), filters, search while the word indexes are built and after, a cached start."""
     with tempfile.TemporaryDirectory(prefix="bench-view-cache-") as cache:
         busy = busy_ticks()
         process, base, started = start_viewer(folder, Path(cache))
@@ -191,16 +230,18 @@ def measure_scaling(folder: Path, counts: dict[str, int]) -> None:
             print(line("fresh start → first page of time_queries", time.perf_counter() - started, GOAL_FIRST_PAGE_S))
             wait_ready(base)
             print(f"{'fresh start → every config indexed':<52} {time.perf_counter() - started:9.1f} s")
-            searches = len(counts)
-            while len(list(Path(cache).glob("view/*/search-*.sqlite"))) < searches and process.poll() is None:
-                time.sleep(1)
+            for config, word in (("log", "marathon"), ("time_queries", "dates")):  # cold: word indexes being built
+                print("cold " + search_line(base, config, word))
+            wait_searchable(base, [name for name in counts if name != "conversations"])
             print(f"{'fresh start → every search index built':<52} {time.perf_counter() - started:9.1f} s")
             tq = counts["time_queries"]
-            for query in ("sort=num_relevant&desc=1", "sort=question", "sort=now&desc=1"):
-                ends_of_a_sort(base, "time_queries", query, tq)
+            for column in sortable_columns(base, "time_queries"):
+                for query in (f"sort={column}", f"sort={column}&desc=1"):
+                    ends_of_a_sort(base, "time_queries", query, tq)
             dates = count_of(base, "/records/time_queries?f.test=dates")
             ends_of_a_sort(base, "time_queries", "f.test=dates", dates)
             ends_of_a_sort(base, "time_queries", "f.test=dates&sort=num_relevant", dates)
+            ends_of_a_sort(base, "time_queries", "f.test=dates&sort=question&desc=1", dates)
             for config, word in (("time_queries", "dates"), ("time_queries", "marathon"), ("log", "marathon")):
                 url = f"/records/{config}?q={word}"
                 hits = count_of(base, url)

@@ -6,9 +6,12 @@ file in file order. After the imports, the same thread builds each config's text
 (gen/view/search.py).
 
 Every page of every order costs about the same: a page in file order is a range of rowids; a sorted page is a
-range of positions in that sort's own index (the rowids in sorted order, built the first time the sort is asked
-for and kept), so the last page of a sort is no dearer than the first and no sort runs out of DuckDB's memory
-cap; a filtered page streams in file order. A page number past the last page is refused, not computed."""
+range of positions in that sort's own index (the rowids in sorted order, built in the background the first time
+the sort is asked for, and kept), so the last page of a sort is no dearer than the first and no sort runs out of
+DuckDB's memory cap; until that index is built, a sorted page is a small top-N near either end and is found by
+counting deeper (gen/view/seek.py), never by waiting; a filtered page streams in file order. A search goes
+through the word index, or the part of it built so far (finder). A page number past the last page is refused,
+not computed."""
 
 from __future__ import annotations
 
@@ -16,17 +19,20 @@ import contextlib
 import hashlib
 import itertools
 import json
+import sqlite3
+import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from gen import progress
-from gen.view import search
+from gen.view import search, seek
 from gen.view.folder import ConfigFiles, RunFolder, lines, whole_lines_snapshot
 from gen.view.store import Store, open_store
 from gen.view.tables import (
@@ -47,8 +53,10 @@ from gen.view.tables import (
 FACET_LIMIT = 40  # a scalar field with at most this many distinct values gets a pick-list with counts
 HEAD_PAGES_MAX_LINES = 200_000  # before the index is ready, pages are read from the file up to this line
 DIRECT_SORT_ROWS = 5_000  # a sorted page this near either end is a top-N query while the sort's index is built
+# (deeper, gen/view/seek.py finds it)
 SEARCH_BUILD_MEMORY_MB = 64  # DuckDB's cap while the word indexes are built (pages have the full one after)
 CLOSE_TIMEOUT_S = 30  # close() waits this long for the builders to stop before it closes the database
+SORT_BUILD_QUIET_S = 1.0  # a sort's index is built once no records page has been asked for this long
 MAX_SEARCH_MATCHES_COMBINED = 2_000_000  # a search filtered or sorted too hands DuckDB this many record numbers
 DONE = '"gen view done"'  # what the builder finished: part name → details (a config's facets)
 
@@ -71,13 +79,18 @@ class Index:
         self.db = self.connect(memory_limit_mb, threads)
         self.states = {name: TableState() for name in folder.configs}
         self.states[REJECTS] = TableState()
-        self.searches: dict[str, search.Search] = {}
+        self.searches: dict[str, search.Search] = {}  # word indexes built whole
+        self.search_below: dict[str, int] = {}  # word indexes being built: records numbered below this are in
+        self.search_failures: dict[str, str] = {}  # word indexes SQLite could not build: why
         self.lock = threading.Lock()
-        self.sort_locks: dict[str, threading.Lock] = {}
+        self.part_locks: dict[str, threading.Lock] = {}  # one per part built on demand (part_lock)
         self.stopping = threading.Event()
-        self.open_cursors: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+        self.open_cursors: set[duckdb.DuckDBPyConnection] = set()  # made by cursor(), not yet closed
         self.thread = threading.Thread(target=self.build_all, name="gen-view-index", daemon=True)
         self.helpers: list[threading.Thread] = []  # sort indexes being built for a page: close() waits for them
+        self.sorts_queued: list[tuple[str, str, bool]] = []  # sort indexes to build, the one being built first
+        self.sort_builder: threading.Thread | None = None  # the thread building them, while there are any
+        self.last_page_at = 0.0  # time.monotonic() of the last page asked for (the sort builder waits for quiet)
 
     def connect(self, memory_limit_mb: int, threads: int) -> duckdb.DuckDBPyConnection:
         path = self.store.path / "index.duckdb"
@@ -116,7 +129,7 @@ class Index:
                 try:
                     for config in order:
                         if not self.stopping.is_set() and self.ready(config.name):
-                            self.build_search(config.name)
+                            self.build_search_or_say_why(config.name)
                         bar.advance()
                 finally:
                     with contextlib.suppress(duckdb.Error):  # none once stopping: nothing is served any more
@@ -191,24 +204,59 @@ class Index:
             return
         state.state = "ready"
 
+    def build_search_or_say_why(self, config: str) -> None:
+        """build_search, and if SQLite fails it, the reason kept for the search pages (they say the index is
+        partial for good, not still being built) and one line in the terminal; the other configs go on."""
+        try:
+            self.build_search(config)
+        except (sqlite3.Error, OSError) as exc:
+            self.search_failures[config] = first_line(str(exc))
+            print(f"gen view: the word index of {config} could not be built: {exc}", file=sys.stderr, flush=True)
+
     def build_search(self, config: str) -> None:
-        """The config's word index (gen/view/search.py) over its text and JSON fields, once per cache entry."""
-        path = self.store.path / f"search-{hashlib.md5(config.encode(), usedforsecurity=False).hexdigest()}.sqlite"
+        """The config's word index (gen/view/search.py) over its text and JSON fields, once per cache entry. It
+        is searched while it is built (finder() says how far it goes), and whole once marked done here: a build
+        cut short is started again at the next start."""
+        path = self.search_path(config)
         texts = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in self.columns(config) if c.searchable]
-        if not path.exists() and texts:
+        if not texts:
+            return
+        part = f"search {config}"
+        with self.cursor() as cur:
+            whole = self.done(cur, part) is not None
+        if not whole:
             with self.cursor() as cur:
                 cur.execute(f"SELECT rowid, concat_ws(chr(10), {', '.join(texts)}) FROM {table_name(config)}")
 
                 def batches() -> Iterator[list[tuple[int, str]]]:
                     while (batch := cur.fetchmany(search.BATCH)) and not self.stopping.is_set():
                         yield batch
+                        self.search_below[config] = int(batch[-1][0]) + 1  # resumed: that batch is committed
 
                 search.build(path, batches())
                 if self.stopping.is_set():
-                    path.unlink(missing_ok=True)  # cut short: not a whole index
                     return
-        if path.exists():
-            self.searches[config] = search.Search(path)
+                self.mark_done(cur, part, True)
+        self.searches[config] = search.Search(path)
+        self.search_below.pop(config, None)
+
+    def finder(self, config: str) -> tuple[search.Search | None, int | None]:
+        """The config's word index and how many records it covers: None when it covers all of them; while it is
+        built, the records numbered below what it committed (a Search limited to them), or no Search and 0
+        before it committed any. A config without text fields has no index and nothing to find: (None, None).
+        Every search goes through here, so a page always knows whether its answer is partial."""
+        below = self.search_below.get(config, 0)
+        whole = self.searches.get(config)  # looked at after `below`: the builder sets it before it drops `below`
+        if whole is not None:
+            return whole, None
+        if not any(column.searchable for column in self.columns(config)):
+            return None, None
+        if below == 0:
+            return None, 0
+        return search.Search(self.search_path(config), below), below
+
+    def search_path(self, config: str) -> Path:
+        return self.store.path / f"search-{hashlib.md5(config.encode(), usedforsecurity=False).hexdigest()}.sqlite"
 
     def sort_index(self, config: str, column: str, desc: bool) -> tuple[str, list[str]]:
         """The table of `config`'s rowids in the order of `column` (ties and missing values as the direct
@@ -219,9 +267,7 @@ class Index:
         direction = "desc" if desc else "asc"
         table = quoted(f"sort {config} {column} {direction}")
         part = f"sort {config} {column} {direction}"
-        with self.lock:
-            guard = self.sort_locks.setdefault(part, threading.Lock())
-        with guard, self.cursor() as cur:
+        with self.part_lock(part), self.cursor() as cur:
             carried = self.done(cur, part)
             if carried is None:
                 carried = list(self.states[config].facets)
@@ -237,27 +283,52 @@ class Index:
         """What `compute` returns (JSON), computed once per cache entry and kept with the index: for a figure
         over a whole config (the overview's plots), which cannot change while the run does not, and which at
         100 copies of locomo10 took 0.2-2.5 s and filled DuckDB's cache each time the overview was opened."""
-        with self.cursor() as cur:
-            found = self.done(cur, part)
-        if found is None:
-            found = json.loads(json.dumps(compute(), default=str))
+        with self.part_lock(part):
             with self.cursor() as cur:
-                self.mark_done(cur, part, found)
+                found = self.done(cur, part)
+            if found is None:
+                found = json.loads(json.dumps(compute(), default=str))
+                with self.cursor() as cur:
+                    self.mark_done(cur, part, found)
         return found
 
-    def build_sort_index_soon(self, config: str, column: str, desc: bool) -> None:
-        """Start building a sort's index in the background (the next pages of that sort will need it)."""
-        if self.stopping.is_set():
-            return
-
-        def build() -> None:
-            with contextlib.suppress(duckdb.Error):  # interrupted by a stop; the next request builds it again
-                self.sort_index(config, column, desc)
-
-        helper = threading.Thread(target=build, name="gen-view-sort", daemon=True)
+    def part_lock(self, part: str) -> threading.Lock:
+        """The lock of a part built when a page first needs it (a sort's index, a kept figure): pages are served
+        from many threads, and two building one part at once both wrote its record in the index, one of them
+        failing ("duplicate key", seen on the overview opened by several requests at once)."""
         with self.lock:
-            self.helpers = [thread for thread in self.helpers if thread.is_alive()] + [helper]
-        helper.start()
+            return self.part_locks.setdefault(part, threading.Lock())
+
+    def build_sort_index_soon(self, config: str, column: str, desc: bool) -> None:
+        """Queue a sort's index to be built in the background (the next pages of that sort will need it). One
+        thread builds the queued indexes one after another: each sorts a whole config under DuckDB's memory cap,
+        and several at once (a few orders clicked in turn at 100 copies of locomo10) took every page seconds."""
+        wanted = (config, column, desc)
+        with self.lock:
+            if self.stopping.is_set() or wanted in self.sorts_queued:
+                return
+            self.sorts_queued.append(wanted)
+            if self.sort_builder is None:
+                self.sort_builder = threading.Thread(target=self.build_queued_sorts, name="gen-view-sort", daemon=True)
+                self.helpers = [thread for thread in self.helpers if thread.is_alive()] + [self.sort_builder]
+                self.sort_builder.start()
+
+    def build_queued_sorts(self) -> None:
+        """Build the queued sort indexes in turn, each once the pages have been quiet for a moment: a sort of a
+        whole config takes both cores for seconds at 100 copies of locomo10, and the pages a person clicks
+        through meanwhile (answered without the index) should not share them with it."""
+        while True:
+            while time.monotonic() - self.last_page_at < SORT_BUILD_QUIET_S and not self.stopping.is_set():
+                time.sleep(0.05)
+            with self.lock:
+                if not self.sorts_queued or self.stopping.is_set():
+                    self.sort_builder = None
+                    return
+                config, column, desc = self.sorts_queued[0]
+            with contextlib.suppress(duckdb.Error):  # interrupted by a stop; the next request asks for it again
+                self.sort_index(config, column, desc)
+            with self.lock:
+                self.sorts_queued.pop(0)
 
     def sort_index_ready(self, config: str, column: str, desc: bool) -> bool:
         part = f"sort {config} {column} {'desc' if desc else 'asc'}"
@@ -291,15 +362,30 @@ class Index:
         return facets
 
     # -- reading -----------------------------------------------------------------------------------------
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A connection of its own for one thread's statements; none once the index is closing (a statement
-        begun then would hold the database open past close())."""
+    def cursor(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """A connection of its own for one thread's statements, closed when its `with` ends; none once the index
+        is closing (a statement begun then would hold the database open past close()).
+
+        Every connection of the index is made and closed here, under the index's lock, and close() closes the
+        database under the same lock: DuckDB refuses to close a database while another thread is inside a call
+        on it ("connection is busy"), and making or closing a connection is such a call. Two threads never share
+        a connection: each `with self.cursor()` is one thread's."""
         with self.lock:
             if self.stopping.is_set():
                 raise duckdb.InterruptException("gen view is stopping")
             cur = self.db.cursor()
             self.open_cursors.add(cur)
-            return cur
+        return self.closing(cur)
+
+    @contextlib.contextmanager
+    def closing(self, cur: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+        try:
+            yield cur
+        finally:
+            with self.lock:
+                self.open_cursors.discard(cur)
+                with contextlib.suppress(duckdb.Error):  # the database was closed under it (close() gave up waiting)
+                    cur.close()
 
     @staticmethod
     def scalar(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
@@ -326,16 +412,19 @@ class Index:
         return self.states[config].columns
 
     def page(self, config: str, query: RecordsQuery) -> Page:
+        self.last_page_at = time.monotonic()
         if not self.ready(config):
             return self.file_page(config, query)
         table = table_name(config)
-        text_only = bool(query.text) and not (query.sort or query.filters) and config in self.searches
-        where, params = self.where(config, query, with_text=not text_only)
+        finder, searched = self.finder(config) if query.text else (None, None)
+        text_only = finder is not None and not (query.sort or query.filters)
+        where, params = self.where(config, query, finder, with_text=not text_only)
         with self.cursor() as cur:
             if query.plain:
                 total = self.states[config].rows or 0
             elif text_only:
-                total = self.searches[config].count(query.text)
+                assert finder is not None
+                total = finder.count(query.text)
             else:
                 total = int(self.scalar(cur, f"SELECT count(*) FROM {table}{where}", params))
         start = first_row(query, total)
@@ -345,25 +434,26 @@ class Index:
                 [start, start + query.size],
             )
         elif text_only:
-            rows = self.rows_by_number(config, self.searches[config].numbers(query.text, start, query.size))
+            assert finder is not None
+            rows = self.rows_by_number(config, finder.numbers(query.text, start, query.size))
         elif query.sort:
             rows = self.sorted_page(config, query, where, params, start, total)
         else:  # filtered, in file order: DuckDB streams the matches in insertion order, no sort, no heap
             rows = self.query(
                 f"SELECT rowid AS _row, * FROM {table}{where} LIMIT ? OFFSET ?", [*params, query.size, start]
             )
-        return Page(rows, total, True)
+        return Page(rows, total, True, searched)
 
     def sorted_page(
         self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
     ) -> list[dict[str, Any]]:
         assert query.sort is not None
         end = min(start + query.size, total)
-        near_an_end = start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS
-        if near_an_end and not self.sort_index_ready(config, query.sort, query.desc):
-            rows = self.direct_sorted_page(config, query, where, params, start, total)
+        if not self.sort_index_ready(config, query.sort, query.desc):
+            rows = self.unindexed_sorted_page(config, query, where, params, start, total)
             self.build_sort_index_soon(config, query.sort, query.desc)  # after: the page need not share the CPU
-            return rows
+            if rows is not None:
+                return rows
         positions, carried = self.sort_index(config, query.sort, query.desc)
         if not where:
             ranged = self.query(f"SELECT r FROM {positions} WHERE rowid >= ? AND rowid < ?", [start, end])
@@ -382,6 +472,21 @@ class Index:
         )
         numbers = [row["r"] for row in sorted(found, key=lambda row: row["pos"])]
         return self.rows_by_number(config, numbers)
+
+    def unindexed_sorted_page(
+        self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
+    ) -> list[dict[str, Any]] | None:
+        """A sorted page while the sort's index is missing, without waiting for it: near either end a small
+        top-N, deeper a seek by counting (gen/view/seek.py); None if the seek's samples missed the page."""
+        assert query.sort is not None
+        end = min(start + query.size, total)
+        if start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS:
+            return self.direct_sorted_page(config, query, where, params, start, total)
+        kind = next(column.type for column in self.columns(config) if column.name == query.sort)
+        asked = seek.Request(table_name(config), query.sort, kind, query.desc, where, params, start, end)
+        with self.cursor() as cur:
+            numbers = seek.page_numbers(cur, asked)
+        return None if numbers is None else self.rows_by_number(config, numbers)
 
     def direct_sorted_page(
         self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
@@ -409,7 +514,9 @@ class Index:
         by_number = {row["_row"]: row for row in found}
         return [by_number[number] for number in numbers if number in by_number]
 
-    def where(self, config: str, query: RecordsQuery, with_text: bool = True) -> tuple[str, list[Any]]:
+    def where(
+        self, config: str, query: RecordsQuery, finder: search.Search | None, with_text: bool = True
+    ) -> tuple[str, list[Any]]:
         columns = {column.name: column for column in self.columns(config)}
         clauses, params = [], []
         for name, raw in query.filters.items():
@@ -429,25 +536,21 @@ class Index:
             except search.SearchError as exc:
                 raise QueryError(str(exc)) from None
         if query.text and with_text:
-            clause, values = self.text_clause(config, columns, query.text)
+            clause, values = self.text_clause(finder, query.text)
             clauses.append(clause)
             params += values
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
-    def text_clause(self, config: str, columns: dict[str, Column], text: str) -> tuple[str, list[Any]]:
-        """The search as a condition: the word index's matches, or (while it is built) a scan of the text."""
-        finder = self.searches.get(config)
-        if finder is not None:
-            total = finder.count(text)
-            if total > MAX_SEARCH_MATCHES_COMBINED:
-                raise QueryError(
-                    f"{total:,} records hold these words, too many to filter or sort them too; add a word to the search"
-                )
-            return "rowid IN (SELECT unnest(?::BIGINT[]))", [finder.numbers(text)]
-        searched = [f"CAST({quoted(c.name)} AS VARCHAR)" for c in columns.values() if c.searchable]
-        if not searched:
+    def text_clause(self, finder: search.Search | None, text: str) -> tuple[str, list[Any]]:
+        """The search as a condition: the records the word index (whole, or as far as it is built) finds."""
+        if finder is None:  # no text field, or a word index not begun: nothing found (the page says which)
             return "false", []
-        return f"contains(lower(concat_ws(chr(10), {', '.join(searched)})), ?)", [text.lower()]
+        total = finder.count(text)
+        if total > MAX_SEARCH_MATCHES_COMBINED:
+            raise QueryError(
+                f"{total:,} records hold these words, too many to filter or sort them too; add a word to the search"
+            )
+        return "rowid IN (SELECT unnest(?::BIGINT[]))", [finder.numbers(text)]
 
     def filter_value(self, column: Column, raw: str) -> Any:
         """`raw` as a value of the column's type, or a QueryError saying what the field holds."""
@@ -479,22 +582,26 @@ class Index:
         return Page(rows, files.records or 0, False)
 
     def close(self) -> None:
-        """Stop the builders (each DuckDB statement they run is interrupted, again until they end: one may be
-        between two statements), then close the database and let the store remove what must not outlive the
-        viewer. Runs on Ctrl-C and on every other end of `gen view`."""
+        """Stop the builders and the pages being served (each DuckDB statement is interrupted, again until every
+        builder has ended and every page has given its connection back: one may be between two statements),
+        then close the database and let the store remove what must not outlive the viewer. Runs on Ctrl-C and on
+        every other end of `gen view`."""
         self.stopping.set()
         try:
             deadline = time.monotonic() + CLOSE_TIMEOUT_S
-            with self.lock:
-                threads = [thread for thread in (self.thread, *self.helpers) if thread.is_alive()]
-            while threads and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
                 with self.lock:
+                    threads = [thread for thread in (self.thread, *self.helpers) if thread.is_alive()]
                     cursors = list(self.open_cursors)
+                if not threads and not cursors:
+                    break
                 for cur in cursors:  # each cursor is a connection of its own: interrupt each
                     with contextlib.suppress(duckdb.Error):
                         cur.interrupt()
-                threads[0].join(timeout=0.1)
-                threads = [thread for thread in threads if thread.is_alive()]
+                if threads:
+                    threads[0].join(timeout=0.1)
+                else:
+                    time.sleep(0.01)
             with self.lock:
                 self.db.close()
         finally:

@@ -64,6 +64,7 @@ class Page:
     rows: list[dict[str, Any]]
     total: int  # records that match
     from_index: bool  # False: read from the file while the index is built
+    searched: int | None = None  # a search while the word index is built: the records it looked at (else all)
 
 
 def quoted(name: str) -> str:
@@ -114,7 +115,14 @@ def first_row(query: RecordsQuery, total: int) -> int:
 
 
 def order_by(column: str, desc: bool, reverse: bool = False) -> str:
-    """A sort by `column` with missing values last and ties in file order; `reverse` is that order backwards."""
+    """A sort by `column` with missing values last and ties in file order; `reverse` is that order backwards.
+    ahead_of below must say the same: a change here is a change there."""
     if reverse:
         return f"{quoted(column)} {'ASC' if desc else 'DESC'} NULLS FIRST, rowid DESC"
     return f"{quoted(column)} {'DESC' if desc else 'ASC'} NULLS LAST, rowid"
+
+
+def ahead_of(column: str, desc: bool, value_sql: str) -> str:
+    """The condition "a record's `column` comes before `value_sql` in order_by's order" (a record without a value
+    never does: missing values are last); gen/view/seek.py finds unindexed pages with it."""
+    return f"{quoted(column)} {'>' if desc else '<'} {value_sql}"

@@ -72,6 +72,9 @@ def viewer_client(folder: Path, verdicts: Path | None = None, **index_options) -
         deadline = time.monotonic() + INDEX_TIMEOUT_S
         for name in index.states:
             assert index.wait(name, max(0.0, deadline - time.monotonic())), index.states[name]
+        for name in index.folder.configs:  # and each word index whole (a search before is partial, and says so)
+            while index.finder(name)[1] is not None and time.monotonic() < deadline:
+                time.sleep(0.01)
         viewer = Viewer(opened, index)
         if verdicts is not None:
             from gen.view.verdicts import read_verdicts
