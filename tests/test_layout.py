@@ -30,7 +30,6 @@ LONG_FUNCTIONS = {
     "gen.export.card:card_data": (65, "the card's fields gathered from the run report in the card's order"),
     "gen.pipeline.shards:prepare_sources": (61, "sources read, bound and summarised in one pass over the store"),
     "gen.timeline:place_on_clock": (55, "sessions stamped in order; each depends on the one before"),
-    "gen.view.pages:records": (54, "one page's query, rows, links and paging built together"),
     "gen.products.quality.records:turn_record": (54, "one turn's record: its fields in the record's order"),
     "gen.view.questions:conversation_context": (53, "the context a question page shows, field by field"),
 }

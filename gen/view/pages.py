@@ -307,16 +307,13 @@ def query_link(config: str, query: RecordsQuery, **changes: Any) -> str:
     return urls.records_url(config) + (f"?{urlencode(pairs)}" if pairs else "")
 
 
-def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str, Any]:
-    require_config(viewer, config)
-    query = records_query(params)
-    page = viewer.index.page(config, query)
-    state = viewer.index.states[config]
-    columns = [c.name for c in state.columns] or ([k for k in page.rows[0] if k != "_row"] if page.rows else [])
+def table_rows(viewer: Viewer, config: str, found: list[dict[str, Any]], columns: list[str]) -> list[dict[str, Any]]:
+    """A page's rows as the table shows them: each linked to its record (a question to its question page), its
+    cells cut, and its conversation linked."""
     is_questions = config in question_configs(viewer)
-    links = conversation_links(viewer, [row.get("conversation_id") for row in page.rows])
+    links = conversation_links(viewer, [row.get("conversation_id") for row in found])
     rows = []
-    for row in page.rows:
+    for row in found:
         link = urls.record_url(config, row["_row"] + 1)
         if is_questions and row.get("question_id") is not None:
             link = urls.question_url(config, row["question_id"])
@@ -328,6 +325,16 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
                 "conversation": links.get(urls.id_text(row.get("conversation_id"))),
             }
         )
+    return rows
+
+
+def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str, Any]:
+    require_config(viewer, config)
+    query = records_query(params)
+    page = viewer.index.page(config, query)
+    state = viewer.index.states[config]
+    columns = [c.name for c in state.columns] or ([k for k in page.rows[0] if k != "_row"] if page.rows else [])
+    rows = table_rows(viewer, config, page.rows, columns)
     pages = max(1, -(-page.total // query.size))
     kinds = column_kinds(viewer, config, columns)
     sortable = {c.name for c in state.columns if c.scalar}
