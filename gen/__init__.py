@@ -37,6 +37,7 @@ __all__ = [
     "EvalOptions",
     "ExportOptions",
     "Forgotten",
+    "GenError",
     "Imported",
     "JudgeOptions",
     "Judged",

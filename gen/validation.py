@@ -54,9 +54,14 @@ class InputModel(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def no_empty_path(cls, value: Any, info: ValidationInfo) -> Any:
-        """An empty path would read as the recipe's own folder ("" is "." to pathlib): refused as what it is."""
-        if isinstance(value, str) and not value.strip() and info.field_name and takes_path(cls, info.field_name):
+        """An empty path would read as the recipe's own folder ("" is "." to pathlib): refused as what it is; and a
+        NUL character, which no file system takes (Python's os calls would fail on it wherever it is first used)."""
+        if not isinstance(value, str | Path) or not info.field_name or not takes_path(cls, info.field_name):
+            return value
+        if isinstance(value, str) and not value.strip():
             raise ValueError("an empty path")
+        if "\x00" in str(value):
+            raise ValueError("a path with a NUL character")
         return value
 
     @field_validator("*", mode="after")

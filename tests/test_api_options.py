@@ -211,6 +211,43 @@ def test_options_of_another_kind_are_one_error_before_any_work(name):
     assert raised.value.message.endswith("got a dict")
 
 
+API_FUNCTIONS = sorted(name for name in gen.api.__all__ if inspect.isfunction(getattr(gen.api, name)))
+# what each kind of parameter takes, by the parameter's name as the API spells it; a new parameter name fails the
+# test below until it is listed, so its check is thought about
+GOOD_VALUES = {
+    "recipe": "never read.yaml",
+    "run_folder": "never read",
+    "dataset": "never read",
+    "output": "never written",
+    "results": "never read.json",
+    "answers": "never read.jsonl",
+    "predictions": "never read.jsonl",
+    "format": "beir",
+    "name": "recent",
+    "product": "time_content_questions",
+    "index": 0,
+    "batch_id": "batch_0",
+}
+
+
+@pytest.mark.parametrize("name", API_FUNCTIONS)
+def test_every_api_function_refuses_an_argument_of_a_type_its_signature_does_not_name(name):
+    """gen.summary(None), gen.load(5), gen.export_harness(folder, None, ...) are one GenError naming the parameter
+    (gen/api/calls.py), never a TypeError from deep inside."""
+    function = getattr(gen.api, name)
+    assert hasattr(function, "__wrapped__"), f"{name} is not decorated with api_call"
+    parameters = inspect.signature(function).parameters.values()
+    required = [p.name for p in parameters if p.default is p.empty and p.kind is not p.KEYWORD_ONLY]
+    for parameter in parameters:
+        if parameter.name == "options" or "Callable" in str(parameter.annotation):
+            continue
+        arguments = {r: GOOD_VALUES[r] for r in required} | {parameter.name: object()}
+        with pytest.raises(GenError) as raised:
+            function(**arguments)
+        assert raised.value.field == f"{name}({parameter.name}=...)", raised.value
+        assert raised.value.message == "got a value of type object"
+
+
 # --- names: an error reached from Python names the field, from the command line the option -----------------
 
 

@@ -10,7 +10,7 @@ the command line take the same path and get the same checks and errors.
     gen.export_harness(folder, "beir", "exports/quickstart-beir")
     gen.evaluate(folder, "predictions.jsonl").table                # scores per config and test
 
-Every function raises `gen.errors.GenError` with the file, record and field of a problem, as the command line
+Every function raises `gen.GenError` (gen/errors.py) with the file, record and field of a problem, as the command line
 prints it. A function's settings are one options object (gen.RunOptions, PlanOptions, ValidateOptions,
 PushOptions, ExportOptions, EvalOptions, BaselineOptions, JudgeOptions, ViewOptions): checked when it is made (a
 value out of range, of the wrong type or misspelt is a GenError naming `Class.field` and what it takes), and its
@@ -46,6 +46,7 @@ from gen.api.tools import (
     schema,
     view_folder,
 )
+from gen.errors import GenError
 from gen.pipeline.options import RunOptions
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "EvalOptions",
     "ExportOptions",
     "Forgotten",
+    "GenError",
     "Imported",
     "JudgeOptions",
     "Judged",

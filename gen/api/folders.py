@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gen import reading
+from gen.api.calls import api_call
 from gen.errors import GenError
 
 if TYPE_CHECKING:
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from datasets import DatasetDict
 
 
+@api_call()
 def summary(run_folder: str | Path) -> pd.DataFrame:
     """One row per config of a run folder: its product, records, whether its product's validation passed, and
     the config's description (from run.json)."""
@@ -46,6 +48,7 @@ def read_report(folder: Path) -> dict:
     return report
 
 
+@api_call()
 def load(run_folder: str | Path) -> DatasetDict:
     """A finished run folder (or an export folder) as a `datasets.DatasetDict`, one Dataset per config, each with
     the features its product declares: what `datasets.load_dataset(folder, config)` gives, for every config."""

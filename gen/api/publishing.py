@@ -128,6 +128,7 @@ class Imported:
     next_step: str | None
 
 
+@api_call()
 def import_predictions(
     results: str | Path,
     format: str,

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gen.api.calls import api_call
+
 if TYPE_CHECKING:
     from gen.products.registry import BoundRecipe
     from gen.recipe import Recipe
@@ -19,6 +21,7 @@ def bound(recipe: str | Path | Mapping[str, Any] | Recipe, source_dir: str | Pat
     return load(recipe, Path(source_dir) if source_dir is not None else None)
 
 
+@api_call()
 def load_recipe(recipe: str | Path | Mapping[str, Any], *, source_dir: str | Path | None = None) -> Recipe:
     """A recipe file (or a mapping with the same keys, its relative paths taken from the working folder), checked
     whole: its own keys, then every product's options, as `gen validate` does before reading any source."""

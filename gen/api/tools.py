@@ -41,6 +41,7 @@ def view_folder(run_folder: str | Path, options: ViewOptions | None = None, say:
     serve(Path(run_folder), chosen.port, chosen.host, chosen.compare, chosen.verdicts, say)
 
 
+@api_call()
 def batches(cache_dir: str | Path | None = None) -> list[BatchRow]:
     """The Batch API batches sent from this cache (`gen batches`): id, endpoint, step, status, counts, age."""
     from gen.llm.batch.commands import known_batches
@@ -48,6 +49,7 @@ def batches(cache_dir: str | Path | None = None) -> list[BatchRow]:
     return known_batches(folder_of(cache_dir))
 
 
+@api_call()
 def cancel_batch(batch_id: str, cache_dir: str | Path | None = None) -> str:
     """Ask the Batch API to cancel a batch this cache sent (`gen batches cancel`); returns its status."""
     from gen.llm.batch.commands import cancel_batch as cancel
@@ -64,6 +66,7 @@ class Forgotten:
     still_running: bool
 
 
+@api_call()
 def forget_batch(batch_id: str, cache_dir: str | Path | None = None) -> Forgotten:
     """Remove a batch from this cache (`gen batches forget`): the next run sends again its requests that have no
     reply cached. The endpoint is not told."""
@@ -84,6 +87,7 @@ class Repaired:
     damaged_file: Path
 
 
+@api_call()
 def repair_cache(cache_dir: str | Path | None = None) -> Repaired:
     """Copy every readable reply of a damaged LLM cache into a new llm.sqlite, keeping the damaged file beside it
     (`gen cache repair`)."""
@@ -98,6 +102,7 @@ def repair_cache(cache_dir: str | Path | None = None) -> Repaired:
     return Repaired(path, kept, lost, aside)
 
 
+@api_call()
 def schema(*, markdown: bool = False, builtin: bool = False, output: str | Path | None = None) -> str:
     """The recipe's JSON Schema, or with `markdown` its options reference (`gen schema`): every installed product
     and source format, or with `builtin` only gen's own. With `output`, the file is replaced whole too."""
@@ -111,6 +116,7 @@ def schema(*, markdown: bool = False, builtin: bool = False, output: str | Path 
     return text
 
 
+@api_call()
 def list_products() -> dict[str, str]:
     """Every product a recipe can name under `products: - type: ...`, with its description (`gen products`)."""
     from gen.products.registry import REGISTRY
