@@ -23,23 +23,24 @@ from tests.fuzz.values import to_json
 CALL = "call.pickle"
 
 # each function's valid call: positional arguments, keyword arguments, and which keyword holds an options object
-# (its class and valid fields); the hostile values go into the options' fields or the keyword arguments
+# (its class and valid fields); the hostile values go into the options' fields or the keyword arguments. Paths in
+# options are Path objects, as their fields are typed (a string there is one of the hostile values)
 CALLS: dict[str, tuple[tuple, dict[str, Any], tuple[str, str, dict[str, Any]] | None]] = {
-    "run": (("recipe.yaml",), {}, ("options", "RunOptions", {"output_dir": "out", "limit": 1})),
+    "run": (("recipe.yaml",), {}, ("options", "RunOptions", {"output_dir": Path("out"), "limit": 1})),
     "plan": (("recipe.yaml",), {"limit": 1, "cache_dir": "cache"}, None),
     "validate": (("recipe.yaml",), {"source_dir": "data", "cache_dir": "cache"}, None),
     "preview": (("recipe.yaml", "time_queries"), {"index": 0, "limit": 1, "cache_dir": "cache"}, None),
-    "evaluate": (("ds", "mine.jsonl"), {}, ("options", "EvalOptions", {"k": 3, "json_out": "out/scores.json"})),
+    "evaluate": (("ds", "mine.jsonl"), {}, ("options", "EvalOptions", {"k": 3, "json_out": Path("out/scores.json")})),
     "evaluate-answers": (
         ("own",),
         {"answers": "answers.jsonl"},
-        ("options", "EvalOptions", {"csv_out": "out/scores.csv"}),
+        ("options", "EvalOptions", {"csv_out": Path("out/scores.csv")}),
     ),
-    "judge": (("ds", "mine.jsonl"), {}, ("options", "JudgeOptions", {"output": "out/verdicts.json"})),
+    "judge": (("ds", "mine.jsonl"), {}, ("options", "JudgeOptions", {"output": Path("out/verdicts.json")})),
     "push": (
         ("own",),
         {},
-        ("options", "PushOptions", {"repo_id": "me/own", "export_dir": "out/hub", "dry_run": True}),
+        ("options", "PushOptions", {"repo_id": "me/own", "export_dir": Path("out/hub"), "dry_run": True}),
     ),
     "export_harness": (("ds", "beir", "out/exp"), {"config": "time_queries"}, None),
     "import_predictions": (("results.json", "beir", "out/preds.jsonl"), {}, None),

@@ -171,8 +171,20 @@ CLAIM_ATTACKS = {
 }
 
 
+def truth_values(reply: dict) -> dict:
+    """Every citation of response 1 written `true` and every mention of response 0 `false`: what a careless model
+    may send for the numbers 1 and 0."""
+    for claim in reply.get("claims") or []:
+        claim["cites"] = [{1: True, 0: False}.get(index, index) for index in claim["cites"]]
+    for entry in reply.get("left_out") or []:
+        entry["index"] = {1: True, 0: False}.get(entry["index"], entry["index"])
+    return reply
+
+
 def gold_attack(reply: dict, window: list[int], kind: str, attack: str) -> Any:
     claims = reply.get("claims") or []
+    if kind == "cites" and attack == "truth-values":
+        return truth_values(reply)
     if kind == "cites" and claims:
         claims[0]["cites"] = CITE_ATTACKS[attack](window)
     elif kind == "left_out":

@@ -26,7 +26,7 @@ LLM_NAMES = ("recipe.yaml", "main", "base_url", "endpoint", "127.0.0.1", "max_re
 def gold_twist() -> st.SearchStrategy:
     """A good gold answer with its citations, its left-out list or its claims made hostile."""
     return st.one_of(
-        st.tuples(st.just("cites"), st.sampled_from(sorted(CITE_ATTACKS))),
+        st.tuples(st.just("cites"), st.sampled_from([*sorted(CITE_ATTACKS), "truth-values"])),
         st.tuples(st.just("left_out"), st.sampled_from(sorted(LEFT_OUT_ATTACKS))),
         st.tuples(st.just("claims"), st.sampled_from(sorted(CLAIM_ATTACKS))),
         st.tuples(st.just("raw"), st.sampled_from(["", "[]", '{"claims": "all of them"}', "not json"])),
