@@ -84,6 +84,7 @@ RUN_SETTINGS = ["limits", "cache_dir", "offline", "progress", "progress_interval
 RATE_LIMITS = ["max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries", "max_wait_s"]
 # where a value names a file or folder gen may write: the value is then a declared output of the case
 WRITTEN = {"output_dir", "json_out", "csv_out", "verdicts_out", "output", "export_dir", "cache_dir", "batch_export"}
+WRITTEN_ARGUMENT = {"import_predictions": 2, "baseline": 2, "export_harness": 2}  # the position of the output
 
 HOSTILE = [
     None,
@@ -114,8 +115,7 @@ HOSTILE = [
     "/",
     ".",
     "out",
-    "out/earlier-run",
-    "out/earlier-run/run.json",
+    "out/earlier-run",  # (not a file inside it: an output named explicitly is replaced, as it would be by hand)
     "recipe.yaml",
     "ds",
     "ds/run.json",
@@ -183,7 +183,7 @@ def api_cases(draw, calls: tuple[str, ...] = tuple(sorted(CALLS)), options_only:
         "api",
         (CALL,),
         {**files(), CALL: pickle.dumps(call)},
-        outputs=outputs(kwargs, option_fields),
+        outputs=outputs(kwargs, option_fields, args[WRITTEN_ARGUMENT[name]] if name in WRITTEN_ARGUMENT else None),
         names=names(args, kwargs, option_fields, options[1] if options else None),
         what=f"gen.{function}: {'; '.join(changed)}"[:400],
         module="tests.fuzz.api_call",
@@ -200,15 +200,17 @@ def files() -> dict[str, bytes]:
     return found
 
 
-def outputs(kwargs: dict[str, Any], option_fields: dict[str, Any]) -> tuple[str, ...]:
-    """The run's default output folder, the cache, the default verdicts files, and every value given to a field
-    that names where gen writes."""
+def outputs(kwargs: dict[str, Any], option_fields: dict[str, Any], argument: Any) -> tuple[str, ...]:
+    """The run's default output folder, the cache, the default verdicts files, the output argument, and every value
+    given to a field that names where gen writes."""
     found = ["out", "cache", "outputs", "mine.verdicts.json", "answers.verdicts.json"]
+    if isinstance(argument, (str, Path)) and str(argument):
+        found.append(str(argument))
     settings = option_fields.get("llm")
     nested = settings.kwargs if isinstance(settings, Make) else settings if isinstance(settings, dict) else {}
     for fields in (kwargs, option_fields, nested):
         for field, value in fields.items():
-            if field in WRITTEN and isinstance(value, (str, Path)) and str(value).strip():
+            if field in WRITTEN and isinstance(value, (str, Path)) and str(value):
                 found.append(str(value).rstrip("/") or "/")
     return tuple(found)
 
