@@ -137,7 +137,7 @@ def save(outcome: Outcome, found: str, number: int) -> Path:
         "# cases with a fake-server plan or a signal: python bench/fuzz.py --replay <this folder>",
         'cd "$(dirname "$0")/work"',
         *setup,
-        f'PYTHONPATH={shell_quote(str(REPO))} GEN_CACHE_DIR="$PWD/cache" python -m gen '
+        f'PYTHONPATH={shell_quote(str(REPO))} GEN_CACHE_DIR="$PWD/cache" python -m {case.module} '
         + " ".join(shell_quote(arg) for arg in case.args),
     ]
     (folder / "repro.sh").write_text("\n".join(lines) + "\n", encoding="utf-8")

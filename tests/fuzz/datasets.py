@@ -102,3 +102,64 @@ def valid_answers() -> list[dict]:
         {"question_id": record["question_id"], "answer": record["answer"] if index % 2 else "1 May 2023"}
         for index, record in enumerate(records)
     ]
+
+
+WRITTEN_SAMPLE = "sample-2"  # three real sessions: three gold answers, one call each
+
+
+def written_recipe(base_url: str, source: str = str(REPO / "gen" / "data" / "sample_locomo.json")) -> dict:
+    """The log, time_queries of the session test and gold_answers over one conversation of the bundled sample,
+    against the fake server at `base_url`: a dataset whose gold answers a model wrote."""
+    return {
+        "name": "written",
+        "seed": 13,
+        "sources": [{"format": "locomo", "path": source, "ids": [WRITTEN_SAMPLE]}],
+        "timeline": {"padding": {"mode": "none"}},
+        "llm": {"main": judge_endpoint(base_url)},
+        "products": [{"type": "log"}, {"type": "time_queries", "tests": ["session"]}, {"type": "gold_answers"}],
+    }
+
+
+def judge_endpoint(base_url: str) -> dict:
+    """An endpoint of the fake server with short timeouts and waits, so a misbehaving server ends a call in
+    seconds."""
+    return {
+        "model": "fake-model",
+        "base_url": base_url,
+        "api_key_env": "GEN_FUZZ_KEY",
+        "structured_output": "json_object",
+        "timeout_s": 3,
+        "max_wait_s": 4,
+        "max_retries": 2,
+    }
+
+
+@functools.cache
+def written_dataset_files() -> dict[str, bytes]:
+    """`written/`: a run with gold_answers, its answers written by the fake server's good replies (what `gen eval
+    --answers` with a judge reads)."""
+    import yaml
+
+    from tests.fuzz.server import ReplySpec, serving
+
+    with tempfile.TemporaryDirectory(prefix="gen-fuzz-written-") as tmp, serving((ReplySpec(good=True),)) as url:
+        work = Path(tmp)
+        (work / "recipe.yaml").write_text(yaml.safe_dump(written_recipe(url)), encoding="utf-8")
+        os.environ.setdefault("GEN_FUZZ_KEY", "sk-fuzz-SECRET-5f3a9c")
+        gen("run", "recipe.yaml", "--output-dir", "built", cwd=work)
+        (work / "built" / "written").rename(work / "written")
+        return {
+            path.relative_to(work).as_posix(): path.read_bytes()
+            for path in sorted((work / "written").rglob("*"))
+            if path.is_file()
+        }
+
+
+def written_answers() -> list[dict]:
+    """One answer per time query of `written/`, each a claim of its gold answer or a wrong one in turn."""
+    lines = written_dataset_files()["written/time_queries/test.jsonl"].decode().splitlines()
+    ids = [json.loads(line)["question_id"] for line in lines if line.strip()]
+    return [
+        {"question_id": question, "answer": "they talked about their week" if index % 2 else "nothing at all"}
+        for index, question in enumerate(ids)
+    ]

@@ -387,7 +387,7 @@ def redact_section(draw) -> tuple[Any, str]:
     return section, f"redact: {what}"
 
 
-TR_OPTIONS = [
+TR_OPTIONS = [  # the first five are the options temporal_reasoning has (the counts: 1 to 4)
     "tests",
     "topics_per_conversation",
     "pairs_per_conversation",
@@ -497,51 +497,45 @@ def json_lines(tree: Any) -> bytes:
 
 
 @st.composite
-def answers_cases(draw) -> Case:
-    """`gen eval own --answers mine.jsonl` on a temporal_reasoning dataset, the answers file changed."""
-    files = dict(datasets.own_dataset_files())
-    answers = datasets.valid_answers()[: draw(st.integers(1, 8))]
+def changed_answers(draw, answers: list[dict]) -> tuple[bytes, str]:
+    """An answers file of `gen eval --answers` (`answers`: valid lines) changed by structure, bytes, an odd id or
+    as a whole: its content and what was done."""
     how = draw(st.sampled_from(["structure", "structure", "bytes", "ids", "whole"]))
     if how == "structure":
         changes = draw(mutations(answers))
-        content, what = json_lines(mutated(answers, changes)), describe_changes(changes)
-    elif how == "bytes":
+        return json_lines(mutated(answers, changes)), describe_changes(changes)
+    if how == "bytes":
         valid = json_lines(answers)
         edits = draw(byte_edits(valid))
-        content, what = edited(valid, edits), f"bytes edited: {describe_changes(edits)}"
-    elif how == "ids":
-        odd = draw(
-            st.sampled_from(
-                [
-                    *ODD_STRINGS[:20],
-                    5,
-                    None,
-                    ["x"],
-                    answers[0]["question_id"].upper(),
-                    answers[0]["question_id"] + " ",
-                    answers[0]["question_id"][:-1],
-                ]
-            )
+        return edited(valid, edits), f"bytes edited: {describe_changes(edits)}"
+    if how == "ids":
+        first = answers[0]["question_id"]
+        odd = draw(st.sampled_from([*ODD_STRINGS[:20], 5, None, ["x"], first.upper(), first + " ", first[:-1]]))
+        content = json_lines([*answers, {"question_id": odd, "answer": "1 May 2023"}])
+        return content, f"a line with question_id {odd!r}"[:200]
+    content = draw(
+        st.sampled_from(
+            [
+                b"",
+                b"\n\n",
+                b"[]",
+                b"{}",
+                b"null",
+                b"\xef\xbb\xbf" + to_json(answers[0]),
+                to_json(answers),
+                b"\x00" * 100,
+                b'{"question_id": "' + b"q" * 300_000 + b'"}',
+            ]
         )
-        answers = [*answers, {"question_id": odd, "answer": "1 May 2023"}]
-        content, what = json_lines(answers), f"a line with question_id {odd!r}"[:200]
-    else:
-        content = draw(
-            st.sampled_from(
-                [
-                    b"",
-                    b"\n\n",
-                    b"[]",
-                    b"{}",
-                    b"null",
-                    b"\xef\xbb\xbf" + to_json(answers[0]),
-                    to_json(answers),
-                    b"\x00" * 100,
-                    b'{"question_id": "' + b"q" * 300_000 + b'"}',
-                ]
-            )
-        )
-        what = f"the whole file is {content[:60]!r}"
+    )
+    return content, f"the whole file is {content[:60]!r}"
+
+
+@st.composite
+def answers_cases(draw) -> Case:
+    """`gen eval own --answers mine.jsonl` on a temporal_reasoning dataset, the answers file changed."""
+    files = dict(datasets.own_dataset_files())
+    content, what = draw(changed_answers(datasets.valid_answers()[: draw(st.integers(1, 8))]))
     args = ("eval", "own", "--answers", "mine.jsonl", *draw(ANSWERS_FLAGS))
     if draw(st.integers(0, 5)) == 0:
         args = (*args, "--predictions", "mine.jsonl")
@@ -599,3 +593,105 @@ def terminal_cases(draw) -> Case:
         signal_at = (signum, draw(st.floats(0.3, 3.0)))
         what = f"{what}; signal {signum} at {signal_at[1]:.2f}s"
     return Case("terminal", case.args, files, names=names, what=what, signal_at=signal_at, terminal=True, timeout_s=90)
+
+
+# -- temporal_reasoning over odd timelines ------------------------------------------------------------------------
+def stamps(start: str, minutes: list[float]) -> list[str]:
+    """Times `minutes` after `start`, as chat logs write them."""
+    from datetime import datetime, timedelta
+
+    first = datetime.fromisoformat(start)
+    return [(first + timedelta(minutes=offset)).isoformat(sep=" ", timespec="seconds") for offset in minutes]
+
+
+def odd_timeline(name: str) -> list[tuple[str, str, str]]:
+    """DIALOGUE (tests/fuzz/bases.py) on an odd timeline: (time, role, text) per message."""
+    texts = [(role, text) for _, role, text in bases.DIALOGUE]
+    if name == "one-session":
+        times = stamps("2024-03-01 09:00:00", [0, 1, 2, 3, 4, 5])
+    elif name == "one-response":
+        return [("2024-03-01 09:00:00", *texts[0])]
+    elif name == "one-speaker":
+        return [(stamp, "user", text) for stamp, _, text in bases.DIALOGUE]
+    elif name == "identical-times":
+        times = ["2024-03-01 09:00:00"] * 6
+    elif name == "one-day-many-sittings":  # sittings hours apart on one date: sessions that share a day
+        times = stamps("2024-03-01 06:00:00", [0, 1, 180, 181, 360, 361])
+    elif name == "a-sitting-a-message":
+        times = stamps("2024-03-01 09:00:00", [0, 1440, 2880, 4320, 5760, 7200])
+    elif name == "exactly-the-break":  # the source's session_break_minutes (90) between every two messages
+        times = stamps("2024-03-01 09:00:00", [0, 90, 180, 270, 360, 450])
+    elif name == "centuries":
+        times = ["1900-01-01 00:00:00", "1900-01-01 00:01:00", "2024-03-01 09:00:00"]
+        times += stamps("2999-12-31 23:00:00", [0, 1, 2])
+    elif name == "many-sittings":  # 400 sittings a day apart, the topics in every one
+        many = stamps("2020-01-01 09:00:00", [day * 1440 + turn for day in range(400) for turn in (0, 1)])
+        return [(stamp, texts[i % 6][0], texts[i % 6][1]) for i, stamp in enumerate(many)]
+    elif name == "topics-everywhere":  # every sitting says every topic: no phrase lies in one session
+        times = stamps("2024-03-01 09:00:00", [0, 1, 1440, 1441, 2880, 2881])
+        everything = " ".join(text for _, text in texts)
+        return [(stamp, role, everything) for stamp, (role, _) in zip(times, texts)]
+    elif name == "no-topics":
+        times = [stamp for stamp, _, _ in bases.DIALOGUE]
+        return [(stamp, role, "ok") for stamp, (role, _) in zip(times, texts)]
+    else:  # "as-is"
+        times = [stamp for stamp, _, _ in bases.DIALOGUE]
+    return [(stamp, role, text) for stamp, (role, text) in zip(times, texts)]
+
+
+ODD_TIMELINES = [
+    "as-is",
+    "one-session",
+    "one-response",
+    "one-speaker",
+    "identical-times",
+    "one-day-many-sittings",
+    "a-sitting-a-message",
+    "exactly-the-break",
+    "centuries",
+    "many-sittings",
+    "topics-everywhere",
+    "no-topics",
+]
+REASONING_TESTS = ["last_mention", "days_ago", "which_first", "time_between"]
+PADDINGS = {  # the padding a timeline gets: none, or a file of turns (only the padding says the topics, or nothing)
+    "none": None,
+    "the-topics-again": [{"speaker": "Ann", "text": text} for _, _, text in bases.DIALOGUE],
+    "one-word": [{"speaker": "Bob", "text": "ok"}],
+}
+
+
+@st.composite
+def timeline_cases(draw) -> Case:
+    """temporal_reasoning (and the time queries) over a chat log on an odd timeline (one session, one response,
+    identical times, sittings on one day, centuries apart, topics in every session or none), on the observed or
+    the simulated clock, with its padding none, only the padding saying the topics, or one word."""
+    base = bases.PERSONAL_BASES["chat_clock"]
+    shape = draw(st.sampled_from(ODD_TIMELINES))
+    lines = [
+        {"conversation": "c1", "speaker": "Ann" if role == "user" else "Bob", "text": text, "time": stamp}
+        for stamp, role, text in odd_timeline(shape)
+    ]
+    recipe = json.loads(json.dumps(base.recipe))
+    clock = draw(st.sampled_from(["observed", "simulated"]))
+    recipe["sources"][0]["clock"] = clock
+    files: dict[str, bytes] = {}
+    padding = draw(st.sampled_from(sorted(PADDINGS)))
+    if PADDINGS[padding] is not None:
+        files["data/padding.json"] = json.dumps(PADDINGS[padding]).encode()
+        target = draw(st.sampled_from([1, 50, 3000]))
+        recipe["timeline"] = {"padding": {"mode": "file", "path": "data/padding.json", "target_words": target}}
+    reasoning: dict[str, Any] = {"type": "temporal_reasoning"}
+    for key in draw(st.lists(st.sampled_from(TR_OPTIONS[1:5]), max_size=2, unique=True)):
+        reasoning[key] = draw(st.sampled_from([1, 2, 50]))
+    if draw(st.booleans()):
+        reasoning["tests"] = draw(st.lists(st.sampled_from(REASONING_TESTS), min_size=1, max_size=2))
+    extra = draw(st.sampled_from([[], [{"type": "time_queries"}], [{"type": "ambiguous_time_queries"}]]))
+    recipe["products"] = [{"type": "log"}, {"type": "conversations"}, reasoning, *extra]
+    return Case(
+        "timelines",
+        draw(st.sampled_from([RUN, RUN, ("validate", "recipe.yaml")])),
+        {**base.files(recipe=recipe, source=bases.jsonl(lines)), **files},
+        names=("recipe.yaml", base.source_path.split("/")[-1], "padding.json"),
+        what=f"{shape} on the {clock} clock, padding {padding}: {reasoning} {extra}"[:300],
+    )

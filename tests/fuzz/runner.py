@@ -79,9 +79,13 @@ class Case:
     what: str = ""  # one line: how this case differs from a valid input
     timeout_s: float = DEFAULT_TIMEOUT_S
     terminal: bool = False  # stderr on a pseudo-terminal (progress displays drawn), as a user's shell runs it
+    # the module run as `python -m MODULE ARGS`: gen's program, or tests/fuzz/api_call.py, which calls one function
+    # of gen's Python API and ends as the program does (the same checks hold for both)
+    module: str = "gen"
 
     def command_line(self) -> str:
-        return "gen " + " ".join(shell_quote(arg) for arg in self.args)
+        program = "gen" if self.module == "gen" else f"python -m {self.module}"
+        return f"{program} " + " ".join(shell_quote(arg) for arg in self.args)
 
     def __repr__(self) -> str:  # what Hypothesis prints for a failing case: the files are too long to show
         return f"Case({self.surface}: {self.what[:300]} | {self.command_line()[:200]})"
@@ -150,6 +154,9 @@ def execute_in_process(case: Case) -> Outcome:
     here: only cases whose inputs are small go this way. An exception escaping main counts as the traceback a
     user would have seen."""
     import io
+
+    if case.module != "gen":  # another program: only a process of its own runs it as its user would
+        return execute(case)
 
     from tests.fuzz.server import serving
 
@@ -271,7 +278,7 @@ def run_process(case: Case, work: Path, base_url: str) -> Outcome:
     start = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err, stderr_for(case, err) as (stderr_to, drawn):
         process = subprocess.Popen(
-            [sys.executable, "-m", "gen", *args],
+            [sys.executable, "-m", case.module, *args],
             cwd=work,
             env=environment(work, case.terminal),
             stdin=subprocess.DEVNULL,

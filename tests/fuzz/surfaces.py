@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.fuzz import bases, datasets, own_logs
+from tests.fuzz import api_calls, bases, datasets, own_logs, written
 from tests.fuzz.bases import BASES, LLM, SOURCE_FORMATS, recipe_text
 from tests.fuzz.runner import Case
 from tests.fuzz.server import ReplySpec, describe
@@ -199,9 +199,51 @@ def hostile_reply(draw) -> ReplySpec:
     )
 
 
+# a time+content question's answer (gen/products/time_content/answer_rules.py), in a reply whose question is good
+TCQ_ANSWERS = [
+    "",
+    " ",
+    "\n\t",
+    ".",
+    "Maya.",  # a speaker of the conversation alone
+    "Maya and Tomas.",
+    "On 22 March 2024, in the first session.",  # the time alone
+    "In the 1st session on March 22nd.",
+    '"a quoted stretch"',
+    "'single quotes'",
+    "«guillemets» and “curly quotes”",
+    "line one\nline two\r\nline three",
+    "paint " * 5000,  # thousands of words
+    "x" * 300_000,  # one enormous word
+    "Она рассказала о поездке на озеро",  # Cyrillic
+    "她谈到了湖边的旅行",  # Chinese: no spaces between words
+    "تحدثت عن الرحلة",  # Arabic, right to left
+    "\u202etrip the about talked",
+    "\x00\x1b[2J",
+    "😀😀",
+    "1 2 3 4 5",
+    "the the the of and",  # stop words only
+    "\ud800 lone surrogate",
+    "It comes from session one: the passage, the question, the answer.",  # the prompt's own words
+]
+
+
+def tcq_answer_twist() -> st.SearchStrategy:
+    """A good reply whose answer is odd: an odd text, another JSON type, the question again, or no answer."""
+    values = st.one_of(st.sampled_from(TCQ_ANSWERS), st.sampled_from([None, 5, 1e999, True, [], {}, ["the lake"]]))
+    return st.one_of(
+        st.builds(lambda value: ("set", ("answer", value)), values),
+        st.just(("from", ("answer", "question"))),  # an answer that only repeats the question
+        st.just(("from", ("question", "answer"))),  # a question that is the answer
+        st.just(("raw", '{"question": "What did Maya talk about?"}')),  # no answer at all
+    )
+
+
 @st.composite
 def reply_cases(draw) -> Case:
-    plan = tuple(draw(st.lists(st.one_of(st.just(ReplySpec(good=True)), hostile_reply()), min_size=1, max_size=3)))
+    twisted = st.builds(lambda twist: ReplySpec(good=True, twist=twist), tcq_answer_twist())
+    replies = st.one_of(st.just(ReplySpec(good=True)), hostile_reply(), twisted, twisted)
+    plan = tuple(draw(st.lists(replies, min_size=1, max_size=3)))
     recipe = bases.llm_recipe(per_conversation=draw(st.integers(1, 3)))
     if draw(st.booleans()):
         recipe["llm"]["main"]["structured_output"] = draw(st.sampled_from(["auto", "json_schema", "off"]))
@@ -483,4 +525,10 @@ SURFACES = {
     "answers": own_logs.answers_cases(),
     "push": own_logs.push_cases(),
     "terminal": own_logs.terminal_cases(),
+    "timelines": own_logs.timeline_cases(),
+    # answers a model writes (tests/fuzz/written.py)
+    "gold": written.gold_cases(),
+    "judge": written.judge_cases(),
+    # gen's Python API called with hostile option values (tests/fuzz/api_calls.py)
+    "api": api_calls.api_cases(),
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
+from tests.fuzz.api_calls import api_cases
 from tests.fuzz.runner import assert_promises_kept, execute, execute_in_process
 from tests.fuzz.surfaces import SURFACES
 
@@ -112,4 +113,33 @@ def test_push_of_a_run_from_own_logs(case):
 @budget(3)
 @given(SURFACES["terminal"])
 def test_runs_on_a_terminal_leave_it_clean(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(10)
+@given(SURFACES["timelines"])
+def test_temporal_reasoning_over_odd_timelines(case):
+    """In this process (cheap): one session, one response, identical times, topics only in the padding..."""
+    assert_promises_kept(execute_in_process(case))
+
+
+# -- answers a model writes: gold_answers' replies, the judge of gen eval --answers ------------------------------
+@budget(2)
+@given(SURFACES["gold"])
+def test_gold_answer_replies(case):
+    assert_promises_kept(execute(case))
+
+
+@budget(2)
+@given(SURFACES["judge"])
+def test_judge_replies_and_answers(case):
+    assert_promises_kept(execute(case))
+
+
+# -- gen's Python API ---------------------------------------------------------------------------------------------
+@budget(2)
+@given(api_cases(calls=("run",), options_only=True))
+def test_run_from_python_with_hostile_run_options(case):
+    """gen.run(recipe, RunOptions(**hostile)): only GenError comes out. The other functions of gen/api are fuzzed
+    by bench/fuzz.py's `api` surface (their options classes are not all checked when made yet)."""
     assert_promises_kept(execute(case))

@@ -11,7 +11,7 @@ import pytest
 
 from tests.fuzz import bases, datasets
 from tests.fuzz.bases import BASES, LLM, jsonl
-from tests.fuzz.runner import Case, assert_promises_kept, execute, execute_in_process
+from tests.fuzz.runner import BASE_URL, Case, assert_promises_kept, execute, execute_in_process
 from tests.fuzz.server import ReplySpec
 
 pytestmark = pytest.mark.fuzz
@@ -191,6 +191,28 @@ def test_a_reply_with_a_lone_surrogate():
         timeout_s=90,
     )
     assert_promises_kept(execute(case))
+
+
+def test_a_gold_answer_citing_true_is_not_read_as_response_1():
+    """gold (by hand, after the fuzzer's citation attacks): pydantic reads JSON `true` as 1 and `false` as 0, so an
+    answer citing `true` and leaving out `false` was accepted as citing response 1 and leaving out response 0;
+    now the reply goes to the correction round and, still so, is rejected (max_reject_rate 1: the run finishes)."""
+    recipe = datasets.written_recipe(BASE_URL, source="data/sample_locomo.json")
+    recipe["llm"]["main"]["max_reject_rate"] = 1.0
+    case = Case(
+        "gold",
+        RUN,
+        {"recipe.yaml": bases.recipe_text(recipe), "data/sample_locomo.json": bases.SAMPLE_LOCOMO},
+        names=("recipe.yaml",),
+        replies=(ReplySpec(good=True, twist=("cites", "truth-values")),),
+        what="every 1 cited as true, every 0 left out as false",
+        timeout_s=90,
+    )
+    outcome = execute(case)
+    assert_promises_kept(outcome)
+    # the first session's window starts at response 0: its answer is the one the twist reaches (the other two
+    # windows start later, so they are answered as they were)
+    assert "gold_answers: 1 of 3 items rejected" in outcome.stderr
 
 
 # -- signals ---------------------------------------------------------------------------------------------------

@@ -10,17 +10,29 @@ report); no response is both; there is at least one claim.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
+
+
+def _not_a_truth_value(value: object) -> object:
+    # pydantic reads JSON true as 1 and false as 0 for an int: a reply citing `true` would be recorded as resting
+    # on response 1, a citation the model never made; it goes to the correction round instead
+    if isinstance(value, bool):
+        raise ValueError("an index number is a whole number, not true or false")
+    return value
+
+
+Index = Annotated[int, BeforeValidator(_not_a_truth_value)]  # a response's (or a claim's) number in a reply
 
 
 class Claim(BaseModel):
     text: str = Field(min_length=1, description="one short statement of what was said, naming who said it")
-    cites: list[int] = Field(min_length=1, description="the index numbers of the responses the claim rests on")
+    cites: list[Index] = Field(min_length=1, description="the index numbers of the responses the claim rests on")
 
 
 class LeftOut(BaseModel):
-    index: int = Field(description="the index number of a response no claim rests on")
+    index: Index = Field(description="the index number of a response no claim rests on")
     why: str = Field(min_length=1, description="why it has nothing to add, e.g. 'a greeting'")
 
 

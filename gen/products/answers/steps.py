@@ -13,7 +13,7 @@ from gen.llm.step import run as run_step
 from gen.llm.structured import Checked
 from gen.llm.task import Task, render_messages
 from gen.products.answers.options import GoldAnswersOptions as Options
-from gen.products.answers.rules import WindowAnswer, answer_text, check_citations
+from gen.products.answers.rules import Index, WindowAnswer, answer_text, check_citations
 from gen.products.base import BuildContext, Record, Reject, Unit
 from gen.templating import Templates
 
@@ -25,7 +25,7 @@ VERIFY_STEP = f"{NAME}/verify"
 
 
 class ClaimVerdict(BaseModel):
-    claim: int = Field(description="the claim's number, from 1")
+    claim: Index = Field(description="the claim's number, from 1")
     supported: bool
     why: str = ""
 
