@@ -308,3 +308,13 @@ def test_harness_exports_and_imports_name_their_parameters_from_python_and_optio
         ["import-predictions", str(results), "--format", "longmemeval", "--output", str(tmp_path / "p.jsonl")], capsys
     )
     assert code == 2 and "--export: " in err
+
+
+def test_an_empty_path_given_to_an_api_function_is_named_not_read_as_the_current_folder():
+    with pytest.raises(GenError) as raised:
+        gen.load_recipe("")
+    assert (raised.value.field, raised.value.message) == ("load_recipe(recipe=...)", "an empty path")
+    with pytest.raises(GenError) as raised:
+        gen.summary("  ")
+    assert (raised.value.field, raised.value.message) == ("summary(run_folder=...)", "an empty path")
+

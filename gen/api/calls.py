@@ -129,6 +129,8 @@ def refuse_wrong_types(
             raise GenError(
                 f"got a value of type {type(value).__name__}", field=f"{function}({name}=...)", expected=annotation
             )
+        if PurePath in types and isinstance(value, str) and not value.strip():  # "" would read as "." to pathlib
+            raise GenError("an empty path", field=f"{function}({name}=...)", expected=annotation)
 
 
 def refuse_other(function: str, kind: type, options: Any) -> None:

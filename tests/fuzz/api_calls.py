@@ -6,6 +6,7 @@ tests/fuzz/api_call.py in a process of its own (so the runner's checks of files,
 
 from __future__ import annotations
 
+import inspect
 import math
 import pickle
 from pathlib import Path
@@ -27,9 +28,17 @@ CALL = "call.pickle"
 # options are Path objects, as their fields are typed (a string there is one of the hostile values)
 CALLS: dict[str, tuple[tuple, dict[str, Any], tuple[str, str, dict[str, Any]] | None]] = {
     "run": (("recipe.yaml",), {}, ("options", "RunOptions", {"output_dir": Path("out"), "limit": 1})),
-    "plan": (("recipe.yaml",), {"limit": 1, "cache_dir": "cache"}, None),
-    "validate": (("recipe.yaml",), {"source_dir": "data", "cache_dir": "cache"}, None),
-    "preview": (("recipe.yaml", "time_queries"), {"index": 0, "limit": 1, "cache_dir": "cache"}, None),
+    "plan": (("recipe.yaml",), {}, ("options", "PlanOptions", {"limit": 1, "cache_dir": Path("cache")})),
+    "validate": (
+        ("recipe.yaml",),
+        {},
+        ("options", "ValidateOptions", {"source_dir": Path("data"), "cache_dir": Path("cache")}),
+    ),
+    "preview": (
+        ("recipe.yaml", "time_queries"),
+        {"index": 0},
+        ("options", "PlanOptions", {"limit": 1, "cache_dir": Path("cache")}),
+    ),
     "evaluate": (("ds", "mine.jsonl"), {}, ("options", "EvalOptions", {"k": 3, "json_out": Path("out/scores.json")})),
     "evaluate-answers": (
         ("own",),
@@ -42,9 +51,13 @@ CALLS: dict[str, tuple[tuple, dict[str, Any], tuple[str, str, dict[str, Any]] | 
         {},
         ("options", "PushOptions", {"repo_id": "me/own", "export_dir": Path("out/hub"), "dry_run": True}),
     ),
-    "export_harness": (("ds", "beir", "out/exp"), {"config": "time_queries"}, None),
+    "export_harness": (("ds", "beir", "out/exp"), {}, ("options", "ExportOptions", {"config": "time_queries"})),
     "import_predictions": (("results.json", "beir", "out/preds.jsonl"), {}, None),
-    "baseline": (("recent", "ds", "out/recent.jsonl"), {"k": 5, "whole_dialogue": False, "turns": False}, None),
+    "baseline": (
+        ("recent", "ds", "out/recent.jsonl"),
+        {},
+        ("options", "BaselineOptions", {"k": 5, "whole_dialogue": False, "turns": False}),
+    ),
     "summary": (("ds",), {}, None),
     "load": (("ds",), {}, None),
     "load_recipe": (("recipe.yaml",), {"source_dir": "data"}, None),
@@ -56,6 +69,10 @@ CALLS: dict[str, tuple[tuple, dict[str, Any], tuple[str, str, dict[str, Any]] | 
 # the fields each options class takes, beside those of its valid call
 OPTION_FIELDS = {
     "RunOptions": ["output_dir", "limit", "workers", "executor", "ray_address", "source_dir", "llm"],
+    "PlanOptions": ["limit", "cache_dir", "progress"],
+    "ValidateOptions": ["source_dir", "cache_dir", "probe", "progress"],
+    "ExportOptions": ["config", "revision", "progress"],
+    "BaselineOptions": ["k", "whole_dialogue", "turns", "revision", "progress"],
     "EvalOptions": [
         "k",
         "questions_from",
@@ -184,7 +201,7 @@ def api_cases(draw, calls: tuple[str, ...] = tuple(sorted(CALLS)), options_only:
         (CALL,),
         {**files(), CALL: pickle.dumps(call)},
         outputs=outputs(kwargs, option_fields, args[WRITTEN_ARGUMENT[name]] if name in WRITTEN_ARGUMENT else None),
-        names=names(args, kwargs, option_fields, options[1] if options else None),
+        names=names(function, args, kwargs, option_fields, options[1] if options else None),
         what=f"gen.{function}: {'; '.join(changed)}"[:400],
         module="tests.fuzz.api_call",
     )
@@ -215,9 +232,16 @@ def outputs(kwargs: dict[str, Any], option_fields: dict[str, Any], argument: Any
     return tuple(found)
 
 
-def names(args: list, kwargs: dict[str, Any], option_fields: dict[str, Any], class_name: str | None) -> tuple[str, ...]:
-    """What a refusal may name: a field (as gen's Python API or its command line spells it) or a value given."""
-    fields = [*kwargs, *option_fields, *RUN_SETTINGS, *RATE_LIMITS]
+def names(
+    function: str, args: list, kwargs: dict[str, Any], option_fields: dict[str, Any], class_name: str | None
+) -> tuple[str, ...]:
+    """What a refusal may name: a field or parameter (as gen's Python API or its command line spells it) or a
+    value given."""
+    import gen.api
+
+    parameters = list(inspect.signature(getattr(gen.api, function)).parameters)
+    fields = [*kwargs, *option_fields, *RUN_SETTINGS, *RATE_LIMITS, *parameters]
+    fields += [f"{function}({parameter}=...)" for parameter in parameters]
     spelt = [form for field in fields for form in (field, f"--{field.replace('_', '-')}")]
     if class_name:
         spelt += [class_name, *(f"{class_name}.{field}" for field in option_fields)]

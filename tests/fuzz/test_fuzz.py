@@ -140,6 +140,12 @@ def test_judge_replies_and_answers(case):
 @budget(2)
 @given(api_cases(calls=("run",), options_only=True))
 def test_run_from_python_with_hostile_run_options(case):
-    """gen.run(recipe, RunOptions(**hostile)): only GenError comes out. The other functions of gen/api are fuzzed
-    by bench/fuzz.py's `api` surface (their options classes are not all checked when made yet)."""
+    """gen.run(recipe, RunOptions(**hostile)): only GenError comes out."""
+    assert_promises_kept(execute(case))
+
+
+@budget(4)
+@given(api_cases())
+def test_every_api_function_from_python_with_hostile_arguments_and_options(case):
+    """Any function of gen's API, any argument or options field hostile: only GenError comes out."""
     assert_promises_kept(execute(case))
