@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import types
 import typing
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
@@ -54,14 +55,12 @@ class InputModel(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def no_empty_path(cls, value: Any, info: ValidationInfo) -> Any:
-        """An empty path would read as the recipe's own folder ("" is "." to pathlib): refused as what it is; and a
-        NUL character, which no file system takes (Python's os calls would fail on it wherever it is first used)."""
+        """A path no file system can take is refused as what it is (path_problem), not where it is first used."""
         if not isinstance(value, str | Path) or not info.field_name or not takes_path(cls, info.field_name):
             return value
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("an empty path")
-        if "\x00" in str(value):
-            raise ValueError("a path with a NUL character")
+        problem = path_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("*", mode="after")
@@ -145,6 +144,31 @@ def field_at(model: type[BaseModel], loc: tuple) -> FieldInfo | None:
             return None
         current = found.annotation
     return found
+
+
+NAME_MAX = 255  # bytes in one name of a path, and in a whole path: Linux's limits (ext4, tmpfs, xfs and others)
+PATH_MAX = 4096
+
+
+def path_problem(value: str | PurePath) -> str | None:
+    """What makes `value` a path no file system takes, or None: empty ("" would read as "." to pathlib, the
+    current folder), a NUL character, a name longer than NAME_MAX bytes, or more than PATH_MAX bytes in all.
+    Python's os calls would fail on each wherever the path is first used, far from the setting that gave it; the
+    recipe's and options' path fields (InputModel) and the API's path arguments (gen/api/calls.py) ask here."""
+    text = value if isinstance(value, str) else str(value)
+    if not text.strip():
+        return "an empty path"
+    if "\x00" in text:
+        return "a path with a NUL character"
+    try:
+        encoded = os.fsencode(text)
+    except UnicodeEncodeError:
+        return "a path that cannot be written as a file name (a lone surrogate)"
+    if len(encoded) > PATH_MAX:
+        return f"a path of more than {PATH_MAX:,} bytes"
+    if any(len(name) > NAME_MAX for name in encoded.split(b"/")):
+        return f"a path with a name of more than {NAME_MAX} bytes (a file system takes {NAME_MAX} at most)"
+    return None
 
 
 def takes_path(model: type[BaseModel], name: str) -> bool:

@@ -318,3 +318,29 @@ def test_an_empty_path_given_to_an_api_function_is_named_not_read_as_the_current
         gen.summary("  ")
     assert (raised.value.field, raised.value.message) == ("summary(run_folder=...)", "an empty path")
 
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        ("x" * 256, "a path with a name of more than 255 bytes (a file system takes 255 at most)"),
+        ("a/" * 2100, "a path of more than 4,096 bytes"),
+        ("a\x00b", "a path with a NUL character"),
+        ("\ud800", "a path that cannot be written as a file name (a lone surrogate)"),
+    ],
+)
+def test_a_path_no_file_system_takes_is_one_error_where_it_is_given(path, problem, tmp_path, capsys):
+    """Python's os calls fail on such a path (ENAMETOOLONG, ValueError, UnicodeEncodeError) wherever it is first
+    used; gen names it where it was given: the parameter, the options field, or at a shell the path itself."""
+    with pytest.raises(GenError) as raised:
+        gen.summary(path)
+    assert (raised.value.field, raised.value.message) == ("summary(run_folder=...)", problem)
+    with pytest.raises(GenError) as raised:
+        gen.EvalOptions(json_out=path)
+    assert raised.value.field == "EvalOptions.json_out" and raised.value.message.startswith(problem)
+    if "\x00" not in path and "\ud800" not in path:  # neither can be a command-line argument
+        code, _, err = run_cli(["eval", path, "--predictions", str(tmp_path / "p.jsonl")], capsys)
+        assert (
+            code == 2
+            and err.count("\n") == 1
+            and err.endswith(f": {problem} (expected a path a file system can take)\n")
+        )

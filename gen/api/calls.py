@@ -27,10 +27,10 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 from pydantic import ConfigDict
 
 from gen import progress
-from gen.callers import named
+from gen.callers import by_command_line, named
 from gen.errors import GenError
 from gen.progress import ProgressMode
-from gen.validation import OptionsModel
+from gen.validation import OptionsModel, path_problem
 
 Params = ParamSpec("Params")
 Returned = TypeVar("Returned")
@@ -129,8 +129,15 @@ def refuse_wrong_types(
             raise GenError(
                 f"got a value of type {type(value).__name__}", field=f"{function}({name}=...)", expected=annotation
             )
-        if PurePath in types and isinstance(value, str) and not value.strip():  # "" would read as "." to pathlib
-            raise GenError("an empty path", field=f"{function}({name}=...)", expected=annotation)
+        problem = path_problem(value) if PurePath in types and isinstance(value, str | PurePath) else None
+        if problem:  # at a shell, the path typed names the problem; in a program, the parameter
+            shell = by_command_line()
+            raise GenError(
+                problem,
+                file=str(value) if shell else None,
+                field=None if shell else f"{function}({name}=...)",
+                expected="a path a file system can take",
+            )
 
 
 def refuse_other(function: str, kind: type, options: Any) -> None:

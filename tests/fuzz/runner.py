@@ -565,7 +565,10 @@ def walk(folder: Path) -> Iterator[Path]:
 
 
 def under(relative: str, roots: tuple[str, ...]) -> bool:
-    return any(relative == root or relative.startswith(root.rstrip("/") + "/") for root in roots)
+    """Whether `relative` is one of `roots` or inside one (roots as given: "out/", "./out"; "." is the work folder,
+    the place a case that names it as an output may write anywhere)."""
+    normal = [os.path.normpath(root) for root in roots]
+    return any(root == "." or relative == root or relative.startswith(root + "/") for root in normal)
 
 
 def check_files(case: Case, code: int, before: dict[str, str], after: dict[str, str]) -> list[Violation]:
