@@ -12,11 +12,12 @@ More rejects than the endpoint's `max_reject_rate` stop the command before anyth
 from __future__ import annotations
 
 import logging
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from gen.errors import Stopped
 
@@ -29,6 +30,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REJECT_OPTION = "max_reject_rate of the judging endpoint in the llm: section"
+
+
+class VerdictReply(BaseModel):
+    """The base of a judge's reply model: `reason` first (the judge says why before it decides), then `verdict`,
+    which each subclass declares as a Literal of its words; a verdict in another case or with spaces around it
+    ("Yes", " INCORRECT ") is read as the word it spells, anything else still fails (the correction round)."""
+
+    reason: str = ""
+
+    @field_validator("verdict", mode="before", check_fields=False)
+    @classmethod
+    def _any_case(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        words = typing.get_args(cls.model_fields["verdict"].annotation)
+        return next((word for word in words if word.lower() == value.strip().lower()), value)
 
 
 @dataclass(frozen=True)

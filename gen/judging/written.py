@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, field_validator
-
 from gen.eval.answers import AnswersResult, Asked, Sheet, Verdict, tally_json
-from gen.judging.asking import Case, Judgement, Rubric, Ruling
+from gen.judging.asking import Case, Judgement, Rubric, Ruling, VerdictReply
 
 if TYPE_CHECKING:
     from gen.judging.endpoint import Judge
@@ -35,17 +33,10 @@ RULES = (
 )
 
 
-class Reply(BaseModel):
+class Reply(VerdictReply):
     """The judge's reply: a short reason first (it says why before it decides), then yes or no."""
 
-    reason: str = ""
     verdict: Literal["yes", "no"]
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _any_case(cls, value: object) -> object:
-        # "Yes" or " NO " mean the same; anything else still fails (and goes to the correction round)
-        return value.strip().lower() if isinstance(value, str) else value
 
 
 RUBRIC = Rubric(STEP, PROMPT, Reply)

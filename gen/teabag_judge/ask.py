@@ -7,26 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, field_validator
-
-from gen.judging.asking import Case, Rubric
+from gen.judging.asking import Case, Rubric, VerdictReply
 from gen.teabag_judge.items import Question
 
 PROMPT = "prompts/teabag_judge.j2"
 STEP = "teabag_judge"
 
 
-class Reply(BaseModel):
+class Reply(VerdictReply):
     """What the judge must answer: a short reason first (it says why before it decides), then the verdict."""
 
-    reason: str = ""
     verdict: Literal["Correct", "Incorrect"]
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _any_case(cls, value: object) -> object:
-        # "correct" or " INCORRECT " mean the same; anything else still fails (and goes to the correction round)
-        return value.strip().capitalize() if isinstance(value, str) else value
 
 
 RUBRIC = Rubric(STEP, PROMPT, Reply)
