@@ -32,7 +32,7 @@ from typing import Any
 import duckdb
 
 from gen import progress
-from gen.view import search, seek
+from gen.view import search, seek, sortkeys
 from gen.view.folder import ConfigFiles, RunFolder, lines, whole_lines_snapshot
 from gen.view.store import Store, open_store
 from gen.view.tables import (
@@ -69,6 +69,7 @@ class TableState:
     seconds: float | None = None
     columns: list[Column] = field(default_factory=list)
     facets: dict[str, list[tuple[Any, int]]] = field(default_factory=dict)
+    sort_keys: dict[str, str] = field(default_factory=dict)  # text field → its key's kind (gen/view/sortkeys.py)
 
 
 class Index:
@@ -173,12 +174,24 @@ class Index:
                 state.columns = self.describe(cur, table)
                 state.rows = self.scalar(cur, f"SELECT count(*) FROM {table}")
                 state.facets = facets
+                state.sort_keys = self.sort_keys(cur, config.name, table, state.columns)
         except duckdb.Error as exc:
             state.error = first_line(str(exc))
             state.state = "failed"
             return
         state.seconds = time.perf_counter() - started
         state.state = "ready"
+
+    def sort_keys(
+        self, cur: duckdb.DuckDBPyConnection, config: str, table: str, columns: list[Column]
+    ) -> dict[str, str]:
+        """The integer keys of the config's text fields (gen/view/sortkeys.py), written once per cache entry."""
+        part = f"text keys {config}"
+        kinds = self.done(cur, part)
+        if kinds is None:
+            kinds = sortkeys.build(cur, config, table, columns)
+            self.mark_done(cur, part, kinds)
+        return {str(name): str(kind) for name, kind in kinds.items()}
 
     def build_rejects(self) -> None:
         state = self.states[REJECTS]
@@ -477,13 +490,20 @@ class Index:
         self, config: str, query: RecordsQuery, where: str, params: list[Any], start: int, total: int
     ) -> list[dict[str, Any]] | None:
         """A sorted page while the sort's index is missing, without waiting for it: near either end a small
-        top-N, deeper a seek by counting (gen/view/seek.py); None if the seek's samples missed the page."""
+        top-N, deeper a seek by counting (gen/view/seek.py), over the field's integer key when it has one and
+        nothing else narrows the page (gen/view/sortkeys.py); None if the seek's samples missed the page."""
         assert query.sort is not None
         end = min(start + query.size, total)
+        kind = self.states[config].sort_keys.get(query.sort)
+        if kind is not None and not where:
+            keyed = sortkeys.Keyed(config, table_name(config), query.sort, kind, query.desc, start, end)
+            with self.cursor() as cur:
+                numbers = sortkeys.page_numbers(cur, keyed, DIRECT_SORT_ROWS)
+            return None if numbers is None else self.rows_by_number(config, numbers)
         if start < DIRECT_SORT_ROWS or total - end < DIRECT_SORT_ROWS:
             return self.direct_sorted_page(config, query, where, params, start, total)
-        kind = next(column.type for column in self.columns(config) if column.name == query.sort)
-        asked = seek.Request(table_name(config), query.sort, kind, query.desc, where, params, start, end)
+        column_type = next(column.type for column in self.columns(config) if column.name == query.sort)
+        asked = seek.Request(table_name(config), query.sort, column_type, query.desc, where, params, start, end)
         with self.cursor() as cur:
             numbers = seek.page_numbers(cur, asked)
         return None if numbers is None else self.rows_by_number(config, numbers)

@@ -438,3 +438,35 @@ def test_the_sort_indexes_pages_ask_for_are_built_one_at_a_time_and_all_of_them(
         assert most[0] == 1
     finally:
         opened.close()
+
+
+@pytest.mark.parametrize("rank_max_values", [0, 1_000_000])  # every text field keyed by prefix; then by rank
+def test_pages_of_a_text_order_found_by_its_integer_key_are_the_pages_of_the_text_order(monkeypatch, rank_max_values):
+    """gen/view/sortkeys.py: a text order's page found through the field's integer key (near the ends a top-N,
+    deeper a seek) holds the records Python's sort of the text puts there, through texts that share their first
+    8 bytes or more, texts beyond ASCII (one of them with a 2-byte letter across the 8th byte), empty texts,
+    prefixes of other texts, and missing values (last, in file order)."""
+    import duckdb
+
+    from gen.view import seek, sortkeys
+    from gen.view.tables import Column
+
+    words = ["When did Ann", "When did Anna", "When did", "", "When di", "Wheń did", "Zoë", "abcdefgé", "abcdefgh",
+             "abcdefg", "abcdefgf", "ß", "a", "When did Ann"]  # fmt: skip
+    count = 2000
+    table = [{"s": None if i % 11 == 0 else words[(i * 7) % len(words)] + ("" if i % 3 else str(i % 5))}
+             for i in range(count)]  # fmt: skip
+    db = duckdb.connect()
+    db.execute("SET threads=1")  # rows go in in list order: rowid i is table[i]
+    db.execute("CREATE TABLE t AS SELECT unnest(?::VARCHAR[]) AS s", [[row["s"] for row in table]])
+    monkeypatch.setattr(sortkeys, "RANK_MAX_VALUES", rank_max_values)
+    monkeypatch.setattr(seek, "SAMPLE_ROWS", 100)
+    kinds = sortkeys.build(db, "c", "t", [Column("s", "VARCHAR")])
+    assert kinds == {"s": "prefix" if rank_max_values == 0 else "rank"}
+    for desc in (False, True):
+        expected = expected_numbers(table, "s", desc, {})
+        for direct_rows in (0, 100):  # every page by the seek; then the first and last pages by a top-N
+            for start in range(0, count, 30):
+                end = min(start + 30, count)
+                asked = sortkeys.Keyed("c", "t", "s", kinds["s"], desc, start, end)
+                assert sortkeys.page_numbers(db, asked, direct_rows) == expected[start:end], (desc, direct_rows, start)
