@@ -292,7 +292,7 @@ def test_an_empty_window_gets_the_abstention_and_no_call(tmp_path):
         assert server.count == 0
     [row] = records["gold_answers"]
     assert row["abstained"] and row["claims"] == [] and row["model"] is None
-    assert row["answer"].startswith("There is nothing in our conversations from that time")
+    assert row["answer"].startswith("We did not talk at that time, so it is not mentioned in our conversations")
 
 
 def test_plan_preview_and_validate_plan_from_the_questions_the_run_answers(tmp_path, capsys):
