@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from tests.conftest import REPO, extra_marks, read_jsonl
@@ -285,6 +284,8 @@ def serve_then_stop(opened, urls: list[str], wanted: int) -> tuple[list[tuple[st
     (those answered before the stop) and what raised."""
     import threading
     import time
+
+    import duckdb
 
     from gen.view.app import make_app
     from gen.view.pages import Viewer
