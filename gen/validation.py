@@ -17,11 +17,12 @@ import os
 import types
 import typing
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 
+from gen.callers import named
 from gen.errors import GenError, shorten
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ class OptionsModel(InputModel):
     pydantic calls a model's own __init__ for a nested mapping too, so the field is named from the innermost
     model that refused it."""
 
+    # a field's command-line option, where it is not "--" and the field's name with dashes (json_out: --json)
+    command_line_options: ClassVar[dict[str, str]] = {}
+
     def __init__(self, /, *given: Any, **data: Any) -> None:
         if given:  # pydantic's TypeError would not say which settings there are
             name = type(self).__name__
@@ -101,9 +105,14 @@ class OptionsModel(InputModel):
 
 
 def options_error(model: type[BaseModel], exc: ValidationError) -> GenError:
+    """The first error, naming the field as its caller knows it (gen/callers.py): `EvalOptions.json_out` to a
+    program, the option it came from (`--json`) at a shell."""
     first = exc.errors()[0]
     loc = tuple(first["loc"])
     field = f"{model.__name__}.{dotted(loc)}" if loc else model.__name__
+    if loc and isinstance(loc[-1], str):
+        given = getattr(model, "command_line_options", {})
+        field = named(given.get(loc[-1], "--" + loc[-1].replace("_", "-")), field)
     return GenError(describe(model, first, loc), field=field, expected=expected_at(model, loc))
 
 

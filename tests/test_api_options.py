@@ -344,3 +344,14 @@ def test_a_path_no_file_system_takes_is_one_error_where_it_is_given(path, proble
             and err.count("\n") == 1
             and err.endswith(f": {problem} (expected a path a file system can take)\n")
         )
+
+
+def test_an_options_field_given_on_the_command_line_is_named_by_its_option(quickstart, tmp_path, capsys):
+    long_name = str(tmp_path / ("x" * 256))
+    code, _, err = run_cli(["eval", str(quickstart), "--predictions", "p.jsonl", "--json", long_name], capsys)
+    assert code == 2 and err.startswith("error: --json: a path with a name of more than 255 bytes")
+    code, _, err = run_cli(["run", "r.yaml", "--output-dir", long_name], capsys)
+    assert code == 2 and err.startswith("error: --output-dir: a path with a name of more than 255 bytes")
+    with pytest.raises(GenError) as raised:  # and the same setting from Python, by its field
+        gen.EvalOptions(json_out=long_name)
+    assert raised.value.field == "EvalOptions.json_out"

@@ -47,6 +47,8 @@ class EvalOptions(CallOptions):
     <answers>.verdicts.json); `llm`: how its calls go (cache, offline, limits); `progress`: this call's displays
     (the judge's LLM steps follow it too, unless `llm.progress` says otherwise)."""
 
+    command_line_options = {"json_out": "--json", "csv_out": "--csv", "verdicts_out": "--verdicts"}
+
     k: int | None = Field(default=None, ge=1, le=100_000)
     questions_from: Path | None = None
     revision: str | None = None
