@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
@@ -47,7 +47,11 @@ class EvalOptions(CallOptions):
     <answers>.verdicts.json); `llm`: how its calls go (cache, offline, limits); `progress`: this call's displays
     (the judge's LLM steps follow it too, unless `llm.progress` says otherwise)."""
 
-    command_line_options = {"json_out": "--json", "csv_out": "--csv", "verdicts_out": "--verdicts"}
+    command_line_options: ClassVar[dict[str, str]] = {
+        "json_out": "--json",
+        "csv_out": "--csv",
+        "verdicts_out": "--verdicts",
+    }
 
     k: int | None = Field(default=None, ge=1, le=100_000)
     questions_from: Path | None = None
