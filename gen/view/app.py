@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mimetypes
 import sys
+import time
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -68,6 +69,27 @@ def bug_page(viewer: pages.Viewer, request: Request, exc: BaseException) -> HTML
         return HTMLResponse(f"<p>{escape(message)}</p>", status_code=500)
 
 
+MEMORY_WAIT_S = 15.0  # how long a page waits for DuckDB's memory while an index is being built
+
+
+def built_when_memory_allows(
+    build: Callable[[Request], tuple[str, dict[str, Any]]], request: Request
+) -> tuple[str, dict[str, Any]]:
+    """The page, built again (after a short pause) while DuckDB's memory cap is taken by an index being built:
+    the word indexes are built under a small cap shared with the pages, and a page that finds it full only has
+    to wait for the builder's next step, not fail."""
+    import duckdb
+
+    deadline = time.monotonic() + MEMORY_WAIT_S
+    while True:
+        try:
+            return build(request)
+        except duckdb.OutOfMemoryException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def make_app(viewer: pages.Viewer) -> Starlette:
     def page(build: Callable[[Request], tuple[str, dict[str, Any]]]) -> Callable[[Request], Response]:
         """Every page goes through here: 404 for what the run does not have, 400 for an address that asks
@@ -75,7 +97,7 @@ def make_app(viewer: pages.Viewer) -> Starlette:
 
         def handle(request: Request) -> Response:
             try:
-                name, context = build(request)
+                name, context = built_when_memory_allows(build, request)
                 return render(name, context)
             except pages.NotFound as exc:
                 return error_page(viewer, 404, str(exc))

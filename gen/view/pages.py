@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -348,10 +348,9 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
     ]
     open_fields = [c.name for c in state.columns if c.scalar and c.name not in state.facets]
     return {
-        "folder": with_note(
-            viewer.folder,
-            partial_search_note(config, page.searched, state.rows, viewer.index.search_failures.get(config)),
-        ),
+        "folder": viewer.folder,
+        "searched": page.searched,  # records a search looked at while the word index is built (None: all)
+        "search_failure": viewer.index.search_failures.get(config),
         "config": config,
         "state": state,
         "query": query,
@@ -371,34 +370,6 @@ def records(viewer: Viewer, config: str, params: Mapping[str, str]) -> dict[str,
         "link": lambda **changes: query_link(config, query, **changes),
         "first_number": (query.page - 1) * query.size + 1,
     }
-
-
-def partial_search_note(config: str, searched: int | None, rows: int | None, failure: str | None) -> str | None:
-    """What a search answered while the config's word index is built (or after its build failed) says of
-    itself: which records it looked at (the index is built in file order), so a short list is never taken for
-    all the matches."""
-    if searched is None:
-        return None
-    state = (
-        f"could not be built ({failure}), so"
-        if failure
-        else "is not built yet, so"
-        if searched == 0
-        else "is still being built:"
-    )
-    if searched == 0:
-        return f"The word index of {config} {state} this search has looked at no record." + (
-            "" if failure else " It is built after every config is imported: reload in a while for the matches."
-        )
-    return (
-        f"The word index of {config} {state} this search has looked at its first {searched:,} records of "
-        f"{rows or 0:,} only, so records further on that match are missing" + ("." if failure else "; reload for more.")
-    )
-
-
-def with_note(folder: RunFolder, note: str | None) -> RunFolder:
-    """The folder as this page shows it, with one more note (every page shows its folder's notes at the top)."""
-    return folder if note is None else replace(folder, notes=[*folder.notes, note])
 
 
 def column_kinds(viewer: Viewer, config: str, columns: list[str]) -> list[str]:

@@ -471,3 +471,64 @@ def test_pages_of_a_text_order_found_by_its_integer_key_are_the_pages_of_the_tex
                 end = min(start + 30, count)
                 asked = sortkeys.Keyed("c", "t", "s", kinds["s"], desc, start, end)
                 assert sortkeys.page_numbers(db, asked, direct_rows) == expected[start:end], (desc, direct_rows, start)
+
+
+def test_a_page_the_file_cannot_serve_says_it_waits_for_the_index_not_that_nothing_matches(
+    run_folder, tmp_path, monkeypatch
+):
+    """Before a config is indexed, pages in file order are read from the file; a search, a filter, a sort or a
+    page past the file's head cannot be, and the page says it is answered once the index is ready ("0 records
+    match" would be false)."""
+    from gen.view.app import make_app
+    from gen.view.folder import open_folder
+    from gen.view.index import Index
+    from gen.view.pages import Viewer
+    from tests.view.asgi import Client
+
+    monkeypatch.setenv("GEN_CACHE_DIR", str(tmp_path))  # an empty cache: nothing indexed, the index not started
+    opened = Index(open_folder(run_folder))
+    try:
+        client = Client(make_app(Viewer(opened.folder, opened)))
+        for address in (
+            "/records/time_queries?q=dates",
+            "/records/time_queries?f.test=dates",
+            "/records/log?sort=text",
+        ):
+            status, page = client.get(address)
+            assert status == 200
+            assert "This page is answered once" in page and "waiting for the index" in page, address
+            assert "0 records" not in page
+        status, page = client.get("/records/log")  # file order: served from the file meanwhile
+        assert status == 200 and "This page is answered once" not in page and 'data-count="0"' not in page
+    finally:
+        opened.close()
+
+
+def test_a_page_that_finds_duckdbs_memory_taken_by_an_index_build_waits_for_it_then_answers(monkeypatch):
+    """At 100x a question page asked while the word indexes were built (under a small memory cap shared with the
+    pages) failed with DuckDB's OutOfMemoryException: it now waits for the builder's next step, and fails as the
+    bug page only past MEMORY_WAIT_S."""
+    import duckdb
+
+    from gen.view import app
+
+    attempts = []
+
+    def build(request):
+        attempts.append(request)
+        if len(attempts) < 3:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 2.0 MiB")
+        return "question.html", {"built": True}
+
+    assert app.built_when_memory_allows(build, "the request") == ("question.html", {"built": True})
+    assert len(attempts) == 3
+    monkeypatch.setattr(app, "MEMORY_WAIT_S", 0.3)
+    attempts.clear()
+
+    def never(request):
+        attempts.append(request)
+        raise duckdb.OutOfMemoryException("Out of Memory Error")
+
+    with pytest.raises(duckdb.OutOfMemoryException):
+        app.built_when_memory_allows(never, "the request")
+    assert 2 <= len(attempts) <= 4
