@@ -33,7 +33,10 @@ from gen.eval.dataset import (
 from gen.eval.score import only_exported
 
 EXPECTED_LINE = '{"question_id": "<a question_id of the dataset>", "answer": "<the system\'s answer>"}'
-NO_ANSWERS = "a dataset with a config of questions with gold answers (temporal_reasoning, or gold_answers)"
+NO_ANSWERS = (
+    "a dataset with a config of questions with gold answers (temporal_reasoning, time_content_questions, or "
+    "time queries with gold_answers)"
+)
 
 
 @dataclass(frozen=True)
